@@ -1,0 +1,185 @@
+"""The RDL tree: frozen dataclasses that hold what the user wrote, with source spans.
+
+Nodes hold facts, never plan or solver state. Spans do not take part in equality, so a
+tree printed and parsed back compares equal to the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from rdl.errors import NOWHERE, Span
+
+
+@dataclass(frozen=True, slots=True)
+class Resources(Mapping[str, float]):
+    """A resource vector, `{memory: MiB, vcores: count, ...}`, kept sorted by name."""
+
+    items_: tuple[tuple[str, float], ...] = ()
+
+    @staticmethod
+    def of(values: Mapping[str, float]) -> Resources:
+        return Resources(tuple(sorted((k, float(v)) for k, v in values.items())))
+
+    def __getitem__(self, key: str) -> float:
+        for name, value in self.items_:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.items_)
+
+    def __len__(self) -> int:
+        return len(self.items_)
+
+    def scaled(self, factor: float) -> Resources:
+        return Resources(tuple((k, v * factor) for k, v in self.items_))
+
+
+@dataclass(frozen=True, slots=True)
+class Absolute:
+    """A point in time written with a zone; kept in UTC."""
+
+    instant: datetime
+
+    def resolve(self, arrival: datetime) -> datetime:
+        return self.instant
+
+    def shifted(self, seconds: float) -> Absolute:
+        return Absolute(self.instant + timedelta(seconds=seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class Relative:
+    """A point in time written as an offset from the reservation's arrival (`+6h`)."""
+
+    offset: float
+
+    def resolve(self, arrival: datetime) -> datetime:
+        return arrival + timedelta(seconds=self.offset)
+
+    def shifted(self, seconds: float) -> Relative:
+        return self
+
+
+TimeValue = Absolute | Relative
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """`atom(b, g, h, l, w)`: `work` bundle-seconds run as leases of `gang` bundles held for `lease` seconds."""
+
+    bundle: Resources
+    work: float
+    gang: int = 1
+    parallelism: int | None = None
+    lease: float | None = None
+    name: str | None = None
+    span: Span = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """`window(s, e, X)`: every lease of X inside [start, end); start defaults to the arrival."""
+
+    child: Expr
+    end: TimeValue
+    start: TimeValue | None = None
+    name: str | None = None
+    span: Span = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def children(self) -> tuple[Expr, ...]:
+        return (self.child,)
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """`order(X1, X2, ..., gap=D)`: each child starts after the previous one ends (within `gap`)."""
+
+    children: tuple[Expr, ...]
+    gap: float | None = None
+    name: str | None = None
+    span: Span = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class All:
+    """`all(X1, ...)`: every child is placed."""
+
+    children: tuple[Expr, ...]
+    name: str | None = None
+    span: Span = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Any:
+    """`any(X1, ...)`: exactly one child is placed."""
+
+    children: tuple[Expr, ...]
+    name: str | None = None
+    span: Span = field(default=NOWHERE, compare=False, repr=False)
+
+
+Expr = Atom | Window | Order | All | Any
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A named request: header attributes and one expression."""
+
+    name: str
+    body: Expr
+    user: str | None = None
+    queue: str | None = None
+    arrival: TimeValue | None = None
+    deadline: TimeValue | None = None
+    value: float = 1.0
+    priority: int = 0
+    every: float | None = None
+    span: Span = field(default=NOWHERE, compare=False, repr=False)
+
+    @property
+    def expr(self) -> Expr:
+        """The body with the `deadline` sugar applied: `window(s=arrival, e=deadline, body)`."""
+        if self.deadline is None:
+            return self.body
+        return Window(self.body, end=self.deadline, start=Relative(0.0), span=self.span)
+
+    def arrival_at(self, submitted: datetime) -> datetime:
+        """When the reservation arrives: its `arrival` (relative ones count from submission), else submission."""
+        return self.arrival.resolve(submitted) if self.arrival is not None else submitted
+
+
+def kind(node: Expr) -> str:
+    """The RDL keyword of a node."""
+    return type(node).__name__.lower()
+
+
+def walk(node: Expr, path: str = "0") -> Iterator[tuple[str, Expr]]:
+    """Every node with its path (`0`, `0.1`, `0.1.0`), depth first, parents before children."""
+    yield path, node
+    for index, child in enumerate(node.children):
+        yield from walk(child, f"{path}.{index}")
+
+
+def label(node: Expr, path: str) -> str:
+    """How users see a node: its name, else its path."""
+    return node.name if node.name is not None else path
+
+
+def atoms(node: Expr) -> list[tuple[str, Atom]]:
+    """Every atom under a node with its label, in source order."""
+    return [(label(n, p), n) for p, n in walk(node) if isinstance(n, Atom)]
+
+
+def with_name(node: Expr, name: str | None) -> Expr:
+    """The node under another name."""
+    return replace(node, name=name)

@@ -1,0 +1,119 @@
+"""Units of the language: durations, points in time and resource quantities, parsed and printed.
+
+Parsers raise `ValueError` with a message fit for a user; callers attach the place.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime, timedelta
+
+DURATION_UNITS: dict[str, int] = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MEMORY_UNITS: dict[str, float] = {
+    "KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1024 * 1024,
+    "KB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024,
+}
+MEMORY = "memory"
+
+NUMBER_WITH_UNIT = re.compile(r"^(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)([A-Za-z]*)$")
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$")
+
+
+def split_number(text: str) -> tuple[float, str]:
+    """`'1.5h'` → `(1.5, 'h')`; raises ValueError when the text is not a number with an optional unit."""
+    match = NUMBER_WITH_UNIT.match(text.strip())
+    if not match:
+        raise ValueError(f"`{text}` is not a number")
+    return float(match.group(1)), match.group(2)
+
+
+def parse_duration(text: str) -> float:
+    """A duration such as `90m` or `1.5h`, in seconds."""
+    number, unit = split_number(text)
+    if not unit:
+        raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}m`?)")
+    if unit not in DURATION_UNITS:
+        raise ValueError(f"unknown duration unit `{unit}` in `{text}`; use one of s, m, h, d, w")
+    return number * DURATION_UNITS[unit]
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact spelling of a duration: `5400` → `90m`, `7200` → `2h`."""
+    for unit, size in sorted(DURATION_UNITS.items(), key=lambda item: -item[1]):
+        count = seconds / size
+        if count == int(count) and count != 0:
+            return f"{int(count)}{unit}"
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{seconds!r}s"
+
+
+def parse_instant(text: str) -> datetime:
+    """An absolute ISO-8601 time with a zone, as an aware UTC datetime."""
+    if not _ISO_TIME.match(text):
+        raise ValueError(
+            f"`{text}` is not a time; write ISO-8601 with a zone (`2026-11-23T06:00:00Z`) or a relative time (`+6h`)"
+        )
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ValueError(f"`{text}` is not a valid time: {exc}") from None
+    return value.astimezone(UTC)
+
+
+def format_instant(value: datetime) -> str:
+    """ISO-8601 in UTC with a `Z`, seconds always shown."""
+    value = value.astimezone(UTC)
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def parse_relative(text: str) -> float:
+    """`+6h` → seconds after the reservation's arrival."""
+    if not text.startswith("+"):
+        raise ValueError(f"`{text}` is not a relative time; write `+` and a duration, such as `+6h`")
+    return parse_duration(text[1:])
+
+
+def parse_quantity(resource: str, text: str) -> float:
+    """A resource quantity: memory in MiB (units KiB…TiB, bare numbers are MiB); other resources are counts."""
+    number, unit = split_number(text)
+    if resource == MEMORY:
+        if unit and unit not in MEMORY_UNITS:
+            raise ValueError(f"unknown memory unit `{unit}` in `{text}`; use KiB, MiB, GiB or TiB")
+        return number * MEMORY_UNITS[unit or "MiB"]
+    if unit:
+        raise ValueError(f"`{resource}` is a count and takes no unit, got `{text}`")
+    return number
+
+
+def format_quantity(resource: str, value: float) -> str:
+    """Memory with the largest binary unit that keeps it whole; counts as plain numbers."""
+    if resource == MEMORY:
+        for unit in ("TiB", "GiB", "MiB"):
+            count = value / MEMORY_UNITS[unit]
+            if count == int(count) and count != 0:
+                return f"{int(count)}{unit}"
+        return f"{value!r}MiB"
+    return format_number(value)
+
+
+def format_number(value: float) -> str:
+    """Whole numbers without a decimal point, others exactly."""
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def ceil_div(numerator: float, denominator: float) -> int:
+    """`ceil(n / d)`, tolerant of float noise (`0.1h / 6m` is exactly 1)."""
+    ratio = numerator / denominator
+    nearest = round(ratio)
+    if math.isclose(ratio, nearest, rel_tol=1e-9, abs_tol=1e-9):
+        return int(nearest)
+    return math.ceil(ratio)
+
+
+def seconds_between(start: datetime, end: datetime) -> float:
+    return (end - start) / timedelta(seconds=1)

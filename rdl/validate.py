@@ -1,0 +1,204 @@
+"""Semantic validation: one pass over the parsed reservations that collects every error.
+
+Structural errors (g > h, unknown resources, a window that ends before it starts,
+duplicate names) are always errors. Fit errors (a bundle or gang larger than the
+cluster, a lease longer than its window, an `order` that cannot fit its window) are
+errors too, except inside an `any`, where an alternative that could never fit is simply
+never chosen; an `any` none of whose alternatives could fit is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rdl import units
+from rdl.cluster import Cluster
+from rdl.errors import ErrorSink, RDLError, Span
+from rdl.graph import critical_path
+from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
+from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, label, walk
+
+UNBOUNDED = (-(2**62), 2**62)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What validation measures against: the cluster (if known), the submission time and the plan clock."""
+
+    cluster: Cluster | None
+    now: datetime
+    step: int
+    origin: datetime
+
+    @staticmethod
+    def of(cluster: Cluster | None, now: datetime | None = None) -> Context:
+        if cluster is not None:
+            return Context(cluster, now or cluster.start, cluster.step, cluster.start)
+        moment = now or datetime.now().astimezone()
+        return Context(None, moment, 60, moment)
+
+    @property
+    def capacity(self) -> Resources | None:
+        return self.cluster.peak_capacity() if self.cluster is not None else None
+
+    def steps(self, atom: Atom) -> int | None:
+        return min_steps(atom, self.step, self.capacity)
+
+    def fmt(self, step: int) -> str:
+        return units.format_instant(self.origin + timedelta(seconds=step * self.step))
+
+
+def validate(reservations: Iterable[Reservation], cluster: Cluster | None = None,
+             now: datetime | None = None) -> None:
+    """Raise RDLErrors listing every semantic error in these reservations (one file's worth)."""
+    context = Context.of(cluster, now)
+    sink = ErrorSink()
+    seen: dict[str, Span] = {}
+    for reservation in reservations:
+        if reservation.name in seen:
+            sink.add(reservation.span, f"reservation `{reservation.name}` is defined twice "
+                     f"(first at {seen[reservation.name]})", hint="reservation names are unique within a file")
+        seen.setdefault(reservation.name, reservation.span)
+        sink.errors.extend(check_reservation(reservation, context))
+    sink.raise_if_any()
+
+
+def check_reservation(reservation: Reservation, context: Context) -> list[RDLError]:
+    """Every error of one reservation."""
+    sink = ErrorSink()
+    names: dict[str, Span] = {}
+    for _, node in walk(reservation.body):
+        if node.name is None:
+            continue
+        if node.name in names:
+            sink.add(node.span, f"name `{node.name}` is used twice in reservation `{reservation.name}` "
+                     f"(first at {names[node.name]})", hint="names are unique within a reservation")
+        names.setdefault(node.name, node.span)
+    arrival = reservation.arrival_at(context.now)
+    if reservation.deadline is not None:
+        deadline = reservation.deadline.resolve(arrival)
+        if deadline <= arrival:
+            sink.add(reservation.span, f"reservation `{reservation.name}` has its deadline "
+                     f"{units.format_instant(deadline)} at or before its arrival {units.format_instant(arrival)}")
+            return sink.errors
+    checker = _Checker(context, arrival, sink)
+    fit_errors = checker.check(reservation.expr, "0", UNBOUNDED)
+    sink.errors.extend(fit_errors)
+    if not sink.errors and _earliest_finish(reservation.expr, context, arrival, UNBOUNDED) is None:
+        sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
+                 "of its pieces contradict each other even on an empty cluster")
+    return sink.errors
+
+
+class _Checker:
+    """Walks one reservation, sending structural errors to the sink and returning fit errors."""
+
+    def __init__(self, context: Context, arrival: datetime, sink: ErrorSink):
+        self.context = context
+        self.arrival = arrival
+        self.sink = sink
+
+    def check(self, node: Expr, path: str, bounds: tuple[int, int]) -> list[RDLError]:
+        if isinstance(node, Atom):
+            return self.atom(node, path, bounds)
+        if isinstance(node, Window):
+            return self.window(node, path, bounds)
+        if isinstance(node, Any):
+            return self.any(node, path, bounds)
+        errors = []
+        for index, child in enumerate(node.children):
+            errors += self.check(child, f"{path}.{index}", bounds)
+        return errors
+
+    def atom(self, atom: Atom, path: str, bounds: tuple[int, int]) -> list[RDLError]:
+        name = label(atom, path)
+        if atom.parallelism is not None and atom.gang > atom.parallelism:
+            self.sink.add(atom.span, f"atom `{name}` has gang g={atom.gang} larger than its parallelism "
+                          f"h={atom.parallelism}", hint="a gang of g bundles must fit under h at once")
+        if not any(value > 0 for value in atom.bundle.values()) and len(atom.bundle):
+            self.sink.add(atom.span, f"atom `{name}` has a bundle of nothing", expected="some resource above zero")
+        capacity = self.context.capacity
+        if capacity is None:
+            return []
+        unknown = [r for r in atom.bundle if r not in capacity]
+        for resource in unknown:
+            self.sink.add(atom.span, f"atom `{name}` asks for `{resource}`, which the cluster lacks",
+                          expected="one of " + ", ".join(capacity))
+        if unknown:
+            return []
+        errors = []
+        too_big = [r for r, need in atom.bundle.items() if need > capacity[r]]
+        if too_big:
+            errors.append(RDLError(atom.span, f"atom `{name}` has a bundle larger than the cluster: "
+                                   + ", ".join(f"{r} {units.format_quantity(r, atom.bundle[r])} > "
+                                               f"{units.format_quantity(r, capacity[r])}" for r in too_big)))
+        elif self.context.steps(atom) is None:
+            errors.append(RDLError(atom.span, f"atom `{name}` has a gang of {atom.gang} bundles, larger than the "
+                                   "cluster holds at once", hint="lower g or the bundle size"))
+        length = bounds[1] - bounds[0]
+        if lease_steps(atom, self.context.step) > length:
+            errors.append(RDLError(atom.span, f"atom `{name}` has leases of "
+                                   f"{units.format_duration(lease_steps(atom, self.context.step) * self.context.step)}"
+                                   f", longer than its window ({units.format_duration(length * self.context.step)})"))
+        return errors
+
+    def window(self, window: Window, path: str, bounds: tuple[int, int]) -> list[RDLError]:
+        context = self.context
+        start_at = (window.start.resolve(self.arrival) if window.start is not None else self.arrival)
+        end_at = window.end.resolve(self.arrival)
+        name = label(window, path)
+        if end_at <= start_at:
+            self.sink.add(window.span, f"window `{name}` ends ({units.format_instant(end_at)}) at or before it "
+                          f"starts ({units.format_instant(start_at)})")
+            return []
+        own = (step_ceil(context.origin, start_at, context.step), step_floor(context.origin, end_at, context.step))
+        inner = (max(bounds[0], own[0]), min(bounds[1], own[1]))
+        if own[1] <= own[0]:
+            return [RDLError(window.span, f"window `{name}` is shorter than one plan step "
+                                          f"({units.format_duration(context.step)}) once rounded to steps")]
+        if inner[1] <= inner[0]:
+            return [RDLError(window.span, f"window `{name}` lies outside its enclosing window")]
+        errors = self.check(window.child, f"{path}.0", inner)
+        if errors:
+            return errors
+        path_length = critical_path(window.child, context.steps)
+        if path_length is not None and path_length.steps > inner[1] - inner[0]:
+            errors.append(RDLError(window.span, f"window `{name}` [{context.fmt(inner[0])}, {context.fmt(inner[1])}) "
+                                   f"is {units.format_duration((inner[1] - inner[0]) * context.step)} long, but what "
+                                   f"it holds needs at least {units.format_duration(path_length.steps * context.step)}"
+                                   f" even on an empty cluster (critical path: {' → '.join(path_length.atoms)})"))
+        return errors
+
+    def any(self, node: Any, path: str, bounds: tuple[int, int]) -> list[RDLError]:
+        failures = [self.check(child, f"{path}.{index}", bounds) for index, child in enumerate(node.children)]
+        if not all(failures):
+            return []
+        reasons = "; ".join(errors[0].message for errors in failures)
+        return [RDLError(node.span, f"none of the alternatives of `any` `{label(node, path)}` could ever fit: "
+                         + reasons)]
+
+
+def _earliest_finish(node: Expr, context: Context, arrival: datetime, bounds: tuple[int, int],
+                     start: int = UNBOUNDED[0]) -> int | None:
+    """Earliest finishing step on an empty cluster, each atom alone at its fastest; None if impossible."""
+    if isinstance(node, Atom):
+        steps = context.steps(node)
+        begin = max(start, bounds[0])
+        return begin + steps if steps is not None and begin + steps <= bounds[1] else None
+    if isinstance(node, Window):
+        start_at = node.start.resolve(arrival) if node.start is not None else arrival
+        inner = (max(bounds[0], step_ceil(context.origin, start_at, context.step)),
+                 min(bounds[1], step_floor(context.origin, node.end.resolve(arrival), context.step)))
+        return _earliest_finish(node.child, context, arrival, inner, start)
+    if isinstance(node, Order):
+        moment: int | None = start
+        for child in node.children:
+            moment = _earliest_finish(child, context, arrival, bounds, moment) if moment is not None else None
+        return moment
+    finishes = [_earliest_finish(child, context, arrival, bounds, start) for child in node.children]
+    possible = [f for f in finishes if f is not None]
+    if isinstance(node, All):
+        return max(possible) if len(possible) == len(finishes) else None
+    return min(possible) if possible else None

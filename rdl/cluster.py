@@ -7,6 +7,7 @@ never change what the user wrote.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -149,7 +150,7 @@ class _Reader:
 
 def _positive_int(text: str) -> int:
     value = float(text)
-    if value != int(value) or value < 1:
+    if not math.isfinite(value) or value != int(value) or value < 1:
         raise ValueError(f"expected a whole number of at least 1, got `{text}`")
     return int(value)
 
@@ -198,7 +199,10 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
             reader.sink.add(reader.span(entries["horizon"][1]), "`horizon` must be at least one step")
     policies = {}
     if "policies" in entries:
-        policies = yaml.safe_load(yaml.serialize(entries["policies"][1])) or {}
+        try:
+            policies = yaml.safe_load(yaml.serialize(entries["policies"][1])) or {}
+        except yaml.YAMLError as exc:  # a tag safe_load refuses, such as `!!python/object`
+            reader.sink.add(reader.span(entries["policies"][1]), f"`policies`: {getattr(exc, 'problem', exc)}")
     reader.sink.raise_if_any(sources)
     assert start is not None and capacity is not None
     return Cluster(start=start, capacity=capacity, step=int(step), horizon=int(horizon),  # type: ignore[arg-type]

@@ -112,14 +112,20 @@ class _JSONReader(ValueReader):
             if key not in (*HEADER_KEYS, "name", "expr"):
                 self.sink.add(self.span(f"{path}.{key}"), f"unknown reservation field `{key}`",
                               hint=did_you_mean(key, [*HEADER_KEYS, "expr"]))
-        header = self.header({k: self.token(data[k], f"{path}.{k}") for k in HEADER_KEYS if k in data})
+        header = self.header({k: self.header_token(k, data[k], f"{path}.{k}") for k in HEADER_KEYS if k in data})
         if "expr" not in data:
-            self.sink.add(self.span(path), f"reservation `{name}` needs `expr`")
+            self.sink.add(self.span(path), f"reservation `{name or path}` needs `expr`")
             return None
         body = self.expr(data["expr"], f"{path}.expr")
         if name is None or body is None:
             return None
         return Reservation(name=name, body=body, span=self.span(path), **header)  # type: ignore[arg-type]
+
+    def header_token(self, key: str, value: AnyType, path: str) -> Token:
+        """A header value's token; `user` and `queue` strings are taken verbatim, never as numbers or times."""
+        if key in ("user", "queue") and isinstance(value, str):
+            return Token("name", value, self.span(path))
+        return self.token(value, path)
 
     def name(self, value: AnyType, path: str, required: bool = False) -> str | None:
         if value is None and not required:
@@ -160,7 +166,15 @@ class _JSONReader(ValueReader):
     def arguments(self, word: str, value: AnyType, path: str) -> tuple[Keywords, list[Expr | None]]:
         if word in ("order", "all", "any"):
             if isinstance(value, dict) and word == "order" and "order" in value:
-                return self.arguments(word, value["order"], f"{path}.order")
+                keywords, children = self.arguments(word, value["order"], f"{path}.order")
+                for key in value:  # `{"order": {"order": [...], "gap": D}}`: keep the gap, flag the rest
+                    if key == "gap":
+                        keywords["gap"] = (Token("name", "gap", self.span(f"{path}.gap")),
+                                           self.token(value["gap"], f"{path}.gap"))
+                    elif key != "order":
+                        self.sink.add(self.span(f"{path}.{key}"), f"unknown `order` field `{key}`",
+                                      expected="`order` and `gap`")
+                return keywords, children
             if not isinstance(value, list):
                 self.sink.add(self.span(path), f"`{word}` takes a list of expressions")
                 return {}, [None]
@@ -192,10 +206,13 @@ def from_json(data: AnyType, file: str = "<json>") -> list[Reservation]:
         items, base = data["reservations"], "$.reservations"
     else:
         items, base = data, "$"
-    if isinstance(items, list):
-        found = [reader.reservation(item, f"{base}[{i}]") for i, item in enumerate(items)]
-    else:
-        found = [reader.reservation(items, base)]
+    try:
+        if isinstance(items, list):
+            found = [reader.reservation(item, f"{base}[{i}]") for i, item in enumerate(items)]
+        else:
+            found = [reader.reservation(items, base)]
+    except RecursionError:
+        raise RDLErrors([RDLError(Span(file, json_path=base), "expressions are nested too deeply")]) from None
     reader.sink.raise_if_any()
     return [r for r in found if r is not None]
 

@@ -13,7 +13,7 @@ _TOKEN = re.compile(
   | (?P<space>[ \t\r\f]+)
   | (?P<comment>\#[^\n]*)
   | (?P<time>\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)
-  | (?P<relative>\+[0-9][0-9.]*[A-Za-z]*)
+  | (?P<relative>\+[0-9][0-9.]*(?:[eE][+-]?\d+)?[A-Za-z]*)
   | (?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[A-Za-z]*)
   | (?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)
   | (?P<string>"(?:[^"\\\n]|\\.)*")

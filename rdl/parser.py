@@ -9,6 +9,7 @@ reported together.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 
 from rdl import units
@@ -80,7 +81,10 @@ class ValueReader:
     def number(self, token: Token, key: str) -> float | None:
         if token.kind != "number":
             return self.bad(token, f"`{key}` is a number, got {token.describe()}")
-        value, unit = units.split_number(token.text)
+        try:
+            value, unit = units.split_number(token.text)
+        except ValueError as exc:  # `1e400`, or JSON's Infinity
+            return self.bad(token, f"`{key}`: {exc}")
         if unit:
             return self.bad(token, f"`{key}` is a plain number and takes no unit, got `{token.text}`")
         return value
@@ -203,6 +207,9 @@ class Parser(ValueReader):
         values: dict[str, Token] = {}
         while self.token.kind == "name":
             key = self.advance()
+            if key.text not in HEADER_KEYS and self.at("("):  # `reservation r atom(...)`: the `{` is missing
+                raise RDLError(key.span, f"the body of a reservation starts with `{{`, got `{key.text}(`",
+                               expected="`{`")
             if key.text not in HEADER_KEYS:
                 raise RDLError(key.span, f"unknown header attribute `{key.text}`",
                                expected="one of " + ", ".join(HEADER_KEYS), hint=did_you_mean(key.text, HEADER_KEYS))
@@ -271,9 +278,14 @@ class Parser(ValueReader):
         self.advance()
         return entries
 
+
+_ESCAPES = {"n": "\n", "t": "\t"}
+
+
 def unquote(token: Token) -> str:
+    """A string token's text: `\\n`, `\\t`, and `\\` before any other character stands for that character."""
     if token.kind == "string":
-        return token.text[1:-1].encode().decode("unicode_escape")
+        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), token.text[1:-1], flags=re.DOTALL)
     return token.text
 
 
@@ -366,5 +378,7 @@ def parse_text(text: str, file: str = "<input>") -> list[Reservation]:
         reservations = parser.parse()
     except RDLError as error:
         raise RDLErrors([*parser.sink.errors, error], sources) from None
+    except RecursionError:
+        raise RDLErrors([RDLError(parser.token.span, "expressions are nested too deeply")], sources) from None
     parser.sink.raise_if_any(sources)
     return reservations

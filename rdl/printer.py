@@ -26,7 +26,7 @@ def format_word(text: str) -> str:
     """A user or queue name: bare when it is a plain name, quoted otherwise."""
     if re.fullmatch(_BARE_NAME, text):
         return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def format_atom(atom: Atom) -> str:

@@ -175,9 +175,27 @@ def label(node: Expr, path: str) -> str:
     return node.name if node.name is not None else path
 
 
+def atom_label(atom: Atom, path: str, parent: Expr | None) -> str:
+    """How allocations name an atom: its name, else the name of a window wrapping it, else its path."""
+    if atom.name is not None:
+        return atom.name
+    if isinstance(parent, Window) and parent.name is not None:
+        return parent.name
+    return path
+
+
+def labelled_atoms(node: Expr, path: str = "0", parent: Expr | None = None) -> Iterator[tuple[str, str, Atom]]:
+    """Every atom under a node as (path, label, atom), in source order."""
+    if isinstance(node, Atom):
+        yield path, atom_label(node, path, parent), node
+        return
+    for index, child in enumerate(node.children):
+        yield from labelled_atoms(child, f"{path}.{index}", node)
+
+
 def atoms(node: Expr) -> list[tuple[str, Atom]]:
     """Every atom under a node with its label, in source order."""
-    return [(label(n, p), n) for p, n in walk(node) if isinstance(n, Atom)]
+    return [(name, atom) for _, name, atom in labelled_atoms(node)]
 
 
 def with_name(node: Expr, name: str | None) -> Expr:

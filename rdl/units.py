@@ -25,7 +25,14 @@ def split_number(text: str) -> tuple[float, str]:
     match = NUMBER_WITH_UNIT.match(text.strip())
     if not match:
         raise ValueError(f"`{text}` is not a number")
-    return float(match.group(1)), match.group(2)
+    return finite(float(match.group(1)), text), match.group(2)
+
+
+def finite(value: float, text: str) -> float:
+    """The value, or ValueError when it overflowed to infinity (`1e400`, `1e306w`)."""
+    if not math.isfinite(value):
+        raise ValueError(f"`{text}` is too large")
+    return value
 
 
 def parse_duration(text: str) -> float:
@@ -35,14 +42,16 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}m`?)")
     if unit not in DURATION_UNITS:
         raise ValueError(f"unknown duration unit `{unit}` in `{text}`; use one of s, m, h, d, w")
-    return number * DURATION_UNITS[unit]
+    return finite(number * DURATION_UNITS[unit], text)
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest exact spelling of a duration: `5400` → `90m`, `7200` → `2h`."""
+    """The shortest exact spelling of a duration: `5400` → `90m`, `7200` → `2h`, a week → `7d`."""
     for unit, size in sorted(DURATION_UNITS.items(), key=lambda item: -item[1]):
+        if unit == "w":
+            continue  # `7d` reads better than `1w`; `w` is still accepted on input
         count = seconds / size
-        if count == int(count) and count != 0:
+        if count == int(count) and count != 0 and count * size == seconds:  # exact both ways, as parsed back
             return f"{int(count)}{unit}"
     if seconds == int(seconds):
         return f"{int(seconds)}s"
@@ -56,10 +65,9 @@ def parse_instant(text: str) -> datetime:
             f"`{text}` is not a time; write ISO-8601 with a zone (`2026-11-23T06:00:00Z`) or a relative time (`+6h`)"
         )
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:  # astimezone overflows at the ends of the calendar
         raise ValueError(f"`{text}` is not a valid time: {exc}") from None
-    return value.astimezone(UTC)
 
 
 def format_instant(value: datetime) -> str:
@@ -84,7 +92,7 @@ def parse_quantity(resource: str, text: str) -> float:
     if resource == MEMORY:
         if unit and unit not in MEMORY_UNITS:
             raise ValueError(f"unknown memory unit `{unit}` in `{text}`; use KiB, MiB, GiB or TiB")
-        return number * MEMORY_UNITS[unit or "MiB"]
+        return finite(number * MEMORY_UNITS[unit or "MiB"], text)
     if unit:
         raise ValueError(f"`{resource}` is a count and takes no unit, got `{text}`")
     return number
@@ -93,7 +101,7 @@ def parse_quantity(resource: str, text: str) -> float:
 def format_quantity(resource: str, value: float) -> str:
     """Memory with the largest binary unit that keeps it whole; counts as plain numbers."""
     if resource == MEMORY:
-        for unit in ("TiB", "GiB", "MiB"):
+        for unit in ("TiB", "GiB", "MiB", "KiB"):
             count = value / MEMORY_UNITS[unit]
             if count == int(count) and count != 0:
                 return f"{int(count)}{unit}"

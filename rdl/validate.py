@@ -10,13 +10,14 @@ never chosen; an `any` none of whose alternatives could fit is an error.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from rdl import units
 from rdl.cluster import Cluster
 from rdl.errors import ErrorSink, RDLError, Span
 from rdl.graph import critical_path
+from rdl.parser import did_you_mean
 from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
 from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, label, walk
 
@@ -61,7 +62,11 @@ def validate(reservations: Iterable[Reservation], cluster: Cluster | None = None
             sink.add(reservation.span, f"reservation `{reservation.name}` is defined twice "
                      f"(first at {seen[reservation.name]})", hint="reservation names are unique within a file")
         seen.setdefault(reservation.name, reservation.span)
-        sink.errors.extend(check_reservation(reservation, context))
+        try:
+            sink.errors.extend(check_reservation(reservation, context))
+        except OverflowError:  # a time pushed past the calendar (`deadline=+100000000d`)
+            sink.add(reservation.span, f"reservation `{reservation.name}` has a time outside the calendar",
+                     hint="times must fall between the years 1 and 9999")
     sink.raise_if_any()
 
 
@@ -82,7 +87,11 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
         if deadline <= arrival:
             sink.add(reservation.span, f"reservation `{reservation.name}` has its deadline "
                      f"{units.format_instant(deadline)} at or before its arrival {units.format_instant(arrival)}")
+            _Checker(context, arrival, sink).check(reservation.body, "0", UNBOUNDED)  # its structural errors
             return sink.errors
+    if len(names) < sum(node.name is not None for _, node in walk(reservation.body)):
+        # Duplicates are reported above; drop them here, or the precedence graph would merge their atoms.
+        reservation = replace(reservation, body=_without_duplicate_names(reservation.body, set()))
     checker = _Checker(context, arrival, sink)
     fit_errors = checker.check(reservation.expr, "0", UNBOUNDED)
     sink.errors.extend(fit_errors)
@@ -90,6 +99,18 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
     return sink.errors
+
+
+def _without_duplicate_names(node: Expr, seen: set[str]) -> Expr:
+    """The tree with every name after its first use removed (such nodes are then known by their path)."""
+    name = node.name if node.name not in seen else None
+    if name is not None:
+        seen.add(name)
+    if isinstance(node, Atom):
+        return replace(node, name=name)
+    if isinstance(node, Window):
+        return replace(node, name=name, child=_without_duplicate_names(node.child, seen))
+    return replace(node, name=name, children=tuple(_without_duplicate_names(c, seen) for c in node.children))
 
 
 class _Checker:
@@ -125,7 +146,7 @@ class _Checker:
         unknown = [r for r in atom.bundle if r not in capacity]
         for resource in unknown:
             self.sink.add(atom.span, f"atom `{name}` asks for `{resource}`, which the cluster lacks",
-                          expected="one of " + ", ".join(capacity))
+                          expected="one of " + ", ".join(capacity), hint=did_you_mean(resource, list(capacity)))
         if unknown:
             return []
         errors = []
@@ -134,7 +155,7 @@ class _Checker:
             errors.append(RDLError(atom.span, f"atom `{name}` has a bundle larger than the cluster: "
                                    + ", ".join(f"{r} {units.format_quantity(r, atom.bundle[r])} > "
                                                f"{units.format_quantity(r, capacity[r])}" for r in too_big)))
-        elif self.context.steps(atom) is None:
+        elif self.context.steps(atom) is None and (atom.parallelism is None or atom.gang <= atom.parallelism):
             errors.append(RDLError(atom.span, f"atom `{name}` has a gang of {atom.gang} bundles, larger than the "
                                    "cluster holds at once", hint="lower g or the bundle size"))
         length = bounds[1] - bounds[0]
@@ -152,9 +173,12 @@ class _Checker:
         if end_at <= start_at:
             self.sink.add(window.span, f"window `{name}` ends ({units.format_instant(end_at)}) at or before it "
                           f"starts ({units.format_instant(start_at)})")
+            self.check(window.child, f"{path}.0", bounds)  # still report the structural errors inside
             return []
         own = (step_ceil(context.origin, start_at, context.step), step_floor(context.origin, end_at, context.step))
         inner = (max(bounds[0], own[0]), min(bounds[1], own[1]))
+        if own[1] <= own[0] or inner[1] <= inner[0]:
+            self.check(window.child, f"{path}.0", bounds)  # still report the structural errors inside
         if own[1] <= own[0]:
             return [RDLError(window.span, f"window `{name}` is shorter than one plan step "
                                           f"({units.format_duration(context.step)}) once rounded to steps")]

@@ -1,0 +1,99 @@
+"""Planning agents, registered by name: the online greedy agents GREE and GREE-L.
+
+An agent answers one question: where would this reservation go on this plan? It never
+changes the plan; the Planner commits what it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from planner.compile import Instance, compile_reservation
+from planner.decision import Reason
+from planner.explain import capacity_reason, window_reason
+from planner.greedy import DEFAULT_BUDGET, Placer, Solution
+from planner.plan import Allocation, Plan
+from rdl.parser import did_you_mean
+from rdl.tree import Reservation
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Where the reservation would go (allocations), or why it cannot (reason)."""
+
+    allocations: tuple[Allocation, ...] | None
+    reason: Reason | None = None
+
+    @property
+    def placed(self) -> bool:
+        return self.allocations is not None
+
+
+class Agent(Protocol):
+    name: str
+
+    def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class GreedyAgent:
+    """GREE (latest, tallest) or GREE-L (flattest over each stage's share), all-or-nothing."""
+
+    name: str
+    flat: bool
+    budget: int = DEFAULT_BUDGET
+
+    def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
+        instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
+        for instance in instances:
+            reason = window_reason(instance, plan, reservation)
+            if reason is not None:
+                return Outcome(None, reason)
+        placer = Placer(plan.free(), plan.capacity, self.flat)
+        held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
+        placed: list[tuple[Instance, Solution]] = []
+        for instance in instances:
+            placer.budget, placer.failure = self.budget, None
+            search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
+                                      (instance.task.lo, instance.task.hi))
+            solution = next(search, None)
+            if solution is None:
+                return Outcome(None, capacity_reason(placer.failure, instance, plan, reservation))
+            held.append(search)
+            placed.append((instance, solution))
+        return Outcome(tuple(to_allocations(placed)))
+
+
+def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
+    """Blocks merged into allocations: one per atom, instance and start, in time order."""
+    merged: dict[tuple[int, str, int], Allocation] = {}
+    for instance, solution in placed:
+        for block in solution:
+            task = block.task
+            key = (instance.index, task.label, block.start)
+            bundles = block.gangs * task.gang + (merged[key].bundles if key in merged else 0)
+            merged[key] = Allocation(task.label, block.start, block.end, bundles, task.atom.bundle, instance.index)
+    return sorted(merged.values(), key=lambda a: (a.instance, a.start, a.atom))
+
+
+AGENTS: dict[str, Callable[[], Agent]] = {
+    "gree": lambda: GreedyAgent("gree", flat=False),
+    "gree-l": lambda: GreedyAgent("gree-l", flat=True),
+}
+DEFAULT_AGENT = "gree-l"
+
+
+def register(name: str, factory: Callable[[], Agent]) -> None:
+    """Make an agent available by name (the MILP agent registers itself this way)."""
+    AGENTS[name] = factory
+
+
+def get_agent(name: str) -> Agent:
+    """The agent of that name; an unknown name is an error listing the valid ones."""
+    if name not in AGENTS:
+        hint = did_you_mean(name, list(AGENTS))
+        raise KeyError(f"unknown agent `{name}`; choose one of {', '.join(AGENTS)}" + (f" ({hint})" if hint else ""))
+    return AGENTS[name]()

@@ -1,0 +1,140 @@
+"""`rayon plan`: one-shot planning of reservation files against a cluster (spec: decisions.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from contextlib import nullcontext
+from datetime import datetime
+from typing import Any as AnyType
+
+import click
+
+from planner.agents import AGENTS, DEFAULT_AGENT, get_agent
+from planner.compile import Clock
+from planner.decision import Decision
+from planner.explain import format_span
+from planner.planner import Planner
+from rdl import units
+from rdl.cli import EXIT_BAD_INPUT, TimeParam, read_cluster_or_exit
+from rdl.cluster import Cluster
+from rdl.load import all_errors, load
+from rdl.table import format_table
+from rdl.tree import Reservation
+
+EXIT_INTERNAL = 1
+
+
+class AgentParam(click.ParamType):
+    """An agent name from the registry, with a suggestion for a near miss."""
+
+    name = "AGENT"
+
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            get_agent(value)
+        except KeyError as exc:
+            self.fail(str(exc.args[0]), param, ctx)
+        return str(value)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(AGENTS) + "]"
+
+
+def cluster_json(cluster: Cluster) -> dict[str, str]:
+    return {"start": units.format_instant(cluster.start), "step": f"{cluster.step}s",
+            "horizon": units.format_duration(cluster.horizon)}
+
+
+def plan_document(cluster: Cluster, agent: str, decisions: Sequence[Decision], clock: Clock) -> dict[str, AnyType]:
+    """The one JSON document `rayon plan --json` prints."""
+    return {"cluster": cluster_json(cluster), "agent": agent, "decisions": [d.to_json(clock) for d in decisions]}
+
+
+def decision_rows(decisions: Sequence[Decision], clock: Clock) -> list[list[str]]:
+    rows = []
+    for decision in decisions:
+        if decision.accepted:
+            start = min(a.start for a in decision.allocations)
+            end = max(a.end for a in decision.allocations)
+            peak = max(a.bundles for a in decision.allocations)
+            rows.append([decision.reservation, "accepted", format_span(start, end, clock),
+                         str(len(decision.allocations)), str(peak)])
+        else:
+            assert decision.reason is not None
+            rows.append([decision.reservation, f"rejected ({decision.reason.code})", "-", "-", "-"])
+    return rows
+
+
+def echo_decisions(decisions: Sequence[Decision], clock: Clock, agent: str) -> None:
+    click.echo(format_table(["RESERVATION", "DECISION", "HOLDS", "ALLOCATIONS", "PEAK BUNDLES"],
+                            decision_rows(decisions, clock)))
+    rejected = [d for d in decisions if not d.accepted]
+    if rejected:
+        click.echo("")
+    for decision in rejected:
+        assert decision.reason is not None
+        line = f"{decision.reservation}: {decision.reason.message}"
+        if decision.reason.earliest_deadline is not None:
+            line += f"; it would fit with a deadline of {units.format_instant(decision.reason.earliest_deadline)}"
+        click.echo(line)
+    accepted = sum(d.accepted for d in decisions)
+    click.echo(f"\n{accepted} of {len(decisions)} accepted by {agent}")
+
+
+def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], agent: str,
+                      now: datetime | None) -> tuple[Planner, list[Decision]]:
+    """Submit each reservation in turn against the plan the earlier ones left."""
+    planner = Planner(cluster, now)
+    chosen = get_agent(agent)
+    decisions = []
+    with click.progressbar(reservations, label="planning", file=sys.stderr,
+                           show_pos=True) if len(reservations) > 100 else nullcontext(reservations) as items:
+        for reservation in items:
+            decisions.append(planner.submit(reservation, chosen, validated=True))
+    return planner, decisions
+
+
+@click.command("plan")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Cluster file (YAML): plan origin, step, horizon, capacity.")
+@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--now", type=TimeParam(), help="The plan's clock and every submission time (default: the "
+              "cluster's start).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document of decisions on standard output.")
+def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: datetime | None, as_json: bool) -> None:
+    """Plan reservation files against a cluster, in order, each against the plan the earlier ones left.
+
+    PATHS are .rdl, .json or YARN JSON files, or folders of them. Exit status: 0 when
+    planning ran (whatever was accepted), 2 for bad input (nothing planned), 1 for an
+    internal failure.
+    """
+    cluster = read_cluster_or_exit(cluster_path)
+    assert cluster is not None
+    files = [f for f in load(paths, None, cluster, now) if f.cluster is None]
+    errors = all_errors(files)
+    if errors is not None:
+        click.echo(errors.render(), err=True)
+        click.echo("nothing was planned", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    reservations = [r for f in files for r in f.reservations]
+    names = [r.name for r in reservations]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        click.echo(f"error: reservation names must be unique across the files; repeated: {', '.join(duplicates)}",
+                   err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    try:
+        planner, decisions = plan_reservations(cluster, reservations, agent, now)
+    except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document
+        click.echo(f"internal error while planning: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    if as_json:
+        click.echo(json.dumps(plan_document(cluster, agent, decisions, planner.plan.clock), indent=2))
+    else:
+        echo_decisions(decisions, planner.plan.clock, agent)
+
+
+COMMANDS = [plan_command]

@@ -1,0 +1,151 @@
+"""Compile a reservation into placement tasks on the plan's step grid.
+
+Windows disappear here: each node carries the intersection of every window above it,
+in plan steps, rounded inwards. A recurring reservation compiles to one task tree per
+instance inside the horizon.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from rdl.shape import lease_count, lease_steps, step_ceil, step_floor
+from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Window, atom_label, label
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """The plan's step grid: step 0 at `origin`, `steps` steps of `step` seconds."""
+
+    origin: datetime
+    step: int
+    steps: int
+
+    def at(self, index: int) -> datetime:
+        return self.origin + timedelta(seconds=index * self.step)
+
+
+@dataclass(frozen=True, slots=True)
+class AtomTask:
+    """An atom to place: `leases` gangs of `gang` bundles, each held `length` steps, inside [lo, hi)."""
+
+    label: str
+    atom: Atom
+    demand: np.ndarray  # one bundle, per plan resource
+    gang: int
+    parallelism: int | None
+    length: int
+    leases: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTask:
+    """`order`, `all` or `any` over child tasks inside [lo, hi)."""
+
+    kind: str
+    label: str
+    children: tuple[Task, ...]
+    lo: int
+    hi: int
+    gap: int | None = None
+
+
+Task = AtomTask | GroupTask
+
+
+def task_work(task: Task) -> float:
+    """Bundle-seconds a task needs at the least (`any`: its lightest alternative)."""
+    if isinstance(task, AtomTask):
+        return task.atom.work
+    works = [task_work(child) for child in task.children]
+    return min(works) if task.kind == "any" else sum(works)
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One placement problem: a reservation (or one period of a recurring one)."""
+
+    index: int
+    task: Task
+    arrival: datetime
+    declared: tuple[int, int]  # the outermost window before clipping to the plan, in steps
+
+
+def compile_expr(expr: Expr, path: str, arrival: datetime, clock: Clock, resources: tuple[str, ...],
+                 bounds: tuple[int, int], parent: Expr | None = None) -> Task:
+    """The task tree of an expression under the given step bounds."""
+    if isinstance(expr, Window):
+        start = expr.start.resolve(arrival) if expr.start is not None else arrival
+        inner = (max(bounds[0], step_ceil(clock.origin, start, clock.step)),
+                 min(bounds[1], step_floor(clock.origin, expr.end.resolve(arrival), clock.step)))
+        task = compile_expr(expr.child, f"{path}.0", arrival, clock, resources, inner, expr)
+        return task if expr.name is None or isinstance(task, AtomTask) else _renamed(task, expr.name)
+    if isinstance(expr, Atom):
+        demand = np.array([expr.bundle.get(r, 0.0) for r in resources], dtype=np.float64)
+        return AtomTask(atom_label(expr, path, parent), expr, demand, expr.gang, expr.parallelism,
+                        lease_steps(expr, clock.step), lease_count(expr, clock.step), bounds[0], bounds[1])
+    children = tuple(compile_expr(c, f"{path}.{i}", arrival, clock, resources, bounds)
+                     for i, c in enumerate(expr.children))
+    gap = None
+    if isinstance(expr, Order) and expr.gap is not None:
+        gap = math.floor(expr.gap / clock.step + 1e-9)
+    kind = "order" if isinstance(expr, Order) else "all" if isinstance(expr, All) else "any"
+    assert isinstance(expr, Order | All | Any)
+    return GroupTask(kind, label(expr, path), children, bounds[0], bounds[1], gap)
+
+
+def _renamed(task: GroupTask, name: str) -> GroupTask:
+    return GroupTask(task.kind, name, task.children, task.lo, task.hi, task.gap)
+
+
+def outer_window(expr: Expr, arrival: datetime, clock: Clock, horizon: int) -> tuple[int, int]:
+    """The declared outermost window in steps (unclipped); the horizon end when the body has none."""
+    if isinstance(expr, Window):
+        start = expr.start.resolve(arrival) if expr.start is not None else arrival
+        return step_ceil(clock.origin, start, clock.step), step_floor(clock.origin, expr.end.resolve(arrival),
+                                                                     clock.step)
+    return step_ceil(clock.origin, arrival, clock.step), horizon
+
+
+def compile_reservation(reservation: Reservation, submitted: datetime, clock: Clock, now_step: int,
+                        resources: tuple[str, ...]) -> list[Instance]:
+    """Every instance to place: the reservation, or each period of `every` whose window ends in the horizon."""
+    first_arrival = reservation.arrival_at(submitted)
+    instances = []
+    horizon_end = clock.at(clock.steps)
+    index = 0
+    while True:
+        shift = (reservation.every or 0.0) * index
+        arrival = first_arrival + timedelta(seconds=shift)
+        if index > 0 and (reservation.every is None or arrival >= horizon_end):
+            break
+        expr = _shifted(reservation.expr, shift)
+        declared = outer_window(expr, arrival, clock, clock.steps)
+        if index > 0 and declared[1] > clock.steps:
+            break
+        lower = max(now_step, step_ceil(clock.origin, arrival, clock.step))
+        task = compile_expr(expr, "0", arrival, clock, resources, (lower, clock.steps))
+        instances.append(Instance(index, task, arrival, declared))
+        index += 1
+    return instances
+
+
+def _shifted(expr: Expr, seconds: float) -> Expr:
+    """The expression with its absolute times moved by `seconds` (relative ones follow the arrival)."""
+    if seconds == 0:
+        return expr
+    if isinstance(expr, Window):
+        start = expr.start.shifted(seconds) if expr.start is not None else None
+        return Window(_shifted(expr.child, seconds), expr.end.shifted(seconds), start, expr.name, expr.span)
+    if isinstance(expr, Atom):
+        return expr
+    children = tuple(_shifted(c, seconds) for c in expr.children)
+    if isinstance(expr, Order):
+        return Order(children, expr.gap, expr.name, expr.span)
+    return type(expr)(children, expr.name, expr.span)

@@ -1,0 +1,79 @@
+"""Rejection reasons in words and numbers: which piece did not fit, where, and by how much."""
+
+from __future__ import annotations
+
+from planner.compile import AtomTask, Clock, Instance
+from planner.decision import Reason
+from planner.greedy import AtomFailure
+from planner.pack import gang_room
+from planner.plan import Plan
+from rdl import units
+from rdl.printer import format_resources
+from rdl.tree import Reservation
+
+
+def format_span(lo: int, hi: int, clock: Clock) -> str:
+    """`[00:00, 04:00)` within the plan's first day, full dates otherwise."""
+    start, end = clock.at(lo), clock.at(hi)
+    same_day = start.date() == clock.origin.date() and (end - clock.origin).days < 1
+    pattern = "%H:%M" if same_day else "%Y-%m-%d %H:%M"
+    return f"[{start.strftime(pattern)}, {end.strftime(pattern)})"
+
+
+def window_reason(instance: Instance, plan: Plan, reservation: Reservation) -> Reason | None:
+    """A `window` rejection when the instance's window is already past or beyond the horizon."""
+    start, end = instance.declared
+    clock = plan.clock
+    which = f" (instance {instance.index})" if instance.index else ""
+    if end <= plan.now_step:
+        return Reason("window", f"the window of `{reservation.name}`{which} ended at "
+                      f"{units.format_instant(clock.at(end))}, before the plan's clock "
+                      f"({units.format_instant(plan.now)})")
+    if start >= clock.steps:
+        return Reason("window", f"the window of `{reservation.name}`{which} starts at "
+                      f"{units.format_instant(clock.at(start))}, beyond the plan's horizon "
+                      f"(it ends {units.format_instant(clock.at(clock.steps))})")
+    return None
+
+
+def describe_need(task: AtomTask, lo: int, hi: int, clock: Clock) -> str:
+    bundle = format_resources(task.atom.bundle)
+    length = units.format_duration(task.length * clock.step)
+    if task.leases == 1:
+        need = f"needs {task.gang} bundle{'s' if task.gang > 1 else ''} of {bundle} for {length}"
+    else:
+        gangs = f"gangs of {task.gang} bundles" if task.gang > 1 else "bundles"
+        need = f"needs {task.leases} {gangs} of {bundle}, each for {length},"
+    return f"{need} inside {format_span(lo, hi, clock)}"
+
+
+def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
+    if hi <= lo:
+        return "but no time is left in its window"
+    room = gang_room(plan.free()[:, lo:hi], task.demand, 1, task.parallelism)
+    most = int(room.max())
+    if most < task.gang:
+        return f"at most {most} {'is' if most == 1 else 'are'} free at once"
+    needed = task.leases * task.gang * task.length
+    available = int(gang_room(plan.free()[:, lo:hi], task.demand, task.gang, task.parallelism).sum()) * task.gang
+    hours = plan.clock.step / 3600
+    if available < needed:
+        return (f"only {available * hours:g} of the {needed * hours:g} bundle-hours it needs are free there "
+                f"(at most {most} bundles at once)")
+    return (f"{available * hours:g} bundle-hours are free there but not in the shape it needs "
+            f"(at most {most} bundles at once, in leases of {units.format_duration(task.length * plan.clock.step)}"
+            f" around the other pieces)")
+
+
+def capacity_reason(failure: AtomFailure | None, instance: Instance, plan: Plan,
+                    reservation: Reservation) -> Reason:
+    """A `capacity` rejection naming the first piece that found no room."""
+    which = f" (instance {instance.index} of every {units.format_duration(reservation.every or 0)})" \
+        if instance.index else ""
+    if failure is None:
+        return Reason("capacity", f"no placement of `{reservation.name}`{which} satisfies its order and gaps "
+                      "on the current plan")
+    task = failure.task
+    message = f"`{task.label}`{which} {describe_need(task, failure.lo, failure.hi, plan.clock)}; " \
+        f"{describe_room(task, failure.lo, failure.hi, plan)}"
+    return Reason("capacity", message, atom=task.label)

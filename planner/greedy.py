@@ -1,0 +1,199 @@
+"""Greedy placement of a task tree on a scratch copy of free capacity, with bounded backtracking.
+
+Each node offers candidate placements, most preferred first, as a generator: a yielded
+candidate is applied to the scratch and undone when the generator moves on or closes.
+`order` places its last stage first and backtracks into later stages when an earlier
+one cannot fit (YARN's greedy gives up there); `any` tries every alternative and offers
+the cheapest first. A shared budget bounds the number of atom placements tried.
+
+Two strategies share this search. GREE puts every atom as late and as tall as it
+goes. GREE-L first spreads each atom as flat as the free capacity allows over its share
+of the window (an `order` splits its window among its stages in proportion to their
+work), then falls back to GREE's placements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.compile import AtomTask, GroupTask, Task, task_work
+from planner.pack import Blocks, flattest, gang_room, latest
+
+DEFAULT_BUDGET = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """`gangs` leases of one atom starting together at `start`."""
+
+    task: AtomTask
+    start: int
+    gangs: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.task.length
+
+
+Solution = list[Block]
+
+
+@dataclass(frozen=True, slots=True)
+class AtomFailure:
+    """Where the first atom that found no room was looking."""
+
+    task: AtomTask
+    lo: int
+    hi: int
+
+
+class Placer:
+    """Searches placements for task trees on `free` (resources × steps), which it mutates."""
+
+    def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET):
+        self.free = free
+        self.capacity = capacity
+        self.flat = flat
+        self.budget = budget
+        self.failure: AtomFailure | None = None
+
+    # -- applying candidates -----------------------------------------------------------
+
+    def _apply(self, solution: Solution, sign: int) -> None:
+        for block in solution:
+            amount = block.task.demand * (block.gangs * block.task.gang * sign)
+            self.free[:, block.start:block.end] -= amount[:, None]
+
+    def _offer(self, solution: Solution) -> Iterator[Solution]:
+        self._apply(solution, +1)
+        try:
+            yield solution
+        finally:
+            self._apply(solution, -1)
+
+    def cost(self, solution: Solution) -> float:
+        """What a placement costs: its share of capacity, weighted up where the plan is already loaded."""
+        total = 0.0
+        for block in solution:
+            capacity = self.capacity[:, block.start:block.end]
+            free = self.free[:, block.start:block.end]
+            amount = (block.task.demand * block.gangs * block.task.gang)[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(capacity > 0, amount / capacity, 0.0)
+                load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
+            total += float((share * (1.0 + load)).sum())
+        return total
+
+    # -- candidates per node -----------------------------------------------------------
+
+    def solutions(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None,
+                  min_end: int | None = None) -> Iterator[Solution]:
+        """Candidate placements of `task` inside [lo, hi), applied while yielded."""
+        lo, hi = max(lo, task.lo), min(hi, task.hi)
+        if isinstance(task, AtomTask):
+            yield from self._atom(task, lo, hi, preferred, min_end)
+        elif task.kind == "order":
+            yield from self._order(task, lo, hi, preferred)
+        elif task.kind == "all":
+            yield from self._all(task, lo, hi, preferred)
+        else:
+            yield from self._any(task, lo, hi, preferred)
+
+    def _place(self, task: AtomTask, lo: int, hi: int, spread: bool) -> Solution | None:
+        if hi - lo < task.length:
+            return None
+        room = gang_room(self.free[:, lo:hi], task.demand, task.gang, task.parallelism)
+        blocks: Blocks | None = (flattest if spread else latest)(room, task.length, task.leases)
+        if blocks is None:
+            return None
+        return [Block(task, lo + offset, gangs) for offset, gangs in blocks]
+
+    def _atom(self, task: AtomTask, lo: int, hi: int, preferred: tuple[int, int] | None,
+              min_end: int | None) -> Iterator[Solution]:
+        seen: set[tuple[tuple[int, int], ...]] = set()
+        first = True
+        for candidate in self._atom_candidates(task, lo, hi, preferred):
+            if candidate is None:
+                if first and self.failure is None:
+                    self.failure = AtomFailure(task, lo, hi)
+                return
+            first = False
+            key = tuple((b.start, b.gangs) for b in candidate)
+            if key in seen:
+                continue
+            seen.add(key)
+            if min_end is not None and max(b.end for b in candidate) < min_end:
+                if not self.flat:
+                    return  # later candidates of GREE only end earlier
+                continue
+            yield from self._offer(candidate)
+
+    def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
+                         preferred: tuple[int, int] | None) -> Iterator[Solution | None]:
+        if self.flat:
+            for a, b in ([(max(lo, preferred[0]), min(hi, preferred[1]))] if preferred else []) + [(lo, hi)]:
+                if self.budget <= 0:
+                    return
+                self.budget -= 1
+                spread = self._place(task, a, b, spread=True)
+                if spread is not None:
+                    yield spread
+        bound = hi
+        while self.budget > 0:
+            self.budget -= 1
+            placed = self._place(task, lo, bound, spread=False)
+            yield placed
+            if placed is None:
+                return
+            bound = max(b.end for b in placed) - 1
+
+    def _order(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        shares = self._shares(task, preferred or (lo, hi)) if self.flat else [None] * len(task.children)
+
+        def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
+            min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
+            for placed in self.solutions(task.children[index], lo, end, shares[index], min_end):
+                if min_end is not None and max(b.end for b in placed) < min_end:
+                    continue
+                if index == 0:
+                    yield placed
+                    continue
+                start = min(b.start for b in placed)
+                for earlier in stages(index - 1, start, start):
+                    yield earlier + placed
+
+        yield from stages(len(task.children) - 1, hi, None)
+
+    def _shares(self, task: GroupTask, window: tuple[int, int]) -> list[tuple[int, int] | None]:
+        works = [task_work(child) for child in task.children]
+        total = sum(works) or 1.0
+        span = window[1] - window[0]
+        bounds = np.round(window[0] + span * np.cumsum([0.0, *works]) / total).astype(int)
+        return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
+
+    def _all(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        children = sorted(task.children, key=lambda c: -task_work(c))
+
+        def rest(index: int) -> Iterator[Solution]:
+            for placed in self.solutions(children[index], lo, hi, preferred):
+                if index == len(children) - 1:
+                    yield placed
+                    continue
+                for others in rest(index + 1):
+                    yield placed + others
+
+        yield from rest(0)
+
+    def _any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        scored = []
+        for index, child in enumerate(task.children):
+            trial = self.solutions(child, lo, hi, preferred)
+            first = next(trial, None)
+            if first is not None:
+                scored.append((self.cost(first), index))
+            trial.close()
+        for _, index in sorted(scored):
+            yield from self.solutions(task.children[index], lo, hi, preferred)

@@ -1,0 +1,94 @@
+"""Vectorised kernels that lay one atom's leases over free capacity.
+
+`room` is the number of gangs that fit at each step of a window. A placement is a list
+of `(offset, gangs)` blocks, each `gangs` leases starting at `offset` and held for the
+lease length. The fast paths tile the window from its end in lease-length blocks
+(what "tallest, rightmost" and "flattest" mean on a step grid); the exact path
+slides lease by lease and is used only when tiling cannot find room that exists.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EPSILON = 1e-9
+Blocks = list[tuple[int, int]]
+
+
+def gang_room(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: int | None) -> np.ndarray:
+    """Gangs of `gang` bundles of `demand` that fit at each step of `free` (resources × steps), within `h`."""
+    needed = demand > 0
+    if not needed.any():
+        bundles = np.full(free.shape[1], 2**40, dtype=np.int64)
+    else:
+        ratios = free[needed] / demand[needed, None]
+        bundles = np.floor(ratios.min(axis=0) + EPSILON).astype(np.int64)
+    if parallelism is not None:
+        np.minimum(bundles, parallelism, out=bundles)
+    np.maximum(bundles, 0, out=bundles)
+    return bundles // gang
+
+
+def tile_room(room: np.ndarray, length: int) -> np.ndarray:
+    """Room of each lease-length tile, tiles aligned to the window's end; tile 0 is the last one."""
+    tiles = room.shape[0] // length
+    if tiles == 0:
+        return np.zeros(0, dtype=room.dtype)
+    tail = room[room.shape[0] - tiles * length:]
+    return tail.reshape(tiles, length).min(axis=1)[::-1]
+
+
+def _tile_blocks(amounts: np.ndarray, size: int, length: int) -> Blocks:
+    """Blocks for per-tile amounts (tile 0 last in the window)."""
+    return [(size - (index + 1) * length, int(count)) for index, count in enumerate(amounts) if count > 0]
+
+
+def latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
+    """Tallest, rightmost: fill tiles from the end of the window, each as high as it goes; None if no room."""
+    tiles = tile_room(room, length)
+    if tiles.sum() >= leases:
+        before = np.concatenate(([0], np.cumsum(tiles)[:-1]))
+        amounts = np.clip(leases - before, 0, tiles)
+        return _tile_blocks(amounts, room.shape[0], length)
+    if int(room.sum()) < leases * length:
+        return None  # not even the bundle-time is there: no need to slide
+    return exact_latest(room, length, leases)
+
+
+def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
+    """Flattest: the lowest level that holds every lease across the tiles, so use changes as little as it can."""
+    tiles = tile_room(room, length)
+    if tiles.sum() < leases:
+        return None
+    low, high = 1, int(tiles.max())
+    while low < high:
+        level = (low + high) // 2
+        if np.minimum(tiles, level).sum() >= leases:
+            high = level
+        else:
+            low = level + 1
+    amounts = np.minimum(tiles, low)
+    excess = int(amounts.sum()) - leases
+    if excess:
+        # Trim one lease from the earliest tiles at the level, keeping later tiles level.
+        at_level = np.flatnonzero(amounts == low)[::-1][:excess]
+        amounts[at_level] -= 1
+    return _tile_blocks(amounts, room.shape[0], length)
+
+
+def exact_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
+    """Lease by lease from the end, each start as high as it goes: finds room that tiling misses."""
+    left = room.astype(np.int64).copy()
+    blocks: Blocks = []
+    remaining = leases
+    for start in range(room.shape[0] - length, -1, -1):
+        fit = int(left[start:start + length].min())
+        if fit <= 0:
+            continue
+        take = min(fit, remaining)
+        left[start:start + length] -= take
+        blocks.append((start, take))
+        remaining -= take
+        if remaining == 0:
+            return blocks
+    return None

@@ -1,0 +1,98 @@
+"""The plan: capacity and use over time as dense arrays, and the accepted reservations' allocations.
+
+Allocations are the unit of record; `used` is derived from them and kept in step by
+`add` and `remove`, which are exact inverses (quantities are whole MiB and counts, so
+float64 sums are exact).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from planner.compile import Clock
+from rdl.cluster import Cluster
+from rdl.shape import step_ceil
+from rdl.tree import Reservation, Resources
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """`bundles` bundles of `bundle` held over steps [start, end) for one atom (of one recurring instance)."""
+
+    atom: str
+    start: int
+    end: int
+    bundles: int
+    bundle: Resources
+    instance: int = 0
+
+    def resources(self) -> dict[str, float]:
+        return {name: quantity * self.bundles for name, quantity in self.bundle.items()}
+
+
+@dataclass
+class Accepted:
+    """A reservation the plan guarantees, with when it was submitted and what it holds."""
+
+    reservation: Reservation
+    submitted: datetime
+    allocations: list[Allocation] = field(default_factory=list)
+
+
+def capacity_over_time(cluster: Cluster, clock: Clock) -> np.ndarray:
+    """Capacity per resource and step, with the known changes applied from their (rounded-up) step on."""
+    names = cluster.resource_names
+    capacity = np.empty((len(names), clock.steps), dtype=np.float64)
+    capacity[:] = np.array([cluster.capacity[n] for n in names])[:, None]
+    for change in cluster.changes:
+        at = max(0, step_ceil(clock.origin, change.at, clock.step))
+        if at < clock.steps:
+            capacity[:, at:] = np.array([change.capacity.get(n, 0.0) for n in names])[:, None]
+    return capacity
+
+
+class Plan:
+    """Capacity, use and accepted reservations over the horizon."""
+
+    def __init__(self, cluster: Cluster, now: datetime | None = None):
+        self.cluster = cluster
+        self.clock = Clock(cluster.start, cluster.step, cluster.steps)
+        self.resources = cluster.resource_names
+        self.capacity = capacity_over_time(cluster, self.clock)
+        self.used = np.zeros_like(self.capacity)
+        self.accepted: dict[str, Accepted] = {}
+        self.now = now or cluster.start
+
+    @property
+    def now_step(self) -> int:
+        return max(0, step_ceil(self.clock.origin, self.now, self.clock.step))
+
+    def free(self) -> np.ndarray:
+        """Capacity not yet promised, per resource and step (a new array)."""
+        return self.capacity - self.used
+
+    def demand(self, bundle: Resources) -> np.ndarray:
+        return np.array([bundle.get(name, 0.0) for name in self.resources], dtype=np.float64)
+
+    def add(self, accepted: Accepted) -> None:
+        """Record an accepted reservation and its use; its name must be new."""
+        name = accepted.reservation.name
+        if name in self.accepted:
+            raise ValueError(f"reservation `{name}` is already in the plan")
+        for allocation in accepted.allocations:
+            self._apply(allocation, +1)
+        self.accepted[name] = accepted
+
+    def remove(self, name: str) -> Accepted:
+        """Take a reservation out of the plan, returning its capacity."""
+        accepted = self.accepted.pop(name)
+        for allocation in accepted.allocations:
+            self._apply(allocation, -1)
+        return accepted
+
+    def _apply(self, allocation: Allocation, sign: int) -> None:
+        amount = self.demand(allocation.bundle) * (allocation.bundles * sign)
+        self.used[:, allocation.start:allocation.end] += amount[:, None]

@@ -1,0 +1,150 @@
+"""Commands of the language: `rayon check` and `rayon fmt` (registered on the `rayon` group elsewhere)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Any as AnyType
+
+import click
+
+from rdl import units
+from rdl.cluster import Cluster, load_cluster
+from rdl.errors import RDLError, RDLErrors
+from rdl.jsonform import to_json
+from rdl.load import FORMATS, LoadedFile, all_errors, load
+from rdl.printer import format_reservations
+from rdl.summary import summarize
+from rdl.table import format_table
+from rdl.validate import Context
+
+EXIT_BAD_INPUT = 2
+
+
+class TimeParam(click.ParamType):
+    """An absolute ISO-8601 time with a zone."""
+
+    name = "TIME"
+
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            return units.parse_instant(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def cluster_option(required: bool = False) -> AnyType:
+    help_text = "Cluster file (YAML) to check resources and fit against."
+    return click.option("--cluster", "cluster_path", type=click.Path(exists=True, dir_okay=False),
+                        required=required, help=help_text)
+
+
+def read_cluster_or_exit(path: str | None) -> Cluster | None:
+    """The cluster file, or a positioned error and exit status 2."""
+    if path is None:
+        return None
+    try:
+        return load_cluster(path)
+    except RDLErrors as errors:
+        click.echo(errors.render(), err=True)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def error_json(error: RDLError) -> dict[str, AnyType]:
+    span = error.span
+    return {"file": span.file, "line": span.line or None, "col": span.col or None, "json_path": span.json_path,
+            "message": error.message, "expected": error.expected, "hint": error.hint, "text": error.headline()}
+
+
+def file_json(loaded: LoadedFile, context: Context) -> dict[str, AnyType]:
+    data: dict[str, AnyType] = {"path": loaded.path, "format": loaded.format, "valid": loaded.errors is None}
+    if loaded.errors is not None:
+        data["errors"] = [error_json(e) for e in loaded.errors.errors]
+    else:
+        data["reservations"] = [summarize(r, context).to_json() for r in loaded.reservations]
+    return data
+
+
+def summary_rows(loaded: LoadedFile, context: Context) -> list[list[str]]:
+    rows = []
+    for reservation in loaded.reservations:
+        s = summarize(reservation, context)
+        window = f"[{units.format_instant(s.start)}, {units.format_instant(s.end) if s.end else 'open'})"
+        path = units.format_duration(s.critical_path_seconds) if s.critical_path_seconds else "-"
+        rows.append([s.name, s.user or "-", window, f"{s.work_seconds / 3600:g}", str(s.atoms), path,
+                     units.format_duration(s.every) if s.every else "-"])
+    return rows
+
+
+@click.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@cluster_option()
+@click.option("--format", "form", type=click.Choice(FORMATS), help="Read every file as this form (default: by "
+              "suffix and content).")
+@click.option("--now", type=TimeParam(), help="Submission time for relative times (default: the cluster's start).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on standard output.")
+def check_command(paths: tuple[str, ...], cluster_path: str | None, form: str | None, now: datetime | None,
+                  as_json: bool) -> None:
+    """Validate reservation files (.rdl, .json, YARN JSON) and cluster files; summarise what is valid.
+
+    PATHS are files or folders. A cluster file among them (or --cluster) is what the
+    reservations are checked against. Exit status: 0 all valid, 2 any invalid.
+    """
+    cluster = read_cluster_or_exit(cluster_path)
+    files = load(paths, form, cluster, now)
+    if cluster is None:
+        clusters = [f.cluster for f in files if f.cluster is not None]
+        cluster = clusters[0] if len(clusters) == 1 else None
+    context = Context.of(cluster, now)
+    errors = all_errors(files)
+    if as_json:
+        click.echo(json.dumps({"valid": errors is None, "files": [file_json(f, context) for f in files]}, indent=2))
+    else:
+        echo_check(files, context, cluster)
+    if errors is not None:
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def echo_check(files: list[LoadedFile], context: Context, cluster: Cluster | None) -> None:
+    rows = [row for f in files if f.errors is None for row in summary_rows(f, context)]
+    if rows:
+        click.echo(format_table(["NAME", "USER", "WINDOW", "WORK (bundle-h)", "ATOMS", "CRITICAL PATH", "EVERY"],
+                                rows))
+    for loaded in files:
+        if loaded.cluster is not None:
+            c = loaded.cluster
+            sizes = ", ".join(f"{k} {units.format_quantity(k, v)}" for k, v in c.capacity.items())
+            click.echo(f"{loaded.path}: cluster of {sizes}, {c.steps} steps of {units.format_duration(c.step)}")
+    invalid = [f for f in files if f.errors is not None]
+    for loaded in invalid:
+        assert loaded.errors is not None
+        click.echo(loaded.errors.render(), err=True)
+    if cluster is None and any(f.reservations for f in files):
+        click.echo("note: no cluster file given; resource names and fit were not checked (use --cluster)", err=True)
+    count = sum(len(f.reservations) for f in files if f.errors is None)
+    click.echo(f"{count} reservation(s) valid in {len(files) - len(invalid)} file(s); "
+               f"{len(invalid)} file(s) with errors", err=True)
+
+
+@click.command("fmt")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--format", "form", type=click.Choice(FORMATS), help="Read every file as this form.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON form instead of RDL text.")
+def fmt_command(paths: tuple[str, ...], form: str | None, as_json: bool) -> None:
+    """Print reservations in canonical form (RDL text, or the JSON form with --json)."""
+    files = [f for f in load(paths, form) if f.cluster is None]
+    errors = all_errors(files)
+    if errors is not None:
+        click.echo(errors.render(), err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    reservations = [r for f in files for r in f.reservations]
+    if as_json:
+        click.echo(json.dumps([to_json(r) for r in reservations], indent=2))
+    else:
+        click.echo(format_reservations(reservations), nl=False)
+
+
+COMMANDS = [check_command, fmt_command]

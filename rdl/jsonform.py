@@ -91,17 +91,17 @@ class _JSONReader(ValueReader):
         """The value token a JSON scalar stands for."""
         span = self.span(path)
         if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
-            return Token("json", json.dumps(value), span)
+            return Token.pinned("json", json.dumps(value), span)
         if isinstance(value, (int, float)):
-            return Token("number", repr(value), span)
+            return Token.pinned("number", repr(value), span)
         text = str(value).strip()
         if text.startswith("+"):
-            return Token("relative", text, span)
+            return Token.pinned("relative", text, span)
         if _TIME.match(text):
-            return Token("time", text, span)
+            return Token.pinned("time", text, span)
         if units.NUMBER_WITH_UNIT.match(text):
-            return Token("number", text, span)
-        return Token("name", text, span)
+            return Token.pinned("number", text, span)
+        return Token.pinned("name", text, span)
 
     def reservation(self, data: AnyType, path: str) -> Reservation | None:
         if not isinstance(data, dict):
@@ -124,7 +124,7 @@ class _JSONReader(ValueReader):
     def header_token(self, key: str, value: AnyType, path: str) -> Token:
         """A header value's token; `user` and `queue` strings are taken verbatim, never as numbers or times."""
         if key in ("user", "queue") and isinstance(value, str):
-            return Token("name", value, self.span(path))
+            return Token.pinned("name", value, self.span(path))
         return self.token(value, path)
 
     def name(self, value: AnyType, path: str, required: bool = False) -> str | None:
@@ -155,7 +155,7 @@ class _JSONReader(ValueReader):
         inner_path = f"{path}.{word}"
         keywords, children = self.arguments(word, data[word], inner_path)
         if word == "order" and "gap" in data:
-            keywords["gap"] = (Token("name", "gap", self.span(f"{path}.gap")),
+            keywords["gap"] = (Token.pinned("name", "gap", self.span(f"{path}.gap")),
                                self.token(data["gap"], f"{path}.gap"))
         elif "gap" in data:
             self.sink.add(self.span(f"{path}.gap"), f"`gap` belongs to `order`, not `{word}`")
@@ -169,7 +169,7 @@ class _JSONReader(ValueReader):
                 keywords, children = self.arguments(word, value["order"], f"{path}.order")
                 for key in value:  # `{"order": {"order": [...], "gap": D}}`: keep the gap, flag the rest
                     if key == "gap":
-                        keywords["gap"] = (Token("name", "gap", self.span(f"{path}.gap")),
+                        keywords["gap"] = (Token.pinned("name", "gap", self.span(f"{path}.gap")),
                                            self.token(value["gap"], f"{path}.gap"))
                     elif key != "order":
                         self.sink.add(self.span(f"{path}.{key}"), f"unknown `order` field `{key}`",
@@ -189,12 +189,12 @@ class _JSONReader(ValueReader):
             if word == "window" and key == "expr":
                 children.append(self.expr(item, item_path))
                 continue
-            keywords[key] = (Token("name", key, self.span(item_path)), self.raw(key, item, item_path))
+            keywords[key] = (Token.pinned("name", key, self.span(item_path)), self.raw(key, item, item_path))
         return keywords, children
 
     def raw(self, key: str, value: AnyType, path: str) -> RawValue:
         if key == "b" and isinstance(value, dict):
-            return [(Token("name", r, self.span(f"{path}.{r}")), self.token(q, f"{path}.{r}"))
+            return [(Token.pinned("name", r, self.span(f"{path}.{r}")), self.token(q, f"{path}.{r}"))
                     for r, q in value.items()]
         return self.token(value, path)
 

@@ -2,34 +2,79 @@
 
 from __future__ import annotations
 
+import gc
 import re
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NamedTuple
 
 from rdl.errors import RDLError, Span
 
+# Alternatives ordered by how often they occur (a large share of lexing time); `time` and
+# `relative` come before `number`, which would otherwise take their leading digits.
+KINDS = (None, "skip", "punct", "name", "time", "relative", "number", "string", "bad")
 _TOKEN = re.compile(
-    r"""
-    (?P<newline>\n)
-  | (?P<space>[ \t\r\f]+)
-  | (?P<comment>\#[^\n]*)
-  | (?P<time>\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)
-  | (?P<relative>\+[0-9][0-9.]*(?:[eE][+-]?\d+)?[A-Za-z]*)
-  | (?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[A-Za-z]*)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)
-  | (?P<string>"(?:[^"\\\n]|\\.)*")
-  | (?P<punct>[(){},:=])
-    """,
-    re.VERBOSE,
+    r"([ \t\r\f\n]+|\#[^\n]*)"
+    r"|([(){},:=])"
+    r"|([A-Za-z_][A-Za-z0-9_.\-]*)"
+    r"|(\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)"
+    r"|(\+[0-9][0-9.]*(?:[eE][+-]?\d+)?[A-Za-z]*)"
+    r"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[A-Za-z]*)"
+    r'|("(?:[^"\\\n]|\\.)*")'
+    r"|(.)"
 )
 
-KINDS_SKIPPED = {"newline", "space", "comment"}
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while making many small acyclic objects (tokens, nodes):
+    its generation-0 passes would otherwise cost more than the lexing itself on large files."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Source:
+    """One text and where its lines start, to turn offsets into `FILE:LINE:COL` only when asked."""
+
+    def __init__(self, file: str, text: str):
+        self.file = file
+        self.line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
+
+    def span(self, pos: int) -> Span:
+        line = bisect_right(self.line_starts, pos)
+        return Span(self.file, line, pos - self.line_starts[line - 1] + 1)
+
+
+class Pinned:
+    """A source of one fixed place (a JSON path), for tokens made from JSON values."""
+
+    def __init__(self, span: Span):
+        self.fixed = span
+
+    def span(self, pos: int) -> Span:
+        return self.fixed
+
+
+class Token(NamedTuple):
     kind: str  # name | number | time | relative | string | punct | eof
     text: str
-    span: Span
+    pos: int
+    source: Source | Pinned
+
+    @staticmethod
+    def pinned(kind: str, text: str, span: Span) -> Token:
+        """A token that stands at a fixed place (used for JSON values)."""
+        return Token(kind, text, 0, Pinned(span))
+
+    @property
+    def span(self) -> Span:
+        return self.source.span(self.pos)
 
     def describe(self) -> str:
         """How an error message names this token."""
@@ -40,21 +85,14 @@ class Token:
 
 def tokenize(text: str, file: str) -> list[Token]:
     """All tokens of `text`, ending with an `eof` token; raises RDLError on a character the language lacks."""
-    tokens: list[Token] = []
-    line, line_start, pos = 1, 0, 0
-    match = _TOKEN.match
-    while pos < len(text):
-        found = match(text, pos)
-        if found is None:
-            span = Span(file, line, pos - line_start + 1)
-            char = text[pos]
-            hint = "strings go in double quotes" if char == "'" else None
-            raise RDLError(span, f"unexpected character `{char}`", hint=hint)
-        kind = found.lastgroup or ""
-        if kind == "newline":
-            line, line_start = line + 1, found.end()
-        elif kind not in KINDS_SKIPPED:
-            tokens.append(Token(kind, found.group(), Span(file, line, pos - line_start + 1)))
-        pos = found.end()
-    tokens.append(Token("eof", "", Span(file, line, pos - line_start + 1)))
+    source = Source(file, text)
+    kinds = KINDS
+    with paused_gc():
+        tokens = [Token(kinds[found.lastindex], found.group(), found.start(), source)  # type: ignore[arg-type,index]
+                  for found in _TOKEN.finditer(text) if found.lastindex != 1]
+    for token in tokens:
+        if token.kind == "bad":
+            hint = "strings go in double quotes" if token.text == "'" else None
+            raise RDLError(token.span, f"unexpected character `{token.text}`", hint=hint)
+    tokens.append(Token("eof", "", len(text), source))
     return tokens

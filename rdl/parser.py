@@ -14,9 +14,10 @@ from collections.abc import Callable
 
 from rdl import units
 from rdl.errors import ErrorSink, RDLError, RDLErrors, Span
-from rdl.lexer import Token, tokenize
+from rdl.lexer import Token, paused_gc, tokenize
 from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, Resources, TimeValue, Window
 
+LOOKAHEAD = 2
 HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every")
 COMBINATORS = ("atom", "window", "order", "all", "any")
 ATOM_KEYS = ("b", "g", "h", "l", "w")
@@ -148,6 +149,7 @@ class Parser(ValueReader):
         super().__init__()
         self.file = file
         self.tokens = tokenize(text, file)
+        self.tokens += [self.tokens[-1]] * LOOKAHEAD  # reading past the end keeps seeing `eof`
         self.pos = 0
 
     # -- token helpers ---------------------------------------------------------------
@@ -157,15 +159,17 @@ class Parser(ValueReader):
         return self.tokens[self.pos]
 
     def peek(self, offset: int = 1) -> Token:
-        return self.tokens[min(self.pos + offset, len(self.tokens) - 1)]
+        return self.tokens[self.pos + offset]
 
     def advance(self) -> Token:
         token = self.tokens[self.pos]
-        self.pos = min(self.pos + 1, len(self.tokens) - 1)
+        if token.kind != "eof":
+            self.pos += 1
         return token
 
     def at(self, text: str) -> bool:
-        return self.token.kind == "punct" and self.token.text == text
+        # Only punctuation tokens can spell `(`, `)`, `{`, `}`, `,`, `:` or `=`.
+        return self.tokens[self.pos].text == text
 
     def expect(self, text: str, context: str, hint: str | None = None) -> Token:
         if not self.at(text):
@@ -375,7 +379,8 @@ def parse_text(text: str, file: str = "<input>") -> list[Reservation]:
     except RDLError as error:
         raise RDLErrors([error], sources) from None
     try:
-        reservations = parser.parse()
+        with paused_gc():
+            reservations = parser.parse()
     except RDLError as error:
         raise RDLErrors([*parser.sink.errors, error], sources) from None
     except RecursionError:

@@ -29,11 +29,27 @@ class Resources(Mapping[str, float]):
                 return value
         raise KeyError(key)
 
+    def get(self, key: str, default: float | None = None) -> float | None:  # type: ignore[override]
+        for name, value in self.items_:
+            if name == key:
+                return value
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return any(name == key for name, _ in self.items_)
+
     def __iter__(self) -> Iterator[str]:
         return (name for name, _ in self.items_)
 
     def __len__(self) -> int:
         return len(self.items_)
+
+    # Plain tuples rather than Mapping views: these are on the hot path of validation and planning.
+    def items(self) -> tuple[tuple[str, float], ...]:  # type: ignore[override]
+        return self.items_
+
+    def values(self) -> tuple[float, ...]:  # type: ignore[override]
+        return tuple(value for _, value in self.items_)
 
     def scaled(self, factor: float) -> Resources:
         return Resources(tuple((k, v * factor) for k, v in self.items_))

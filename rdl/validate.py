@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from rdl import units
 from rdl.cluster import Cluster
@@ -19,12 +20,12 @@ from rdl.errors import ErrorSink, RDLError, Span
 from rdl.graph import critical_path
 from rdl.parser import did_you_mean
 from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
-from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, label, walk
+from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, label, walk
 
 UNBOUNDED = (-(2**62), 2**62)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Context:
     """What validation measures against: the cluster (if known), the submission time and the plan clock."""
 
@@ -40,7 +41,7 @@ class Context:
         moment = now or datetime.now().astimezone()
         return Context(None, moment, 60, moment)
 
-    @property
+    @cached_property
     def capacity(self) -> Resources | None:
         return self.cluster.peak_capacity() if self.cluster is not None else None
 
@@ -185,14 +186,15 @@ class _Checker:
         if inner[1] <= inner[0]:
             return [RDLError(window.span, f"window `{name}` lies outside its enclosing window")]
         errors = self.check(window.child, f"{path}.0", inner)
-        if errors:
-            return errors
+        if errors or _serial_steps(window.child, context) <= inner[1] - inner[0]:
+            return errors  # run one after another it already fits: no need for the critical path
         path_length = critical_path(window.child, context.steps)
         if path_length is not None and path_length.steps > inner[1] - inner[0]:
             errors.append(RDLError(window.span, f"window `{name}` [{context.fmt(inner[0])}, {context.fmt(inner[1])}) "
                                    f"is {units.format_duration((inner[1] - inner[0]) * context.step)} long, but what "
                                    f"it holds needs at least {units.format_duration(path_length.steps * context.step)}"
-                                   f" even on an empty cluster (critical path: {' → '.join(path_length.atoms)})"))
+                                   " even on an empty cluster (critical path: "
+                                   f"{' → '.join(_rebased(path_length.atoms, path))})"))
         return errors
 
     def any(self, node: Any, path: str, bounds: tuple[int, int]) -> list[RDLError]:
@@ -202,6 +204,20 @@ class _Checker:
         reasons = "; ".join(errors[0].message for errors in failures)
         return [RDLError(node.span, f"none of the alternatives of `any` `{label(node, path)}` could ever fit: "
                          + reasons)]
+
+
+def _rebased(labels: tuple[str, ...], window_path: str) -> list[str]:
+    """Graph labels as paths in the reservation: the graph numbers the window's child `0`, which is `PATH.0`."""
+    return [f"{window_path}.0{label[1:]}" if label[0].isdigit() else label for label in labels]
+
+
+def _serial_steps(node: Expr, context: Context) -> float:
+    """Steps every atom takes run one after another: a cheap upper bound of the critical path."""
+    total = 0.0
+    for _, atom in atoms(node):
+        steps = context.steps(atom)
+        total += steps if steps is not None else float("inf")
+    return total
 
 
 def _earliest_finish(node: Expr, context: Context, arrival: datetime, bounds: tuple[int, int],

@@ -68,15 +68,15 @@ class GreedyAgent:
 
 
 def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
-    """Blocks merged into allocations: one per atom, instance and start, in time order."""
-    merged: dict[tuple[int, str, int], Allocation] = {}
+    """Placements as allocations: one per atom, instance and start, in time order."""
+    allocations = []
     for instance, solution in placed:
-        for block in solution:
-            task = block.task
-            key = (instance.index, task.label, block.start)
-            bundles = block.gangs * task.gang + (merged[key].bundles if key in merged else 0)
-            merged[key] = Allocation(task.label, block.start, block.end, bundles, task.atom.bundle, instance.index)
-    return sorted(merged.values(), key=lambda a: (a.instance, a.start, a.atom))
+        for placement in solution:
+            task = placement.task
+            for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(), strict=True):
+                allocations.append(Allocation(task.label, start, start + task.length, gangs * task.gang,
+                                              task.atom.bundle, instance.index))
+    return sorted(allocations, key=lambda a: (a.instance, a.start, a.atom))
 
 
 AGENTS: dict[str, Callable[[], Agent]] = {

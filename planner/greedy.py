@@ -22,23 +22,47 @@ import numpy as np
 from planner.compile import AtomTask, GroupTask, Task, task_work
 from planner.pack import Blocks, flattest, gang_room, latest
 
-DEFAULT_BUDGET = 256
+DEFAULT_BUDGET = 64
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
-    """`gangs` leases of one atom starting together at `start`."""
+@dataclass(frozen=True, slots=True, eq=False)
+class AtomPlacement:
+    """Where one atom's leases go: `gangs[i]` leases of `task.gang` bundles start at step `starts[i]`."""
 
     task: AtomTask
-    start: int
-    gangs: int
+    starts: np.ndarray
+    gangs: np.ndarray
 
     @property
-    def end(self) -> int:
-        return self.start + self.task.length
+    def first_start(self) -> int:
+        return int(self.starts.min())
+
+    @property
+    def last_end(self) -> int:
+        return int(self.starts.max()) + self.task.length
+
+    def held(self) -> tuple[int, np.ndarray]:
+        """(first step, bundles held at each step from there to the last end)."""
+        base = self.first_start
+        steps = np.zeros(self.last_end - base + 1, dtype=np.int64)
+        offsets = self.starts - base
+        np.add.at(steps, offsets, self.gangs)
+        np.add.at(steps, offsets + self.task.length, -self.gangs)
+        return base, np.cumsum(steps[:-1]) * self.task.gang
+
+    def key(self) -> tuple[bytes, bytes]:
+        return self.starts.tobytes(), self.gangs.tobytes()
 
 
-Solution = list[Block]
+Solution = list[AtomPlacement]
+
+
+def first_start(solution: Solution) -> int:
+    return min(p.first_start for p in solution)
+
+
+def last_end(solution: Solution) -> int:
+    return max(p.last_end for p in solution)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +87,9 @@ class Placer:
     # -- applying candidates -----------------------------------------------------------
 
     def _apply(self, solution: Solution, sign: int) -> None:
-        for block in solution:
-            amount = block.task.demand * (block.gangs * block.task.gang * sign)
-            self.free[:, block.start:block.end] -= amount[:, None]
+        for placement in solution:
+            base, held = placement.held()
+            self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
         self._apply(solution, +1)
@@ -77,10 +101,11 @@ class Placer:
     def cost(self, solution: Solution) -> float:
         """What a placement costs: its share of capacity, weighted up where the plan is already loaded."""
         total = 0.0
-        for block in solution:
-            capacity = self.capacity[:, block.start:block.end]
-            free = self.free[:, block.start:block.end]
-            amount = (block.task.demand * block.gangs * block.task.gang)[:, None]
+        for placement in solution:
+            base, held = placement.held()
+            capacity = self.capacity[:, base:base + held.shape[0]]
+            free = self.free[:, base:base + held.shape[0]]
+            amount = np.outer(placement.task.demand, held)
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(capacity > 0, amount / capacity, 0.0)
                 load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
@@ -109,11 +134,11 @@ class Placer:
         blocks: Blocks | None = (flattest if spread else latest)(room, task.length, task.leases)
         if blocks is None:
             return None
-        return [Block(task, lo + offset, gangs) for offset, gangs in blocks]
+        return [AtomPlacement(task, blocks[0] + lo, blocks[1])]
 
     def _atom(self, task: AtomTask, lo: int, hi: int, preferred: tuple[int, int] | None,
               min_end: int | None) -> Iterator[Solution]:
-        seen: set[tuple[tuple[int, int], ...]] = set()
+        seen: set[tuple[bytes, bytes]] = set()
         first = True
         for candidate in self._atom_candidates(task, lo, hi, preferred):
             if candidate is None:
@@ -121,11 +146,11 @@ class Placer:
                     self.failure = AtomFailure(task, lo, hi)
                 return
             first = False
-            key = tuple((b.start, b.gangs) for b in candidate)
+            key = candidate[0].key()
             if key in seen:
                 continue
             seen.add(key)
-            if min_end is not None and max(b.end for b in candidate) < min_end:
+            if min_end is not None and last_end(candidate) < min_end:
                 if not self.flat:
                     return  # later candidates of GREE only end earlier
                 continue
@@ -148,22 +173,29 @@ class Placer:
             yield placed
             if placed is None:
                 return
-            bound = max(b.end for b in placed) - 1
+            bound = last_end(placed) - 1
 
     def _order(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
         shares = self._shares(task, preferred or (lo, hi)) if self.flat else [None] * len(task.children)
 
         def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
             min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
+            failed_below = None  # without a gap, an earlier stage that failed before `start` fails before less too
             for placed in self.solutions(task.children[index], lo, end, shares[index], min_end):
-                if min_end is not None and max(b.end for b in placed) < min_end:
+                if min_end is not None and last_end(placed) < min_end:
                     continue
                 if index == 0:
                     yield placed
                     continue
-                start = min(b.start for b in placed)
+                start = first_start(placed)
+                if failed_below is not None and start <= failed_below:
+                    continue
+                found = False
                 for earlier in stages(index - 1, start, start):
+                    found = True
                     yield earlier + placed
+                if not found and task.gap is None:
+                    failed_below = start
 
         yield from stages(len(task.children) - 1, hi, None)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 EPSILON = 1e-9
-Blocks = list[tuple[int, int]]
+Blocks = tuple[np.ndarray, np.ndarray]  # lease start offsets, and how many gangs start at each
 
 
 def gang_room(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: int | None) -> np.ndarray:
@@ -40,7 +40,8 @@ def tile_room(room: np.ndarray, length: int) -> np.ndarray:
 
 def _tile_blocks(amounts: np.ndarray, size: int, length: int) -> Blocks:
     """Blocks for per-tile amounts (tile 0 last in the window)."""
-    return [(size - (index + 1) * length, int(count)) for index, count in enumerate(amounts) if count > 0]
+    used = np.flatnonzero(amounts > 0)
+    return size - (used + 1) * length, amounts[used].astype(np.int64)
 
 
 def latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
@@ -79,16 +80,37 @@ def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
 def exact_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
     """Lease by lease from the end, each start as high as it goes: finds room that tiling misses."""
     left = room.astype(np.int64).copy()
-    blocks: Blocks = []
+    starts: list[int] = []
+    counts: list[int] = []
     remaining = leases
-    for start in range(room.shape[0] - length, -1, -1):
+    # Only starts whose whole lease has room can take one; placing lowers room, so re-check each.
+    possible = np.flatnonzero(sliding_min(left, length) > 0)
+    for start in possible[::-1].tolist():
         fit = int(left[start:start + length].min())
         if fit <= 0:
             continue
         take = min(fit, remaining)
         left[start:start + length] -= take
-        blocks.append((start, take))
+        starts.append(start)
+        counts.append(take)
         remaining -= take
         if remaining == 0:
-            return blocks
+            return np.array(starts, dtype=np.int64), np.array(counts, dtype=np.int64)
     return None
+
+
+def sliding_min(values: np.ndarray, length: int) -> np.ndarray:
+    """`min(values[i:i + length])` for every i (van Herk/Gil-Werman, linear time)."""
+    size = values.shape[0]
+    if length == 1:
+        return values.copy()
+    count = size - length + 1
+    if count <= 0:
+        return np.zeros(0, dtype=values.dtype)
+    padded_size = -(-size // length) * length
+    padded = np.full(padded_size, np.iinfo(np.int64).max, dtype=np.int64)
+    padded[:size] = values
+    blocks = padded.reshape(-1, length)
+    prefix = np.minimum.accumulate(blocks, axis=1).ravel()
+    suffix = np.minimum.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()
+    return np.minimum(suffix[:count], prefix[length - 1:length - 1 + count])

@@ -166,15 +166,15 @@ class _JSONReader(ValueReader):
     def arguments(self, word: str, value: AnyType, path: str) -> tuple[Keywords, list[Expr | None]]:
         if word in ("order", "all", "any"):
             if isinstance(value, dict) and word == "order" and "order" in value:
-                keywords, children = self.arguments(word, value["order"], f"{path}.order")
+                inner, listed = self.arguments(word, value["order"], f"{path}.order")
                 for key in value:  # `{"order": {"order": [...], "gap": D}}`: keep the gap, flag the rest
                     if key == "gap":
-                        keywords["gap"] = (Token.pinned("name", "gap", self.span(f"{path}.gap")),
-                                           self.token(value["gap"], f"{path}.gap"))
+                        inner["gap"] = (Token.pinned("name", "gap", self.span(f"{path}.gap")),
+                                        self.token(value["gap"], f"{path}.gap"))
                     elif key != "order":
                         self.sink.add(self.span(f"{path}.{key}"), f"unknown `order` field `{key}`",
                                       expected="`order` and `gap`")
-                return keywords, children
+                return inner, listed
             if not isinstance(value, list):
                 self.sink.add(self.span(path), f"`{word}` takes a list of expressions")
                 return {}, [None]
@@ -224,6 +224,8 @@ def parse_json_text(text: str, file: str = "<json>") -> list[Reservation]:
     except json.JSONDecodeError as exc:
         raise RDLErrors([RDLError(Span(file, exc.lineno, exc.colno), f"not valid JSON: {exc.msg}")],
                         {file: text}) from None
+    except RecursionError:  # the decoder recurses once per level of nesting
+        raise RDLErrors([RDLError(Span(file, 1, 1), "JSON nested too deeply")], {file: text}) from None
     return from_json(data, file)
 
 

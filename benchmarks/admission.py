@@ -1,0 +1,132 @@
+"""Online admission speed and quality of the greedy agents on a one-week, one-minute plan.
+
+    python benchmarks/admission.py [--count 10000] [--seed 7] [--agents gree,gree-l] [--no-explain]
+
+Submits a seeded mix of reservations (single atoms, orders of 2-4 stages, `any` of 2-3
+alternatives, gangs) one by one, arrivals spread over the week, demand about 1.3x
+capacity. Prints per agent: admissions per second, p50/p99 latency for single atoms and
+for trees (accepted and rejected apart: a rejection also searches its earliest deadline),
+accepted count and work, and peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import resource
+
+import numpy as np
+
+from planner.agents import AGENTS, get_agent
+from planner.planner import Planner
+from rdl import parse_cluster, parse_text
+from rdl.summary import least_work
+from rdl.tree import Atom, Reservation
+
+CLUSTER = """
+start: 2026-11-23T00:00:00Z
+step: 1m
+horizon: 7d
+capacity: {memory: 4TiB, vcores: 2048}
+"""
+WEEK_MINUTES = 7 * 24 * 60
+
+
+def atom(rng: random.Random, name: str) -> str:
+    memory, vcores = rng.choice([("2GiB", 1), ("4GiB", 2), ("8GiB", 4), ("16GiB", 8)])
+    bundle = f"b={{memory: {memory}, vcores: {vcores}}}"
+    if rng.random() < 0.3:  # gang: one or two leases of g bundles
+        g = rng.choice([4, 8, 16, 32])
+        length = rng.choice([15, 30, 60])
+        return f"{name}: atom({bundle}, g={g}, h={g}, l={length}m, w={g * length * rng.choice([1, 2])}m)"
+    h = rng.choice([10, 20, 50, 100])
+    length = rng.choice([1, 5, 10, 30])
+    return f"{name}: atom({bundle}, h={h}, l={length}m, w={rng.randint(1, 16)}h)"
+
+
+def body(rng: random.Random) -> str:
+    kind = rng.random()
+    if kind < 0.5:
+        return atom(rng, "main")
+    if kind < 0.8:
+        stages = ",\n    ".join(atom(rng, f"s{i}") for i in range(rng.randint(2, 4)))
+        return f"order(\n    {stages}\n  )"
+    options = ",\n    ".join(atom(rng, f"a{i}") for i in range(rng.randint(2, 3)))
+    return f"any(\n    {options}\n  )"
+
+
+def workload(count: int, seed: int) -> list[Reservation]:
+    """`count` reservations arriving over the week, each with a deadline 2-12 hours after it arrives."""
+    rng = random.Random(seed)
+    text = []
+    for index in range(count):
+        arrival = rng.randint(0, WEEK_MINUTES - 13 * 60)
+        stamp = (np.datetime64("2026-11-23T00:00") + np.timedelta64(arrival, "m")).astype(str)
+        text.append(f"reservation r{index} arrival={stamp}:00Z deadline=+{rng.randint(2, 12)}h "
+                    f"value={rng.randint(1, 10)} {{\n  {body(rng)}\n}}\n")
+    return parse_text("\n".join(text), "admission-workload.rdl")
+
+
+def percentile(values: list[float], q: float) -> str:
+    return f"{np.percentile(values, q) * 1000:.2f} ms" if values else "-"
+
+
+def run(agent_name: str, reservations: list[Reservation], explain: bool) -> None:
+    cluster = parse_cluster(CLUSTER, "benchmark-cluster.yaml")
+    planner = Planner(cluster)
+    agent = get_agent(agent_name)
+    latencies: dict[tuple[bool, bool], list[float]] = {(s, a): [] for s in (True, False) for a in (True, False)}
+    accepted_work = 0.0
+    accepted = 0
+    started = time.perf_counter()
+    for reservation in reservations:
+        begin = time.perf_counter()
+        decision = planner.submit(reservation, agent, validated=True, explain=explain)
+        elapsed = time.perf_counter() - begin
+        single = isinstance(reservation.body, Atom)
+        latencies[(single, decision.accepted)].append(elapsed)
+        if decision.accepted:
+            accepted += 1
+            accepted_work += least_work(reservation.body)
+    wall = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+    capacity_work = float(planner.plan.capacity[1].sum()) * cluster.step  # vcore-seconds
+    used_work = float(planner.plan.used[1].sum()) * cluster.step
+    print(f"\n== {agent_name}: {len(reservations)} reservations in {wall:.1f} s "
+          f"({len(reservations) / wall:,.0f} admissions/s)")
+    for single in (True, False):
+        label = "single atoms" if single else "trees       "
+        ok, no = latencies[(single, True)], latencies[(single, False)]
+        everything = ok + no
+        print(f"  {label}: p50 {percentile(everything, 50)}, p99 {percentile(everything, 99)}   "
+              f"(accepted n={len(ok)} p50 {percentile(ok, 50)} p99 {percentile(ok, 99)}; "
+              f"rejected n={len(no)} p50 {percentile(no, 50)} p99 {percentile(no, 99)})")
+    print(f"  accepted: {accepted} of {len(reservations)}, {accepted_work / 3600:,.0f} bundle-hours; "
+          f"vcore utilisation of the plan {used_work / capacity_work:.1%}")
+    print(f"  peak resident memory of the process so far: {peak / 2**20:.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--agents", default="gree,gree-l", help=f"comma-separated, from {', '.join(AGENTS)}")
+    parser.add_argument("--no-explain", action="store_true", help="skip the earliest-deadline search on rejection")
+    args = parser.parse_args()
+    reservations = workload(args.count, args.seed)
+    demand = sum(least_work(r.body) * _vcores(r) for r in reservations)
+    print(f"workload: {len(reservations)} reservations, demand {demand / (2048 * 7 * 86400):.2f}x the week's vcores")
+    for name in args.agents.split(","):
+        run(name.strip(), reservations, explain=not args.no_explain)
+
+
+def _vcores(reservation: Reservation) -> float:
+    from rdl.tree import atoms
+
+    found = atoms(reservation.body)
+    return sum(a.bundle.get("vcores", 0.0) or 0.0 for _, a in found) / max(len(found), 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 import resource
+import time
 
 import numpy as np
 
 from planner.agents import AGENTS, get_agent
 from planner.planner import Planner
-from rdl import parse_cluster, parse_text
+from rdl import RDLErrors, parse_cluster, parse_text, validate
 from rdl.summary import least_work
 from rdl.tree import Atom, Reservation
 
@@ -57,10 +57,23 @@ def body(rng: random.Random) -> str:
 
 
 def workload(count: int, seed: int) -> list[Reservation]:
-    """`count` reservations arriving over the week, each with a deadline 2-12 hours after it arrives."""
+    """`count` valid reservations arriving over the week, each with a deadline 2-12 hours after it arrives."""
     rng = random.Random(seed)
+    cluster = parse_cluster(CLUSTER, "benchmark-cluster.yaml")
+    found: list[Reservation] = []
+    while len(found) < count:
+        for reservation in _candidates(rng, count - len(found), len(found)):
+            try:
+                validate([reservation], cluster)
+            except RDLErrors:
+                continue  # a draw that could never fit its window is bad input, not a planning case
+            found.append(reservation)
+    return found
+
+
+def _candidates(rng: random.Random, count: int, first: int) -> list[Reservation]:
     text = []
-    for index in range(count):
+    for index in range(first, first + count):
         arrival = rng.randint(0, WEEK_MINUTES - 13 * 60)
         stamp = (np.datetime64("2026-11-23T00:00") + np.timedelta64(arrival, "m")).astype(str)
         text.append(f"reservation r{index} arrival={stamp}:00Z deadline=+{rng.randint(2, 12)}h "

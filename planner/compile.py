@@ -8,7 +8,7 @@ instance inside the horizon.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -57,6 +57,17 @@ class GroupTask:
 
 
 Task = AtomTask | GroupTask
+
+
+def mirrored(task: Task, steps: int) -> Task:
+    """The task on a reversed time axis (step t becomes steps - t): "as late as possible" there is
+    "as early as possible" here, so one placer serves both directions."""
+    if isinstance(task, AtomTask):
+        return replace(task, lo=steps - task.hi, hi=steps - task.lo)
+    children = tuple(mirrored(child, steps) for child in task.children)
+    if task.kind == "order":
+        children = children[::-1]
+    return replace(task, children=children, lo=steps - task.hi, hi=steps - task.lo)
 
 
 def task_work(task: Task) -> float:

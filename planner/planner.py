@@ -5,8 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from planner.agents import DEFAULT_AGENT, Agent, get_agent
+import numpy as np
+
+from planner.agents import DEFAULT_AGENT, Agent, GreedyAgent, get_agent
+from planner.compile import compile_reservation, mirrored
 from planner.decision import Decision, Reason
+from planner.greedy import Placer, first_start
 from planner.plan import Accepted, Plan
 from rdl.cluster import Cluster
 from rdl.errors import RDLErrors
@@ -61,29 +65,67 @@ def with_deadline(reservation: Reservation, deadline: datetime) -> Reservation |
     return None
 
 
+MAX_PROBES = 12
+PROBE_BUDGET = 16
+
+
 def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submitted: datetime) -> datetime | None:
-    """The earliest deadline (to the step) at which the agent would accept the request on this plan."""
+    """The earliest deadline (to the step) found at which the agent accepts the request on this plan.
+
+    The search starts where the request would finish if every piece ran as early as it could
+    (one greedy pass on the reversed time axis), confirms it with the agent, and gallops then
+    bisects from there: a few placements instead of a bisection over the whole horizon.
+    """
     arrival = reservation.arrival_at(submitted)
     current = _deadline(reservation, arrival)
     if current is None:
         return None
     clock = plan.clock
+    probes = 0
+    # A smaller search budget per probe is safe: the search is deterministic, so whatever it finds
+    # within the smaller budget the full one finds too; a probe that gives up only moves the answer later.
+    prober = replace(agent, budget=min(agent.budget, PROBE_BUDGET)) if isinstance(agent, GreedyAgent) else agent
 
     def fits(step: int) -> bool:
+        nonlocal probes
+        probes += 1
         moved = with_deadline(reservation, clock.at(step))
-        return moved is not None and agent.place(plan, moved, submitted).placed
+        return moved is not None and prober.place(plan, moved, submitted).placed
 
-    low = max(step_floor(clock.origin, current, clock.step), 0)
-    high = clock.steps
-    if low >= high or not fits(high):
+    failed = max(step_floor(clock.origin, current, clock.step), 0)
+    if failed >= clock.steps:
         return None
-    while high - low > 1:
-        middle = (low + high) // 2
+    guess = asap_finish(plan, reservation, submitted)
+    if guess is None:
+        return clock.at(clock.steps) if fits(clock.steps) else None
+    probe, jump = max(guess, failed + 1), 1
+    while not fits(probe):
+        failed = probe
+        if probe >= clock.steps or probes >= MAX_PROBES:
+            return None
+        probe, jump = min(probe + jump, clock.steps), jump * 2
+    while probe - failed > 1 and probes < MAX_PROBES:
+        middle = (failed + probe) // 2
         if fits(middle):
-            high = middle
+            probe = middle
         else:
-            low = middle
-    return clock.at(high)
+            failed = middle
+    return clock.at(probe)
+
+
+def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> int | None:
+    """The step at which the request would end with every piece as early as it goes (GREE mirrored)."""
+    if reservation.every is not None:
+        return None
+    relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
+    if relaxed is None:
+        return None
+    steps = plan.clock.steps
+    instance = compile_reservation(relaxed, submitted, plan.clock, plan.now_step, plan.resources)[0]
+    task = mirrored(instance.task, steps)
+    placer = Placer(np.ascontiguousarray(plan.free()[:, ::-1]), plan.capacity[:, ::-1], flat=False)
+    solution = next(placer.solutions(task, task.lo, task.hi), None)
+    return None if solution is None else steps - first_start(solution)
 
 
 def _deadline(reservation: Reservation, arrival: datetime) -> datetime | None:

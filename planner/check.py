@@ -22,7 +22,7 @@ import numpy as np
 from rdl import units
 from rdl.cluster import Cluster
 from rdl.shape import lease_count, lease_steps
-from rdl.tree import Atom, Expr, Order, Reservation, Window, atom_label
+from rdl.tree import Atom, Expr, Order, Reservation, Window, atom_label, child_path, labelled_atoms
 
 TOLERANCE = 1e-6
 
@@ -89,7 +89,7 @@ def _leases(reservation: Reservation, decision: Mapping[str, AnyType], grid: _Gr
     """Allocations grouped by (instance, atom), added to `use`; with the problems found reading them."""
     found: dict[tuple[int, str], list[Lease]] = defaultdict(list)
     problems = []
-    bundles_of = {label: atom for _, label, atom in _labelled(reservation.expr)}
+    bundles_of = {label: atom for _, label, atom in labelled_atoms(reservation.expr)}
     for entry in decision.get("allocations", []):
         label = entry["atom"]
         start, end = grid.exact(units.parse_instant(entry["start"])), grid.exact(units.parse_instant(entry["end"]))
@@ -109,14 +109,6 @@ def _leases(reservation: Reservation, decision: Mapping[str, AnyType], grid: _Gr
     return found, problems
 
 
-def _labelled(expr: Expr, path: str = "0", parent: Expr | None = None) -> Iterable[tuple[str, str, Atom]]:
-    if isinstance(expr, Atom):
-        yield path, atom_label(expr, path, parent), expr
-        return
-    for index, child in enumerate(expr.children):
-        yield from _labelled(child, f"{path}.{index}", expr)
-
-
 def _check_reservation(reservation: Reservation, decision: Mapping[str, AnyType], grid: _Grid, cluster: Cluster,
                        use: np.ndarray, submitted: datetime, now: datetime) -> list[str]:
     leases, problems = _leases(reservation, decision, grid, cluster, use)
@@ -128,7 +120,10 @@ def _check_reservation(reservation: Reservation, decision: Mapping[str, AnyType]
     for index, (arrival, shift) in enumerate(instances):
         walker = _Walker(reservation.name, index, leases, grid, arrival, shift, cluster.step)
         lower = max(grid.up(arrival), grid.up(now))
-        used = walker.check(reservation.expr, "0", None, (lower, grid.steps))
+        upper = grid.steps
+        if reservation.every is not None:  # an instance lives in its own period
+            upper = min(upper, grid.down(arrival + timedelta(seconds=reservation.every)))
+        used = walker.check(reservation.expr, "0", None, (lower, upper))
         if used is None:
             problems.append(f"{reservation.name}: instance {index} accepted but not placed in full")
         problems += walker.problems
@@ -147,7 +142,9 @@ def _instances(reservation: Reservation, arrival: datetime, grid: _Grid) -> list
         if moved >= horizon_end:
             return found
         expr = reservation.expr
-        end = grid.down(_shift(expr.end, shift).resolve(moved)) if isinstance(expr, Window) else grid.steps
+        period_end = grid.down(moved + timedelta(seconds=reservation.every))
+        end = grid.down(_shift(expr.end, shift).resolve(moved)) if isinstance(expr, Window) else period_end
+        end = min(end, period_end)
         if end > grid.steps:
             return found
         found.append((moved, shift))
@@ -177,7 +174,7 @@ class _Walker:
             start = _shift(node.start, self.shift).resolve(self.arrival) if node.start is not None else self.arrival
             end = _shift(node.end, self.shift).resolve(self.arrival)
             inner = (max(bounds[0], self.grid.up(start)), min(bounds[1], self.grid.down(end)))
-            return self.check(node.child, f"{path}.0", node, inner)
+            return self.check(node.child, child_path(node, path, 0), node, inner)
         spans = [self.check(child, f"{path}.{i}", node, bounds) for i, child in enumerate(node.children)]
         placed = [s for s in spans if s is not None]
         kind = type(node).__name__.lower()
@@ -229,9 +226,16 @@ def _check_capacity(cluster: Cluster, grid: _Grid, use: np.ndarray) -> list[str]
     capacity = np.empty_like(use)
     for index, name in enumerate(cluster.resource_names):
         capacity[index, :] = cluster.capacity[name]
-        for change in cluster.changes:
-            at = max(0, grid.up(change.at))
-            capacity[index, at:] = change.capacity.get(name, 0.0)
+    for change in sorted(cluster.changes, key=lambda c: c.at):
+        for index, name in enumerate(cluster.resource_names):
+            new = change.capacity.get(name, 0.0)
+            # The least capacity at any moment of a step is what the step may use.
+            exact = grid.exact(change.at)
+            first = grid.up(change.at) if exact is not None else grid.down(change.at)
+            if 0 <= first < grid.steps and exact is None:
+                capacity[index, first] = min(capacity[index, first], new)
+                first += 1
+            capacity[index, max(first, 0):] = new
     over = np.argwhere(use > capacity + TOLERANCE)
     return [f"capacity: {cluster.resource_names[r]} at step {t} uses {use[r, t]:g} of {capacity[r, t]:g}"
             for r, t in over[:20]]

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from rdl.shape import lease_count, lease_steps, step_ceil, step_floor
-from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Window, atom_label, label
+from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Window, atom_label, child_path, label
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ def compile_expr(expr: Expr, path: str, arrival: datetime, clock: Clock, resourc
         start = expr.start.resolve(arrival) if expr.start is not None else arrival
         inner = (max(bounds[0], step_ceil(clock.origin, start, clock.step)),
                  min(bounds[1], step_floor(clock.origin, expr.end.resolve(arrival), clock.step)))
-        task = compile_expr(expr.child, f"{path}.0", arrival, clock, resources, inner, expr)
+        task = compile_expr(expr.child, child_path(expr, path, 0), arrival, clock, resources, inner, expr)
         return task if expr.name is None or isinstance(task, AtomTask) else _renamed(task, expr.name)
     if isinstance(expr, Atom):
         demand = np.array([expr.bundle.get(r, 0.0) for r in resources], dtype=np.float64)
@@ -126,7 +126,10 @@ def outer_window(expr: Expr, arrival: datetime, clock: Clock, horizon: int) -> t
 
 def compile_reservation(reservation: Reservation, submitted: datetime, clock: Clock, now_step: int,
                         resources: tuple[str, ...]) -> list[Instance]:
-    """Every instance to place: the reservation, or each period of `every` whose window ends in the horizon."""
+    """Every instance to place: the reservation, or each period of `every` whose window ends in the horizon.
+
+    An instance of a recurring reservation lives in its own period: it ends by the next one's arrival.
+    """
     first_arrival = reservation.arrival_at(submitted)
     instances = []
     horizon_end = clock.at(clock.steps)
@@ -137,11 +140,15 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
         if index > 0 and (reservation.every is None or arrival >= horizon_end):
             break
         expr = _shifted(reservation.expr, shift)
-        declared = outer_window(expr, arrival, clock, clock.steps)
+        period_end = clock.steps
+        if reservation.every is not None:
+            period_end = step_floor(clock.origin, arrival + timedelta(seconds=reservation.every), clock.step)
+        declared = outer_window(expr, arrival, clock, period_end)
+        declared = (declared[0], min(declared[1], period_end))
         if index > 0 and declared[1] > clock.steps:
             break
         lower = max(now_step, step_ceil(clock.origin, arrival, clock.step))
-        task = compile_expr(expr, "0", arrival, clock, resources, (lower, clock.steps))
+        task = compile_expr(expr, "0", arrival, clock, resources, (lower, min(clock.steps, period_end)))
         instances.append(Instance(index, task, arrival, declared))
         index += 1
     return instances
@@ -153,7 +160,7 @@ def _shifted(expr: Expr, seconds: float) -> Expr:
         return expr
     if isinstance(expr, Window):
         start = expr.start.shifted(seconds) if expr.start is not None else None
-        return Window(_shifted(expr.child, seconds), expr.end.shifted(seconds), start, expr.name, expr.span)
+        return replace(expr, child=_shifted(expr.child, seconds), end=expr.end.shifted(seconds), start=start)
     if isinstance(expr, Atom):
         return expr
     children = tuple(_shifted(c, seconds) for c in expr.children)

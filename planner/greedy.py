@@ -207,8 +207,11 @@ class Placer:
         return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
 
     def _all(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
-        children = sorted(task.children, key=lambda c: -task_work(c))
+        for children in self._all_orders(task, lo, hi):
+            yield from self._all_in_order(children, lo, hi, preferred)
 
+    def _all_in_order(self, children: list[Task], lo: int, hi: int,
+                      preferred: tuple[int, int] | None) -> Iterator[Solution]:
         def rest(index: int) -> Iterator[Solution]:
             for placed in self.solutions(children[index], lo, hi, preferred):
                 if index == len(children) - 1:
@@ -218,6 +221,20 @@ class Placer:
                     yield placed + others
 
         yield from rest(0)
+
+    @staticmethod
+    def _all_orders(task: GroupTask, lo: int, hi: int) -> list[list[Task]]:
+        """Orders to place `all`'s children in: least room to spare first (the most constrained child
+        takes its place before the others crowd it), then heaviest first, then as written."""
+        def slack(child: Task) -> int:
+            return (min(hi, child.hi) - max(lo, child.lo)) - (child.length if isinstance(child, AtomTask) else 0)
+
+        orders: list[list[Task]] = []
+        for key in (slack, lambda c: -task_work(c), None):
+            order = sorted(task.children, key=key) if key else list(task.children)  # type: ignore[arg-type]
+            if order not in orders:
+                orders.append(order)
+        return orders
 
     def _any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
         scored = []

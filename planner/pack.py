@@ -45,15 +45,19 @@ def _tile_blocks(amounts: np.ndarray, size: int, length: int) -> Blocks:
 
 
 def latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
-    """Tallest, rightmost: fill tiles from the end of the window, each as high as it goes; None if no room."""
-    tiles = tile_room(room, length)
-    if tiles.sum() >= leases:
-        before = np.concatenate(([0], np.cumsum(tiles)[:-1]))
-        amounts = np.clip(leases - before, 0, tiles)
-        return _tile_blocks(amounts, room.shape[0], length)
+    """Tallest, rightmost: from the end of the window, each lease start as high as it goes; None if no room.
+
+    With one-step leases the steps are the tiles and one vectorised pass does it; longer
+    leases slide start by start, which finds room that fixed tiles would miss.
+    """
     if int(room.sum()) < leases * length:
-        return None  # not even the bundle-time is there: no need to slide
-    return exact_latest(room, length, leases)
+        return None  # not even the bundle-time is there
+    if length > 1:
+        return exact_latest(room, length, leases)
+    tiles = room[::-1]
+    before = np.concatenate(([0], np.cumsum(tiles)[:-1]))
+    amounts = np.clip(leases - before, 0, tiles)
+    return _tile_blocks(amounts, room.shape[0], length)
 
 
 def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from planner.compile import Clock
 from rdl.cluster import Cluster
-from rdl.shape import step_ceil
+from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation, Resources
 
 
@@ -43,14 +43,21 @@ class Accepted:
 
 
 def capacity_over_time(cluster: Cluster, clock: Clock) -> np.ndarray:
-    """Capacity per resource and step, with the known changes applied from their (rounded-up) step on."""
+    """Capacity per resource and step, with the known changes applied.
+
+    A change inside a step counts for that whole step when it lowers capacity and from the next
+    step when it raises it: a step's capacity is the least the cluster has at any moment of it.
+    """
     names = cluster.resource_names
     capacity = np.empty((len(names), clock.steps), dtype=np.float64)
     capacity[:] = np.array([cluster.capacity[n] for n in names])[:, None]
     for change in cluster.changes:
-        at = max(0, step_ceil(clock.origin, change.at, clock.step))
-        if at < clock.steps:
-            capacity[:, at:] = np.array([change.capacity.get(n, 0.0) for n in names])[:, None]
+        new = np.array([change.capacity.get(n, 0.0) for n in names])
+        whole = max(0, step_ceil(clock.origin, change.at, clock.step))
+        capacity[:, whole:] = new[:, None]
+        partial = step_floor(clock.origin, change.at, clock.step)
+        if 0 <= partial < min(whole, clock.steps):
+            capacity[:, partial] = np.minimum(capacity[:, partial], new)
     return capacity
 
 

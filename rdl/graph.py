@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from rdl.tree import All, Any, Atom, Expr, Order, Window, label
+from rdl.tree import All, Any, Atom, Expr, Order, Window, atom_label, child_path
 
 SINK = "<end>"
 
@@ -26,22 +26,27 @@ class CriticalPath:
     atoms: tuple[str, ...]
 
 
-def precedence_graph(expr: Expr, atom_steps: AtomSteps) -> nx.DiGraph | None:
-    """The DAG of atoms (attribute `steps`) and order edges; None when some required atom can never fit."""
+def precedence_graph(expr: Expr, atom_steps: AtomSteps, path: str = "0",
+                     parent: Expr | None = None) -> nx.DiGraph | None:
+    """The DAG of atoms (attribute `steps`) and order edges; None when some required atom can never fit.
+
+    `path` and `parent` place `expr` in its reservation, so atoms are labelled as users see them."""
     graph = nx.DiGraph()
-    return graph if _add(graph, expr, "0", atom_steps) is not None else None
+    return graph if _add(graph, expr, path, atom_steps, parent) is not None else None
 
 
-def _add(graph: nx.DiGraph, node: Expr, path: str, atom_steps: AtomSteps) -> tuple[list[str], list[str]] | None:
+def _add(graph: nx.DiGraph, node: Expr, path: str, atom_steps: AtomSteps,
+         parent: Expr | None = None) -> tuple[list[str], list[str]] | None:
     """Adds `node` to `graph`; returns its entry and exit nodes, or None if it can never fit."""
     if isinstance(node, Atom):
         steps = atom_steps(node)
         if steps is None:
             return None
-        graph.add_node(label(node, path), steps=steps, atom=True)
-        return [label(node, path)], [label(node, path)]
+        name = atom_label(node, path, parent)
+        graph.add_node(name, steps=steps, atom=True)
+        return [name], [name]
     if isinstance(node, Window):
-        return _add(graph, node.child, f"{path}.0", atom_steps)
+        return _add(graph, node.child, child_path(node, path, 0), atom_steps, node)
     if isinstance(node, Any):
         return _add_cheapest(graph, node, path, atom_steps)
     parts = []
@@ -90,7 +95,8 @@ def longest(graph: nx.DiGraph) -> CriticalPath:
     return CriticalPath(steps, tuple(n for n in path if n != SINK and graph.nodes[n]["atom"]))
 
 
-def critical_path(expr: Expr, atom_steps: AtomSteps) -> CriticalPath | None:
+def critical_path(expr: Expr, atom_steps: AtomSteps, path: str = "0",
+                  parent: Expr | None = None) -> CriticalPath | None:
     """The least time the expression takes on an empty cluster; None when it can never fit."""
-    graph = precedence_graph(expr, atom_steps)
+    graph = precedence_graph(expr, atom_steps, path, parent)
     return None if graph is None else longest(graph)

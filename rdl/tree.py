@@ -110,6 +110,7 @@ class Window:
     start: TimeValue | None = None
     name: str | None = None
     span: Span = field(default=NOWHERE, compare=False, repr=False)
+    implicit: bool = field(default=False, repr=False, compare=False)  # made by `deadline=`: no level in paths
 
     @property
     def children(self) -> tuple[Expr, ...]:
@@ -167,7 +168,7 @@ class Reservation:
         """The body with the `deadline` sugar applied: `window(s=arrival, e=deadline, body)`."""
         if self.deadline is None:
             return self.body
-        return Window(self.body, end=self.deadline, start=Relative(0.0), span=self.span)
+        return Window(self.body, end=self.deadline, start=Relative(0.0), span=self.span, implicit=True)
 
     def arrival_at(self, submitted: datetime) -> datetime:
         """When the reservation arrives: its `arrival` (relative ones count from submission), else submission."""
@@ -179,11 +180,18 @@ def kind(node: Expr) -> str:
     return type(node).__name__.lower()
 
 
+def child_path(node: Expr, path: str, index: int) -> str:
+    """The path of a node's child: one more index, except under the window `deadline=` adds."""
+    if isinstance(node, Window) and node.implicit:
+        return path
+    return f"{path}.{index}"
+
+
 def walk(node: Expr, path: str = "0") -> Iterator[tuple[str, Expr]]:
     """Every node with its path (`0`, `0.1`, `0.1.0`), depth first, parents before children."""
     yield path, node
     for index, child in enumerate(node.children):
-        yield from walk(child, f"{path}.{index}")
+        yield from walk(child, child_path(node, path, index))
 
 
 def label(node: Expr, path: str) -> str:
@@ -206,7 +214,7 @@ def labelled_atoms(node: Expr, path: str = "0", parent: Expr | None = None) -> I
         yield path, atom_label(node, path, parent), node
         return
     for index, child in enumerate(node.children):
-        yield from labelled_atoms(child, f"{path}.{index}", node)
+        yield from labelled_atoms(child, child_path(node, path, index), node)
 
 
 def atoms(node: Expr) -> list[tuple[str, Atom]]:

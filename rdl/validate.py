@@ -20,7 +20,7 @@ from rdl.errors import ErrorSink, RDLError, Span
 from rdl.graph import critical_path
 from rdl.parser import did_you_mean
 from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
-from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, label, walk
+from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, child_path, label, walk
 
 UNBOUNDED = (-(2**62), 2**62)
 
@@ -170,31 +170,31 @@ class _Checker:
         context = self.context
         start_at = (window.start.resolve(self.arrival) if window.start is not None else self.arrival)
         end_at = window.end.resolve(self.arrival)
-        name = label(window, path)
+        name = "deadline" if window.implicit else label(window, path)
         if end_at <= start_at:
             self.sink.add(window.span, f"window `{name}` ends ({units.format_instant(end_at)}) at or before it "
                           f"starts ({units.format_instant(start_at)})")
-            self.check(window.child, f"{path}.0", bounds)  # still report the structural errors inside
+            self.check(window.child, child_path(window, path, 0), bounds)  # still report the structural errors inside
             return []
         own = (step_ceil(context.origin, start_at, context.step), step_floor(context.origin, end_at, context.step))
         inner = (max(bounds[0], own[0]), min(bounds[1], own[1]))
         if own[1] <= own[0] or inner[1] <= inner[0]:
-            self.check(window.child, f"{path}.0", bounds)  # still report the structural errors inside
+            self.check(window.child, child_path(window, path, 0), bounds)  # still report the structural errors inside
         if own[1] <= own[0]:
             return [RDLError(window.span, f"window `{name}` is shorter than one plan step "
                                           f"({units.format_duration(context.step)}) once rounded to steps")]
         if inner[1] <= inner[0]:
             return [RDLError(window.span, f"window `{name}` lies outside its enclosing window")]
-        errors = self.check(window.child, f"{path}.0", inner)
+        errors = self.check(window.child, child_path(window, path, 0), inner)
         if errors or _serial_steps(window.child, context) <= inner[1] - inner[0]:
             return errors  # run one after another it already fits: no need for the critical path
-        path_length = critical_path(window.child, context.steps)
+        path_length = critical_path(window.child, context.steps, child_path(window, path, 0), window)
         if path_length is not None and path_length.steps > inner[1] - inner[0]:
             errors.append(RDLError(window.span, f"window `{name}` [{context.fmt(inner[0])}, {context.fmt(inner[1])}) "
                                    f"is {units.format_duration((inner[1] - inner[0]) * context.step)} long, but what "
                                    f"it holds needs at least {units.format_duration(path_length.steps * context.step)}"
                                    " even on an empty cluster (critical path: "
-                                   f"{' → '.join(_rebased(path_length.atoms, path))})"))
+                                   f"{' → '.join(path_length.atoms)})"))
         return errors
 
     def any(self, node: Any, path: str, bounds: tuple[int, int]) -> list[RDLError]:
@@ -204,11 +204,6 @@ class _Checker:
         reasons = "; ".join(errors[0].message for errors in failures)
         return [RDLError(node.span, f"none of the alternatives of `any` `{label(node, path)}` could ever fit: "
                          + reasons)]
-
-
-def _rebased(labels: tuple[str, ...], window_path: str) -> list[str]:
-    """Graph labels as paths in the reservation: the graph numbers the window's child `0`, which is `PATH.0`."""
-    return [f"{window_path}.0{label[1:]}" if label[0].isdigit() else label for label in labels]
 
 
 def _serial_steps(node: Expr, context: Context) -> float:

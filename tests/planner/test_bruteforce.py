@@ -83,8 +83,7 @@ def test_the_two_enumerations_of_the_oracle_agree() -> None:
         assert feasible(instance, free) == (witness(instance, free) is not None), instance.describe()
 
 
-def test_a_placement_means_accepted(agent: str, request: pytest.FixtureRequest) -> None:
-    xfail_greedy(request, agent, "greedy search misses some feasible placements (see the reproducers below)")
+def test_a_placement_means_accepted(agent: str) -> None:
     missed = [o.report() for o in outcomes(agent) if o.feasible and not o.record["accepted"]]
     assert missed == [], f"{len(missed)} missed, first:\n" + "\n\n".join(missed[:3])
 
@@ -148,6 +147,9 @@ CASES = {
 }
 
 
+KNOWN_GREEDY_MISSES = {"gap-zero-needs-staggered-leases"}
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_reproducer_is_feasible(case: str) -> None:
     capacity, steps, text, placement = CASES[case]
@@ -160,7 +162,8 @@ def test_reproducer_is_feasible(case: str) -> None:
 @pytest.mark.parametrize("case", list(CASES))
 def test_reproducer_is_accepted(agent: str, case: str, request: pytest.FixtureRequest) -> None:
     capacity, steps, text, _ = CASES[case]
-    xfail_greedy(request, agent, case)
+    if case in KNOWN_GREEDY_MISSES:
+        xfail_greedy(request, agent, case)
     run = run_plan(make_cluster(capacity, steps), text, agent)
     assert run.violations == []
     assert all(d["accepted"] for d in run.decisions), run.decisions[-1]

@@ -27,7 +27,6 @@ from tests.planner.support import (
     pinned,
     run_plan,
     step_of,
-    xfail_greedy,
 )
 
 
@@ -254,11 +253,9 @@ def test_all_places_every_child(agent: str) -> None:
     _assert_all_three(run_plan(cluster, ALL_THREE.format(s=at(0), e=at(8)), agent), 0, 8)
 
 
-def test_all_places_every_child_in_a_window_with_no_slack(agent: str, request: pytest.FixtureRequest) -> None:
+def test_all_places_every_child_in_a_window_with_no_slack(agent: str) -> None:
     # 24 vcore-minutes in 6 steps, exactly what `cpu` (20) and the third atom (4) need; `mem` takes all the
     # memory for 3 steps, so the third atom must sit beside it: mem [0,3), third [3,5), cpu around them.
-    xfail_greedy(request, agent, "greedy `all` only tries tallest-latest shapes for `cpu`, which leave no 2 vcores "
-                 "free for 2 steps outside `mem`")
     cluster = make_cluster({"memory": "8GiB", "vcores": 4}, steps=10)
     _assert_all_three(run_plan(cluster, ALL_THREE.format(s=at(0), e=at(6)), agent), 0, 6)
 
@@ -351,8 +348,6 @@ changes:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a capacity drop off the step grid applies from the next step (rounded up), "
-                   "so the plan promises 4 vcores during [00:00:30, 00:01) when the cluster has 1")
 def test_capacity_drop_off_the_grid_applies_from_the_step_it_falls_in(agent: str) -> None:
     # Rounding must never break what the user wrote (rdl.md, Discretisation): a drop inside step 0
     # leaves only 1 vcore for part of step 0, so step 0 cannot hold 4.
@@ -363,8 +358,6 @@ def test_capacity_drop_off_the_grid_applies_from_the_step_it_falls_in(agent: str
     assert not run.accepted("r")
 
 
-@pytest.mark.xfail(strict=True, reason="the checker rounds capacity changes up to the next step too, so it accepts "
-                   "4 vcores held across a drop to 1 at 00:00:30")
 def test_checker_flags_use_above_a_capacity_drop_off_the_grid() -> None:
     cluster = parse_cluster(OFF_GRID_DROP)
     reservation = one(f"reservation r {{ window(s={at(0)}, e={at(1)}, atom(b={{vcores: 1}}, g=4, h=4, w=4m)) }}")
@@ -407,7 +400,7 @@ EVERY_NO_DEADLINE = "reservation daily every=1d { job: atom(b={vcores: 4}, g=1, 
 
 
 def test_every_without_a_deadline_has_a_valid_placement() -> None:
-    # Without a deadline, instance k may go anywhere in [k days, horizon): one 12 h lease a day fits easily.
+    # Without a deadline, instance k may go anywhere in its period [k days, k+1 days): one 12 h lease a day fits.
     cluster = make_cluster({"vcores": 4}, steps=3 * DAY)
     record = {"reservation": "daily", "accepted": True, "allocations": [
         {"atom": "job", "start": at(k * DAY), "end": at(k * DAY + 720), "bundles": 1, "resources": {"vcores": 4},
@@ -415,9 +408,8 @@ def test_every_without_a_deadline_has_a_valid_placement() -> None:
     assert check_plan(cluster, parse(EVERY_NO_DEADLINE), [record]) == []
 
 
-def test_every_without_a_deadline_fits_an_empty_cluster(agent: str, request: pytest.FixtureRequest) -> None:
-    xfail_greedy(request, agent, "instances are placed one by one, each as late as it goes in [its arrival, horizon): "
-                 "instances 0 and 1 take the last day and instance 2 finds no room; no backtracking across instances")
+def test_every_without_a_deadline_fits_an_empty_cluster(agent: str) -> None:
+    # Each instance lives in its own period, [k days, k+1 days), so every day gets its lease.
     cluster = make_cluster({"vcores": 4}, steps=3 * DAY)
     run = run_plan(cluster, EVERY_NO_DEADLINE, agent)
     assert run.violations == []

@@ -139,7 +139,7 @@ SEMANTIC = [
     case("lease longer than its window", f"reservation r {{\n  window(e=+1h,\n    a: atom({B}, l=2h, w=2h))\n}}",
          "3:5", "atom `a` has leases of 2h, longer than its window (1h)"),
     case("lease longer than the deadline", f"reservation r deadline=+30m {{ atom({B}, l=45m, w=45m) }}",
-         "1:31", "atom `0.0` has leases of 45m", "longer than its window (30m)"),
+         "1:31", "atom `0` has leases of 45m", "longer than its window (30m)"),
     case("order cannot fit its window",
          f"reservation r {{\n  window(e=+1h, order(\n    x: atom({B}, l=40m, w=40m),\n"
          f"    y: atom({B}, l=40m, w=40m)))\n}}",
@@ -147,7 +147,7 @@ SEMANTIC = [
          "critical path: x → y"),
     case("order cannot fit its deadline",
          f"reservation late deadline=+1h {{ order(atom({B}, l=40m, w=40m), atom({B}, l=40m, w=40m)) }}",
-         "1:1", "needs at least 80m", "critical path: 0.0.0 → 0.0.1"),
+         "1:1", "needs at least 80m", "critical path: 0.0 → 0.1"),
     case("bundle larger than the cluster", "reservation r {\n  big: atom(b={memory: 128GiB, vcores: 1}, w=1h)\n}",
          "2:3", "atom `big` has a bundle larger than the cluster", "memory 128GiB > 64GiB"),
     case("gang larger than the cluster", "reservation r { mpi: atom(b={memory: 16GiB}, g=8, h=8, l=1h, w=8h) }",

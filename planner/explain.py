@@ -12,12 +12,20 @@ from rdl.printer import format_resources
 from rdl.tree import Reservation
 
 
+def _pattern(clock: Clock, *steps: int) -> str:
+    """`HH:MM` when every moment falls on the plan's first day, full dates otherwise."""
+    first_day = all(clock.at(step).date() == clock.origin.date() for step in steps)
+    return "%H:%M" if first_day else "%Y-%m-%d %H:%M"
+
+
+def format_moment(step: int, clock: Clock) -> str:
+    return clock.at(step).strftime(_pattern(clock, step))
+
+
 def format_span(lo: int, hi: int, clock: Clock) -> str:
     """`[00:00, 04:00)` within the plan's first day, full dates otherwise."""
-    start, end = clock.at(lo), clock.at(hi)
-    same_day = start.date() == clock.origin.date() and (end - clock.origin).days < 1
-    pattern = "%H:%M" if same_day else "%Y-%m-%d %H:%M"
-    return f"[{start.strftime(pattern)}, {end.strftime(pattern)})"
+    pattern = _pattern(clock, lo, hi)
+    return f"[{clock.at(lo).strftime(pattern)}, {clock.at(hi).strftime(pattern)})"
 
 
 def window_reason(instance: Instance, plan: Plan, reservation: Reservation) -> Reason | None:
@@ -36,6 +44,10 @@ def window_reason(instance: Instance, plan: Plan, reservation: Reservation) -> R
     return None
 
 
+def bundles(count: int) -> str:
+    return f"{count} bundle" if count == 1 else f"{count} bundles"
+
+
 def describe_need(task: AtomTask, lo: int, hi: int, clock: Clock) -> str:
     bundle = format_resources(task.atom.bundle)
     length = units.format_duration(task.length * clock.step)
@@ -44,7 +56,10 @@ def describe_need(task: AtomTask, lo: int, hi: int, clock: Clock) -> str:
     else:
         gangs = f"gangs of {task.gang} bundles" if task.gang > 1 else "bundles"
         need = f"needs {task.leases} {gangs} of {bundle}, each for {length},"
-    return f"{need} inside {format_span(lo, hi, clock)}"
+    where = f"inside {format_span(lo, hi, clock)}"
+    if hi < task.hi:
+        where += f", before the next stage, which cannot start later than {format_moment(hi, clock)}"
+    return f"{need} {where}"
 
 
 def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
@@ -59,9 +74,9 @@ def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
     hours = plan.clock.step / 3600
     if available < needed:
         return (f"only {available * hours:g} of the {needed * hours:g} bundle-hours it needs are free there "
-                f"(at most {most} bundles at once)")
+                f"(at most {bundles(most)} at once)")
     return (f"{available * hours:g} bundle-hours are free there but not in the shape it needs "
-            f"(at most {most} bundles at once, in leases of {units.format_duration(task.length * plan.clock.step)}"
+            f"(at most {bundles(most)} at once, in leases of {units.format_duration(task.length * plan.clock.step)}"
             f" around the other pieces)")
 
 

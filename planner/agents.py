@@ -33,7 +33,8 @@ class Outcome:
 
 
 class Agent(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome: ...
 

@@ -14,7 +14,7 @@ work), then falls back to GREE's placements.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,7 +115,7 @@ class Placer:
     # -- candidates per node -----------------------------------------------------------
 
     def solutions(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None,
-                  min_end: int | None = None) -> Iterator[Solution]:
+                  min_end: int | None = None) -> Generator[Solution, None, None]:
         """Candidate placements of `task` inside [lo, hi), applied while yielded."""
         lo, hi = max(lo, task.lo), min(hi, task.hi)
         if isinstance(task, AtomTask):

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -113,7 +114,7 @@ class _Reader:
     def resource_entries(self, entries: dict[str, tuple[yaml.Node, yaml.Node]], what: str) -> Resources | None:
         values = {}
         for name, (_, value) in entries.items():
-            quantity = self.scalar(value, lambda text, n=name: units.parse_quantity(n, text), f"`{name}`")
+            quantity = self.scalar(value, partial(units.parse_quantity, name), f"`{name}`")
             if isinstance(quantity, float):
                 if quantity <= 0:
                     self.sink.add(self.span(value), f"`{name}` in {what} must be positive, got {value.value}")
@@ -178,6 +179,7 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
         reader.sink.add(Span(file, 1, 1), "the cluster file is empty",
                         expected="`start`, `step`, `horizon`, `capacity`")
         reader.sink.raise_if_any(sources)
+    assert root is not None
     entries = reader.mapping(root, "the cluster file")
     for name, (key, _) in entries.items():
         if name not in KEYS:
@@ -197,7 +199,7 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
             reader.sink.add(reader.span(entries["step"][1]), "`step` must be a whole number of seconds")
         elif isinstance(horizon, float) and horizon < step:
             reader.sink.add(reader.span(entries["horizon"][1]), "`horizon` must be at least one step")
-    policies = {}
+    policies: dict[str, object] = {}
     if "policies" in entries:
         try:
             policies = yaml.safe_load(yaml.serialize(entries["policies"][1])) or {}
@@ -205,8 +207,9 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
             reader.sink.add(reader.span(entries["policies"][1]), f"`policies`: {getattr(exc, 'problem', exc)}")
     reader.sink.raise_if_any(sources)
     assert start is not None and capacity is not None
-    return Cluster(start=start, capacity=capacity, step=int(step), horizon=int(horizon),  # type: ignore[arg-type]
-                   nodes=nodes, changes=changes, policies=policies)
+    assert isinstance(step, float | int) and isinstance(horizon, float | int)
+    return Cluster(start=start, capacity=capacity, step=int(step), horizon=int(horizon), nodes=nodes,
+                   changes=changes, policies=policies)
 
 
 def _capacity(reader: _Reader, entries: dict, file: str) -> tuple[Resources | None, tuple[NodeGroup, ...]]:

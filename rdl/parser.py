@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
+from functools import partial
+from typing import Any as AnyValue
 
 from rdl import units
 from rdl.errors import ErrorSink, RDLError, RDLErrors, Span
@@ -68,7 +70,8 @@ class ValueReader:
     # -- values ----------------------------------------------------------------------
 
     def bad(self, token: Token | Span, message: str, expected: str | None = None,
-            hint: str | None = None) -> None:
+            hint: str | None = None) -> AnyValue:
+        """Record an error; returns None, so `return self.bad(...)` reads as "no value"."""
         span = token.span if isinstance(token, Token) else token
         self.sink.add(span, message, expected=expected, hint=hint)
         return None
@@ -131,7 +134,7 @@ class ValueReader:
             if token.kind != "number":
                 self.bad(token, f"resource `{name.text}` needs a quantity, got {token.describe()}")
                 continue
-            quantity = self.convert(token, lambda text, n=name.text: units.parse_quantity(n, text), name.text)
+            quantity = self.convert(token, partial(units.parse_quantity, name.text), name.text)
             if isinstance(quantity, float):
                 if quantity < 0:
                     self.bad(token, f"resource `{name.text}` cannot be negative, got `{token.text}`")

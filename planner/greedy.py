@@ -178,9 +178,14 @@ class Placer:
     def _order(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
         shares = self._shares(task, preferred or (lo, hi)) if self.flat else [None] * len(task.children)
 
+        # Without a gap, an earlier stage that found no room before `start` finds none before an earlier
+        # start either: GREE's next candidates only start earlier, so one failure ends the search there;
+        # GREE-L's first candidates are flat and may start later than its last ones, so it tries a few.
+        give_up_after = None if task.gap is not None else (3 if self.flat else 1)
+
         def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
             min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
-            failed_below = None  # without a gap, an earlier stage that failed before `start` fails before less too
+            failed_below, failures = None, 0
             for placed in self.solutions(task.children[index], lo, end, shares[index], min_end):
                 if min_end is not None and last_end(placed) < min_end:
                     continue
@@ -194,7 +199,10 @@ class Placer:
                 for earlier in stages(index - 1, start, start):
                     found = True
                     yield earlier + placed
-                if not found and task.gap is None:
+                if not found and give_up_after is not None:
+                    failures += 1
+                    if failures >= give_up_after:
+                        return
                     failed_below = start
 
         yield from stages(len(task.children) - 1, hi, None)

@@ -89,17 +89,26 @@ class Plan:
         name = accepted.reservation.name
         if name in self.accepted:
             raise ValueError(f"reservation `{name}` is already in the plan")
-        for allocation in accepted.allocations:
-            self._apply(allocation, +1)
+        self._apply(accepted.allocations, +1)
         self.accepted[name] = accepted
 
     def remove(self, name: str) -> Accepted:
         """Take a reservation out of the plan, returning its capacity."""
         accepted = self.accepted.pop(name)
-        for allocation in accepted.allocations:
-            self._apply(allocation, -1)
+        self._apply(accepted.allocations, -1)
         return accepted
 
-    def _apply(self, allocation: Allocation, sign: int) -> None:
-        amount = self.demand(allocation.bundle) * (allocation.bundles * sign)
-        self.used[:, allocation.start:allocation.end] += amount[:, None]
+    def _apply(self, allocations: list[Allocation], sign: int) -> None:
+        """Add (or take away) the use of allocations, one vectorised pass per bundle shape."""
+        shapes: dict[Resources, list[Allocation]] = {}
+        for allocation in allocations:
+            shapes.setdefault(allocation.bundle, []).append(allocation)
+        for bundle, group in shapes.items():
+            starts = np.fromiter((a.start for a in group), dtype=np.int64, count=len(group))
+            ends = np.fromiter((a.end for a in group), dtype=np.int64, count=len(group))
+            counts = np.fromiter((a.bundles for a in group), dtype=np.int64, count=len(group))
+            base, top = int(starts.min()), int(ends.max())
+            held = np.zeros(top - base + 1, dtype=np.int64)
+            np.add.at(held, starts - base, counts)
+            np.add.at(held, ends - base, -counts)
+            self.used[:, base:top] += np.outer(self.demand(bundle) * sign, np.cumsum(held[:-1]))

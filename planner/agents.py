@@ -13,7 +13,7 @@ from typing import Protocol
 
 from planner.compile import Instance, compile_reservation
 from planner.decision import Reason
-from planner.explain import capacity_reason, window_reason
+from planner.explain import capacity_reason, clipped_reason, window_reason
 from planner.greedy import DEFAULT_BUDGET, Placer, Solution
 from planner.plan import Allocation, Plan
 from rdl.parser import did_you_mean
@@ -62,7 +62,8 @@ class GreedyAgent:
                                       (instance.task.lo, instance.task.hi))
             solution = next(search, None)
             if solution is None:
-                return Outcome(None, capacity_reason(placer.failure, instance, plan, reservation))
+                reason = clipped_reason(instance, plan, reservation)
+                return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
             held.append(search)
             placed.append((instance, solution))
         return Outcome(tuple(to_allocations(placed)))

@@ -113,6 +113,11 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
     """
     cluster = read_cluster_or_exit(cluster_path)
     assert cluster is not None
+    if now is not None and not cluster.start <= now < cluster.end:
+        click.echo(f"error: --now {units.format_instant(now)} is outside the plan "
+                   f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "
+                   "nothing was planned", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     files = [f for f in load(paths, None, cluster, now) if f.cluster is None]
     errors = all_errors(files)
     if errors is not None:
@@ -123,9 +128,11 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
     names = [r.name for r in reservations]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        click.echo(f"error: reservation names must be unique across the files; repeated: {', '.join(duplicates)}",
-                   err=True)
+        click.echo(f"error: reservation names must be unique across the files; repeated: {', '.join(duplicates)}; "
+                   "nothing was planned", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    if not reservations:
+        click.echo("warning: no reservations found in " + ", ".join(paths), err=True)
     try:
         planner, decisions = plan_reservations(cluster, reservations, agent, now)
     except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document

@@ -86,6 +86,7 @@ class Instance:
     task: Task
     arrival: datetime
     declared: tuple[int, int]  # the outermost window before clipping to the plan, in steps
+    expr: Expr  # the instance's expression (times shifted to its period)
 
 
 def compile_expr(expr: Expr, path: str, arrival: datetime, clock: Clock, resources: tuple[str, ...],
@@ -144,12 +145,13 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
         if reservation.every is not None:
             period_end = step_floor(clock.origin, arrival + timedelta(seconds=reservation.every), clock.step)
         declared = outer_window(expr, arrival, clock, period_end)
-        declared = (declared[0], min(declared[1], period_end))
+        if reservation.every is not None:
+            declared = (declared[0], min(declared[1], period_end))
         if index > 0 and declared[1] > clock.steps:
             break
         lower = max(now_step, step_ceil(clock.origin, arrival, clock.step))
         task = compile_expr(expr, "0", arrival, clock, resources, (lower, min(clock.steps, period_end)))
-        instances.append(Instance(index, task, arrival, declared))
+        instances.append(Instance(index, task, arrival, declared, expr))
         index += 1
     return instances
 

@@ -10,6 +10,7 @@ from planner.plan import Plan
 from rdl import units
 from rdl.printer import format_resources
 from rdl.tree import Reservation
+from rdl.validate import Context, earliest_finish
 
 
 def _pattern(clock: Clock, *steps: int) -> str:
@@ -78,6 +79,22 @@ def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
     return (f"{available * hours:g} bundle-hours are free there but not in the shape it needs "
             f"(at most {bundles(most)} at once, in leases of {units.format_duration(task.length * plan.clock.step)}"
             f" around the other pieces)")
+
+
+def clipped_reason(instance: Instance, plan: Plan, reservation: Reservation) -> Reason | None:
+    """A `window` rejection when the clock or the horizon cut the window short and what is left of it
+    could not hold the request even on an empty cluster: the clock, not the load, is the reason."""
+    start, end = instance.declared
+    lo, hi = max(start, plan.now_step), min(end, plan.clock.steps)
+    if (lo, hi) == (start, end):
+        return None
+    context = Context(plan.cluster, instance.arrival, plan.clock.step, plan.clock.origin)
+    if earliest_finish(instance.expr, context, instance.arrival, (lo, hi)) is not None:
+        return None
+    cut = "the plan's clock" if lo > start else "the plan's horizon"
+    return Reason("window", f"only {format_span(lo, hi, plan.clock)} of the window of `{reservation.name}` "
+                  f"{format_span(start, end, plan.clock)} is left inside {cut}, too short for it even on an "
+                  "empty cluster")
 
 
 def capacity_reason(failure: AtomFailure | None, instance: Instance, plan: Plan,

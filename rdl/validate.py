@@ -38,7 +38,7 @@ class Context:
     def of(cluster: Cluster | None, now: datetime | None = None) -> Context:
         if cluster is not None:
             return Context(cluster, now or cluster.start, cluster.step, cluster.start)
-        moment = now or datetime.now().astimezone()
+        moment = now or datetime.now().astimezone().replace(microsecond=0)
         return Context(None, moment, 60, moment)
 
     @cached_property
@@ -96,7 +96,7 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     checker = _Checker(context, arrival, sink)
     fit_errors = checker.check(reservation.expr, "0", UNBOUNDED)
     sink.errors.extend(fit_errors)
-    if not sink.errors and _earliest_finish(reservation.expr, context, arrival, UNBOUNDED) is None:
+    if not sink.errors and earliest_finish(reservation.expr, context, arrival, UNBOUNDED) is None:
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
     return sink.errors
@@ -215,8 +215,8 @@ def _serial_steps(node: Expr, context: Context) -> float:
     return total
 
 
-def _earliest_finish(node: Expr, context: Context, arrival: datetime, bounds: tuple[int, int],
-                     start: int = UNBOUNDED[0]) -> int | None:
+def earliest_finish(node: Expr, context: Context, arrival: datetime, bounds: tuple[int, int],
+                    start: int = UNBOUNDED[0]) -> int | None:
     """Earliest finishing step on an empty cluster, each atom alone at its fastest; None if impossible."""
     if isinstance(node, Atom):
         steps = context.steps(node)
@@ -226,13 +226,13 @@ def _earliest_finish(node: Expr, context: Context, arrival: datetime, bounds: tu
         start_at = node.start.resolve(arrival) if node.start is not None else arrival
         inner = (max(bounds[0], step_ceil(context.origin, start_at, context.step)),
                  min(bounds[1], step_floor(context.origin, node.end.resolve(arrival), context.step)))
-        return _earliest_finish(node.child, context, arrival, inner, start)
+        return earliest_finish(node.child, context, arrival, inner, start)
     if isinstance(node, Order):
         moment: int | None = start
         for child in node.children:
-            moment = _earliest_finish(child, context, arrival, bounds, moment) if moment is not None else None
+            moment = earliest_finish(child, context, arrival, bounds, moment) if moment is not None else None
         return moment
-    finishes = [_earliest_finish(child, context, arrival, bounds, start) for child in node.children]
+    finishes = [earliest_finish(child, context, arrival, bounds, start) for child in node.children]
     possible = [f for f in finishes if f is not None]
     if isinstance(node, All):
         return max(possible) if len(possible) == len(finishes) else None

@@ -15,7 +15,9 @@ from planner.agents import AGENTS, DEFAULT_AGENT, get_agent
 from planner.compile import Clock
 from planner.decision import Decision
 from planner.explain import format_span
+from planner.milp import DEFAULT_GAP, DEFAULT_TIME_LIMIT, MilpAgent
 from planner.planner import Planner
+from planner.solvers import BACKENDS, DEFAULT_BACKEND
 from rdl import units
 from rdl.cli import EXIT_BAD_INPUT, TimeParam, read_cluster_or_exit
 from rdl.cluster import Cluster
@@ -84,16 +86,20 @@ def echo_decisions(decisions: Sequence[Decision], clock: Clock, agent: str) -> N
 
 
 def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], agent: str,
-                      now: datetime | None) -> tuple[Planner, list[Decision]]:
-    """Submit each reservation in turn against the plan the earlier ones left."""
+                      now: datetime | None, milp: MilpAgent | None = None) -> tuple[Planner, list[Decision], dict]:
+    """Submit each reservation in turn against the plan the earlier ones left (`milp` decides them together)."""
     planner = Planner(cluster, now)
+    if milp is not None:
+        submitted = now or cluster.start
+        result = milp.decide(planner.plan, [(r, submitted) for r in reservations])
+        return planner, result.decisions, {"solver": result.report.to_json()}
     chosen = get_agent(agent)
     decisions = []
     with click.progressbar(reservations, label="planning", file=sys.stderr,
                            show_pos=True) if len(reservations) > 100 else nullcontext(reservations) as items:
         for reservation in items:
             decisions.append(planner.submit(reservation, chosen, validated=True))
-    return planner, decisions
+    return planner, decisions, {}
 
 
 @click.command("plan")
@@ -104,7 +110,16 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
 @click.option("--now", type=TimeParam(), help="The plan's clock and every submission time (default: the "
               "cluster's start).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document of decisions on standard output.")
-def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: datetime | None, as_json: bool) -> None:
+@click.option("--solver", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
+              help="MILP backend (with --agent milp).")
+@click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
+              help="Seconds the MILP agent may take in all, greedy start included.")
+@click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
+              help="Relative optimality gap at which the MILP stops.")
+@click.option("--dump-model", type=click.Path(dir_okay=False, writable=True),
+              help="Write the MILP (.mps for MPS, else LP format) for debugging.")
+def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: datetime | None, as_json: bool,
+                 solver: str, time_limit: float, gap: float, dump_model: str | None) -> None:
     """Plan reservation files against a cluster, in order, each against the plan the earlier ones left.
 
     PATHS are .rdl, .json or YARN JSON files, or folders of them. Exit status: 0 when
@@ -133,15 +148,21 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
         sys.exit(EXIT_BAD_INPUT)
     if not reservations:
         click.echo("warning: no reservations found in " + ", ".join(paths), err=True)
+    milp = MilpAgent(backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model) if agent == "milp" \
+        else None
     try:
-        planner, decisions = plan_reservations(cluster, reservations, agent, now)
+        planner, decisions, extra = plan_reservations(cluster, reservations, agent, now, milp)
     except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document
         click.echo(f"internal error while planning: {type(exc).__name__}: {exc}", err=True)
         sys.exit(EXIT_INTERNAL)
     if as_json:
-        click.echo(json.dumps(plan_document(cluster, agent, decisions, planner.plan.clock), indent=2))
+        click.echo(json.dumps({**plan_document(cluster, agent, decisions, planner.plan.clock), **extra}, indent=2))
     else:
         echo_decisions(decisions, planner.plan.clock, agent)
+        if extra:
+            report = extra["solver"]
+            click.echo(f"solver {report['backend']}: {report['status']}, gap {report['gap']}, kept the "
+                       f"{report['chosen']} plan (greedy start: {report['greedy']}, value {report['greedy_value']:g})")
 
 
 COMMANDS = [plan_command]

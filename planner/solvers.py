@@ -50,8 +50,12 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     """HiGHS through highspy; starts from the variables' current values when `warm`."""
     import highspy
 
+    deadline = time.perf_counter() + time_limit
+
     class WarmHiGHS(pulp.HiGHS):  # type: ignore[misc,name-defined]
         def callSolver(self, lp: pulp.LpProblem) -> None:
+            # Handing the model to HiGHS takes time too: the solver gets what is left of the limit.
+            lp.solverModel.setOptionValue("time_limit", max(0.05, deadline - time.perf_counter()))
             if warm:
                 solution = highspy.HighsSolution()
                 solution.col_value = [v.varValue if v.varValue is not None else 0.0 for v in lp.variables()]
@@ -72,6 +76,8 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
     objective = pulp.value(problem.objective) if has_solution else None
     bound = info.mip_dual_bound if problem.isMIP() else objective
+    if bound is not None and problem.sense == pulp.LpMaximize:
+        bound = -bound  # PuLP hands HiGHS a minimisation of the negated objective
     if "optimal" in model_status:
         status = "optimal"
     elif "infeasible" in model_status:
@@ -86,8 +92,9 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
 
 
 def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool) -> SolveResult:
-    """CBC as bundled with PuLP."""
-    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=max(1, math.ceil(time_limit)), gapRel=gap, warmStart=warm,
+    """CBC as bundled with PuLP (its limit covers the search only: the model file round trip and its
+    presolve come on top, so it is given half of what is left)."""
+    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=max(1, math.floor(time_limit / 2)), gapRel=gap, warmStart=warm,
                                threads=1)
     started = time.perf_counter()
     try:
@@ -113,6 +120,7 @@ def solve_cpsat(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     """OR-Tools CP-SAT on the PuLP model translated to integers (continuous variables must be integral)."""
     from ortools.sat.python import cp_model
 
+    started = time.perf_counter()
     model = cp_model.CpModel()
     variables = problem.variables()
     index = {v.name: i for i, v in enumerate(variables)}
@@ -123,7 +131,7 @@ def solve_cpsat(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
         cp_vars.append(model.new_int_var(low, high, v.name))
         if warm and v.varValue is not None:
             model.add_hint(cp_vars[-1], round(v.varValue))
-    for constraint in problem.constraints.values():
+    for constraint in problem.constraints():
         coefficients = {index[var.name]: coef for var, coef in constraint.items()}
         scale = _integer_scale([*coefficients.values(), constraint.constant])
         expr = sum(round(coef * scale) * cp_vars[i] for i, coef in coefficients.items())
@@ -140,10 +148,9 @@ def solve_cpsat(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     else:
         model.minimize(objective)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.max_time_in_seconds = max(0.05, float(time_limit) - (time.perf_counter() - started))
     solver.parameters.relative_gap_limit = float(gap)
     solver.parameters.num_workers = 2
-    started = time.perf_counter()
     code = solver.solve(model)
     seconds = time.perf_counter() - started
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",

@@ -30,3 +30,4 @@ def plan_with(agent: str) -> Callable[..., Run]:
         return run_plan(cluster, rdl, agent, **kwargs)
 
     return run
+

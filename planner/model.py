@@ -1,0 +1,234 @@
+"""Compile task trees into one MILP (PuLP), and read placements back out of its solution.
+
+Formulation, per atom `a` and feasible lease start `s` (its window folded in by
+`planner.compile`): an integer `x[a,s]` of gangs starting at `s`; `held[a,t]`, the gangs
+held at `t`, follows `held[a,t] = held[a,t-1] + x[a,t] - x[a,t-L]` (sparse, where a sum
+over the lease would be dense); `h` bounds `held`; the lease count is `n * presence`.
+Presence is the accept binary of the reservation, passed down unchanged through
+`order`, `all` and windows, and split by one binary per child under `any`. An `order`
+boundary is a split step `σ`, kept as monotone binaries `d[t] = [σ >= t]`: the earlier
+stage's leases end by `σ`, the later stage's start from `σ`; with a gap, some earlier
+lease ends exactly at `σ` and some later lease starts within the gap of it. Capacity
+holds per resource and step against what the plan leaves free.
+
+Every variable is named after its reservation, instance, RDL label and step, and the
+dictionaries here map back from variables to those (the way back to what users wrote).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pulp
+
+from planner.compile import AtomTask, GroupTask, Instance, Task
+
+AtomKey = tuple[str, int, str]  # reservation, instance, atom label
+
+
+@dataclass
+class Item:
+    """One reservation to decide: its instances, its value, and whether it must stay accepted."""
+
+    name: str
+    value: float
+    instances: list[Instance]
+    fixed: bool = False
+
+
+@dataclass
+class Model:
+    """The PuLP problem and the maps back from its variables to reservations, atoms and steps."""
+
+    problem: pulp.LpProblem
+    accept: dict[str, pulp.LpVariable] = field(default_factory=dict)
+    starts: dict[AtomKey, dict[int, pulp.LpVariable]] = field(default_factory=dict)
+    held: dict[AtomKey, dict[int, pulp.LpVariable]] = field(default_factory=dict)
+    tasks: dict[AtomKey, AtomTask] = field(default_factory=dict)
+    choices: dict[tuple[str, int, str, int], tuple[pulp.LpVariable, list[AtomKey]]] = field(default_factory=dict)
+    splits: list[tuple[list[AtomKey], dict[int, pulp.LpVariable]]] = field(default_factory=list)
+    usage: dict[int, list[tuple[np.ndarray, pulp.LpVariable]]] = field(default_factory=lambda: defaultdict(list))
+    value_terms: list[tuple[float, pulp.LpVariable]] = field(default_factory=list)
+
+
+class _Builder:
+    """Adds one reservation instance's tasks to the model (a dispatch table per task kind)."""
+
+    def __init__(self, model: Model, reservation: str, instance: int):
+        self.model, self.reservation, self.instance = model, reservation, instance
+        self.problem = model.problem
+
+    def name(self, *parts: object) -> str:
+        text = "_".join(str(p) for p in (self.reservation, self.instance, *parts))
+        return "".join(c if c.isalnum() else "_" for c in text)
+
+    def add(self, task: Task, presence: pulp.LpAffineExpression | pulp.LpVariable) -> None:
+        kind = "atom" if isinstance(task, AtomTask) else task.kind
+        COMPILERS[kind](self, task, presence)
+
+
+def compile_atom(builder: _Builder, task: AtomTask, presence: pulp.LpAffineExpression) -> None:
+    model, key = builder.model, (builder.reservation, builder.instance, task.label)
+    starts = range(task.lo, task.hi - task.length + 1)
+    if len(starts) == 0:
+        builder.problem += (presence == 0, builder.name(task.label, "no_room"))
+        return
+    most = task.leases if task.parallelism is None else min(task.leases, task.parallelism // task.gang)
+    x = {s: builder.problem.add_variable(builder.name(task.label, "x", s), 0, most, cat="Integer") for s in starts}
+    held = {t: builder.problem.add_variable(builder.name(task.label, "held", t), 0, most)
+            for t in range(task.lo, task.hi)}
+    builder.problem += (pulp.lpSum(x.values()) == task.leases * presence, builder.name(task.label, "leases"))
+    for t, var in held.items():
+        flow = pulp.LpAffineExpression()
+        if t - 1 in held:
+            flow += held[t - 1]
+        if t in x:
+            flow += x[t]
+        if t - task.length in x:
+            flow -= x[t - task.length]
+        builder.problem += (var == flow, builder.name(task.label, "flow", t))
+        model.usage[t].append((task.demand * task.gang, var))
+    model.starts[key], model.held[key], model.tasks[key] = x, held, task
+
+
+def compile_all(builder: _Builder, task: GroupTask, presence: pulp.LpAffineExpression) -> None:
+    for child in task.children:
+        builder.add(child, presence)
+
+
+def compile_any(builder: _Builder, task: GroupTask, presence: pulp.LpAffineExpression) -> None:
+    choices = []
+    for index, child in enumerate(task.children):
+        choice = builder.problem.add_variable(builder.name(task.label, "choose", index), cat="Binary")
+        builder.add(child, choice)
+        builder.model.choices[(builder.reservation, builder.instance, task.label, index)] = (
+            choice, _atom_keys(builder, child))
+        choices.append(choice)
+    builder.problem += (pulp.lpSum(choices) == presence, builder.name(task.label, "one_of"))
+
+
+def compile_order(builder: _Builder, task: GroupTask, presence: pulp.LpAffineExpression) -> None:
+    for child in task.children:
+        builder.add(child, presence)
+    for index in range(len(task.children) - 1):
+        _boundary(builder, task, index, presence)
+
+
+def _boundary(builder: _Builder, task: GroupTask, index: int, presence: pulp.LpAffineExpression) -> None:
+    """Stage `index` ends by the split step σ, stage `index + 1` starts from it (and within the gap)."""
+    model, problem = builder.model, builder.problem
+    steps = range(task.lo, task.hi + 1)
+    split = {t: builder.problem.add_variable(builder.name(task.label, "split", index, t), cat="Binary") for t in steps}
+    problem += (split[task.lo] == presence, builder.name(task.label, "split_on", index))
+    for t in steps[:-1]:
+        problem += (split[t] >= split[t + 1], builder.name(task.label, "split_down", index, t))
+    earlier = [k for k in _atom_keys(builder, task.children[index])]
+    later = [k for k in _atom_keys(builder, task.children[index + 1])]
+    for key in earlier:
+        atom = model.tasks[key]
+        for s, x in model.starts[key].items():
+            end = s + atom.length
+            problem += (x <= _most(atom) * split.get(end, 0), builder.name(task.label, key[2], "ends_by", index, s))
+    for key in later:
+        atom = model.tasks[key]
+        for s, x in model.starts[key].items():
+            problem += (x <= _most(atom) * (presence - split.get(s + 1, 0)),
+                        builder.name(task.label, key[2], "starts_from", index, s))
+    if task.gap is not None:
+        _gap(builder, task, index, split, earlier, later)
+    model.splits.append((earlier, split))
+
+
+def _gap(builder: _Builder, task: GroupTask, index: int, split: dict[int, pulp.LpVariable],
+         earlier: list[AtomKey], later: list[AtomKey]) -> None:
+    """With a gap: some earlier lease ends exactly at σ, and some later lease starts within the gap after σ."""
+    model, problem = builder.model, builder.problem
+    assert task.gap is not None
+    for t in split:
+        at_split = split[t] - split.get(t + 1, 0)
+        ending = [model.starts[k][t - model.tasks[k].length] for k in earlier
+                  if t - model.tasks[k].length in model.starts[k]]
+        problem += (pulp.lpSum(ending) >= at_split, builder.name(task.label, "ends_at", index, t))
+        starting = [model.starts[k][s] for k in later for s in range(t, t + task.gap + 1) if s in model.starts[k]]
+        problem += (pulp.lpSum(starting) >= at_split, builder.name(task.label, "starts_within", index, t))
+
+
+def _most(atom: AtomTask) -> int:
+    return atom.leases if atom.parallelism is None else min(atom.leases, atom.parallelism // atom.gang)
+
+
+def _atom_keys(builder: _Builder, task: Task) -> list[AtomKey]:
+    if isinstance(task, AtomTask):
+        key = (builder.reservation, builder.instance, task.label)
+        return [key] if key in builder.model.starts else []
+    return [k for child in task.children for k in _atom_keys(builder, child)]
+
+
+COMPILERS: dict[str, Callable[..., None]] = {
+    "atom": compile_atom, "all": compile_all, "any": compile_any, "order": compile_order,
+}
+
+
+def build(items: list[Item], free: np.ndarray, capacity: np.ndarray, cost_weight: float) -> Model:
+    """The acceptance model: maximise accepted value, then (a little) prefer lightly loaded steps."""
+    model = Model(pulp.LpProblem("reservations", pulp.LpMaximize))
+    for item in items:
+        accept = model.problem.add_variable(_safe(f"accept_{item.name}"), 0, 1, cat="Binary")
+        if item.fixed:
+            model.problem += (accept == 1, _safe(f"keep_{item.name}"))
+        model.accept[item.name] = accept
+        model.value_terms.append((item.value, accept))
+        for instance in item.instances:
+            _Builder(model, item.name, instance.index).add(instance.task, accept)
+    _capacity(model, free)
+    cost = _cost_terms(model, free, capacity)
+    values = [v for v, _ in model.value_terms if v > 0] or [1.0]
+    scale = cost_weight * min(values) / max(1.0, _cost_ceiling(model, capacity))
+    model.problem += pulp.lpSum(v * a for v, a in model.value_terms) - scale * cost
+    return model
+
+
+def _capacity(model: Model, free: np.ndarray) -> None:
+    for t, uses in model.usage.items():
+        for r in range(free.shape[0]):
+            terms = [(demand[r], var) for demand, var in uses if demand[r] > 0]
+            if terms:
+                model.problem += (pulp.lpSum(c * v for c, v in terms) <= max(0.0, float(free[r, t])), f"cap_{r}_{t}")
+
+
+def _cost_terms(model: Model, free: np.ndarray, capacity: np.ndarray) -> pulp.LpAffineExpression:
+    """Each bundle-step costs its share of capacity times (1 + how loaded the step already is)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        load = np.where(capacity > 0, 1.0 - free / capacity, 1.0)
+        share = np.where(capacity > 0, 1.0 / capacity, 0.0)
+    terms = []
+    for t, uses in model.usage.items():
+        for demand, var in uses:
+            terms.append((float((demand * share[:, t] * (1.0 + load[:, t])).sum()), var))
+    return pulp.lpSum(c * v for c, v in terms if c)
+
+
+def _cost_ceiling(model: Model, capacity: np.ndarray) -> float:
+    """An upper bound of the cost term: every resource full at every step the model touches."""
+    return 2.0 * capacity.shape[0] * max(1, len(model.usage))
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text)
+
+
+def smoothness(model: Model) -> pulp.LpAffineExpression:
+    """Total change of every atom's held gangs from step to step (fewer changes, fewer preemptions)."""
+    terms = []
+    for key, held in model.held.items():
+        steps = sorted(held)
+        for before, after in itertools.pairwise(steps):
+            change = model.problem.add_variable(_safe(f"change_{key[0]}_{key[1]}_{key[2]}_{after}"), 0)
+            model.problem += (change >= held[after] - held[before], _safe(f"up_{key}_{after}"))
+            model.problem += (change >= held[before] - held[after], _safe(f"down_{key}_{after}"))
+            terms.append(change)
+    return pulp.lpSum(terms)

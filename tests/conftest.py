@@ -1,0 +1,15 @@
+"""Suite-wide test settings."""
+
+from __future__ import annotations
+
+import pytest
+
+# The MILP agent is solver-heavy on hypothesis's random plans and on the week-long example plans:
+# those runs belong to `-m slow`; its conformance and brute-force cases stay in the fast default.
+SOLVER_HEAVY = ("tests/planner/test_properties.py", "tests/test_examples.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SOLVER_HEAVY) and "milp" in item.nodeid:
+            item.add_marker(pytest.mark.slow)

@@ -195,6 +195,15 @@ class MilpAgent:
         return BatchResult(decisions, report, chosen)
 
 
+def lp_bound(plan: Plan, batch: list[tuple[Reservation, datetime]], time_limit: float = 300.0) -> tuple[float, float]:
+    """The LP relaxation's accepted value: no plan can accept more value. Returns (bound, seconds)."""
+    started = time.perf_counter()
+    items, _ = MilpAgent()._items(plan, batch)
+    model = build(items, plan.free(), plan.capacity, cost_weight=0.0)
+    model.problem.solve(pulp.HiGHS(mip=False, msg=False, timeLimit=time_limit))
+    return float(pulp.value(model.problem.objective) or 0.0), time.perf_counter() - started
+
+
 # -- greedy incumbent ---------------------------------------------------------------------
 
 

@@ -143,23 +143,23 @@ class MilpAgent:
         report.milp_value = sum(i.value for i in items if i.name in accepted)
         solution = read_back(model, accepted)
         if self.smooth and accepted:
-            left = self.time_limit - (time.perf_counter() - started) - 2 * margin
-            smoothed = self._smooth(model, accepted, left, report)
+            smoothed = self._smooth(model, accepted, started + self.time_limit - 2 * margin, report)
             if smoothed is not None:
                 solution = smoothed
         return solution
 
-    def _smooth(self, model: Model, accepted: set[str], seconds: float,
+    def _smooth(self, model: Model, accepted: set[str], deadline: float,
                 report: MilpReport) -> dict[str, list[Allocation]] | None:
         """Fix the accepted set, then minimise allocation changes (warm-started from the acceptance answer)."""
-        if seconds < 0.5:
-            report.smoothing = "skipped: no time left"
-            return None
         for name, var in model.accept.items():
             model.problem += (var == (1 if name in accepted else 0), f"fixed_{var.name}")
         changes = smoothness(model)
         model.problem.sense = pulp.LpMinimize
         model.problem.setObjective(changes)
+        seconds = deadline - time.perf_counter()  # measured after building the smoothing terms, which takes time
+        if seconds < 0.5:
+            report.smoothing = "skipped: no time left"
+            return None
         result: SolveResult = get_backend(self.backend)(model.problem, seconds, self.gap, True)
         report.smoothing = result.status
         if not result.has_solution:

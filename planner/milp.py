@@ -16,8 +16,9 @@ Approach (measured on this machine: the smoothness term is what makes the model 
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any as AnyType
 
@@ -29,6 +30,7 @@ from planner.decision import Decision, Reason
 from planner.explain import window_reason
 from planner.model import Item, Model, build, smoothness
 from planner.plan import Accepted, Allocation, Plan
+from planner.planner import earliest_deadline
 from planner.solvers import DEFAULT_BACKEND, SolveResult, get_backend
 from rdl.tree import Reservation
 
@@ -56,7 +58,8 @@ class MilpReport:
     constraints: int = 0
 
     def to_json(self) -> dict[str, AnyType]:
-        return {k: v for k, v in self.__dict__.items()}
+        """Plain JSON values (a non-finite number, which JSON cannot hold, becomes null)."""
+        return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in self.__dict__.items()}
 
 
 @dataclass
@@ -183,7 +186,11 @@ class MilpAgent:
                     chosen[name] = list(outcome.allocations)
                     scratch.add(Accepted(reservation, submitted, chosen[name]))
                 else:
-                    reasons[name] = outcome.reason or Reason("capacity", "no room on the final plan")
+                    reason = outcome.reason or Reason("capacity", "no room on the final plan")
+                    if reason.code == "capacity":
+                        reason = replace(reason, earliest_deadline=earliest_deadline(scratch, greedy, reservation,
+                                                                                     submitted))
+                    reasons[name] = reason
             if name in chosen:
                 decisions.append(Decision(name, True, tuple(chosen[name]), extra={"agent": self.name}))
             else:

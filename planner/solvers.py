@@ -78,6 +78,8 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     bound = info.mip_dual_bound if problem.isMIP() else objective
     if bound is not None and problem.sense == pulp.LpMaximize:
         bound = -bound  # PuLP hands HiGHS a minimisation of the negated objective
+    if bound is not None and math.isinf(bound):
+        bound = None  # no bound proven yet
     if "optimal" in model_status:
         status = "optimal"
     elif "infeasible" in model_status:

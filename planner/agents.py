@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+import numpy as np
+
 from planner.compile import Instance, compile_reservation
 from planner.decision import Reason
 from planner.explain import capacity_reason, clipped_reason, window_reason
 from planner.greedy import DEFAULT_BUDGET, Placer, Solution
 from planner.plan import Allocation, Plan
+from planner.policy import check, headroom
 from rdl.parser import did_you_mean
 from rdl.tree import Reservation
 
@@ -53,7 +56,23 @@ class GreedyAgent:
             reason = window_reason(instance, plan, reservation)
             if reason is not None:
                 return Outcome(None, reason)
-        placer = Placer(plan.free(), plan.capacity, self.flat)
+        limited = plan.policy.limited
+        user = reservation.user
+        free = plan.free()
+        if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it
+            free = np.minimum(free, headroom(plan.policy, user, plan.capacity, plan.used_by(user)))
+        outcome = self._search(plan, reservation, instances, free)
+        if not limited:
+            return outcome
+        if outcome.allocations is None:
+            unlimited = self._search(plan, reservation, instances, plan.free())
+            if unlimited.allocations is None:
+                return outcome
+            outcome = unlimited  # it fits the cluster, but not the user's share: say which limit
+        return self._within_policy(plan, reservation, outcome)
+
+    def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray) -> Outcome:
+        placer = Placer(free, plan.capacity, self.flat)
         held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
         placed: list[tuple[Instance, Solution]] = []
         for instance in instances:
@@ -67,6 +86,17 @@ class GreedyAgent:
             held.append(search)
             placed.append((instance, solution))
         return Outcome(tuple(to_allocations(placed)))
+
+    @staticmethod
+    def _within_policy(plan: Plan, reservation: Reservation, outcome: Outcome) -> Outcome:
+        """The outcome, or a `policy` rejection naming the user's limit it would break."""
+        assert outcome.allocations is not None
+        added = plan.use_of(list(outcome.allocations))
+        user = reservation.user
+        violation = check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added)
+        if violation is None:
+            return outcome
+        return Outcome(None, Reason("policy", violation.message(plan.resources, plan.clock.origin, plan.clock.step)))
 
 
 def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:

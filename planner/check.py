@@ -19,6 +19,7 @@ from typing import Any as AnyType
 
 import numpy as np
 
+from planner.policy import average_violation, instantaneous_violation, parse_policy
 from rdl import units
 from rdl.cluster import Cluster
 from rdl.shape import lease_count, lease_steps
@@ -68,6 +69,7 @@ def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions:
         if name not in decided:
             problems.append(f"{name}: no decision")
     use = np.zeros((len(cluster.resource_names), grid.steps))
+    by_user: dict[str | None, np.ndarray] = {}
     for name, decision in decided.items():
         reservation = by_name.get(name)
         if reservation is None:
@@ -78,9 +80,13 @@ def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions:
                 problems.append(f"{name}: rejected but holds allocations")
             continue
         when = submitted.get(name) if isinstance(submitted, Mapping) else submitted
-        problems += _check_reservation(reservation, decision, grid, cluster, use, when or cluster.start,
+        mine = np.zeros_like(use)
+        problems += _check_reservation(reservation, decision, grid, cluster, mine, when or cluster.start,
                                        now or cluster.start)
+        use += mine
+        by_user[reservation.user] = by_user.get(reservation.user, np.zeros_like(use)) + mine
     problems += _check_capacity(cluster, grid, use)
+    problems += _check_policy(cluster, grid, by_user)
     return problems
 
 
@@ -222,8 +228,31 @@ class _Walker:
         return min(x.start for x in leases), max(x.end for x in leases)
 
 
+def _check_policy(cluster: Cluster, grid: _Grid, by_user: dict[str | None, np.ndarray]) -> list[str]:
+    """Each user's share of the plan against the cluster file's sharing policy."""
+    policy = parse_policy(cluster.policies, cluster.step)
+    if not policy.limited:
+        return []
+    capacity = _capacity(cluster, grid)
+    found = []
+    for user, use in by_user.items():
+        for violation in (instantaneous_violation(policy, user, capacity, use),
+                          average_violation(policy, user, capacity, use)):
+            if violation is not None:
+                found.append(f"policy: {violation.message(cluster.resource_names, grid.origin, grid.step)}")
+    return found
+
+
 def _check_capacity(cluster: Cluster, grid: _Grid, use: np.ndarray) -> list[str]:
-    capacity = np.empty_like(use)
+    capacity = _capacity(cluster, grid)
+    over = np.argwhere(use > capacity + TOLERANCE)
+    return [f"capacity: {cluster.resource_names[r]} at step {t} uses {use[r, t]:g} of {capacity[r, t]:g}"
+            for r, t in over[:20]]
+
+
+def _capacity(cluster: Cluster, grid: _Grid) -> np.ndarray:
+    """Capacity per resource and step, rebuilt from the cluster file."""
+    capacity = np.empty((len(cluster.resource_names), grid.steps))
     for index, name in enumerate(cluster.resource_names):
         capacity[index, :] = cluster.capacity[name]
     for change in sorted(cluster.changes, key=lambda c: c.at):
@@ -236,6 +265,4 @@ def _check_capacity(cluster: Cluster, grid: _Grid, use: np.ndarray) -> list[str]
                 capacity[index, first] = min(capacity[index, first], new)
                 first += 1
             capacity[index, max(first, 0):] = new
-    over = np.argwhere(use > capacity + TOLERANCE)
-    return [f"capacity: {cluster.resource_names[r]} at step {t} uses {use[r, t]:g} of {capacity[r, t]:g}"
-            for r, t in over[:20]]
+    return capacity

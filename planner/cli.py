@@ -17,10 +17,12 @@ from planner.decision import Decision
 from planner.explain import format_span
 from planner.milp import DEFAULT_GAP, DEFAULT_TIME_LIMIT, MilpAgent
 from planner.planner import Planner
+from planner.policy import parse_policy
 from planner.solvers import BACKENDS, DEFAULT_BACKEND
 from rdl import units
 from rdl.cli import EXIT_BAD_INPUT, TimeParam, read_cluster_or_exit
 from rdl.cluster import Cluster
+from rdl.errors import RDLErrors
 from rdl.load import all_errors, load
 from rdl.table import format_table
 from rdl.tree import Reservation
@@ -128,6 +130,11 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
     """
     cluster = read_cluster_or_exit(cluster_path)
     assert cluster is not None
+    try:
+        parse_policy(cluster.policies, cluster.step, cluster_path)
+    except RDLErrors as policy_errors:
+        click.echo(policy_errors.render(), err=True)
+        sys.exit(EXIT_BAD_INPUT)
     if now is not None and not cluster.start <= now < cluster.end:
         click.echo(f"error: --now {units.format_instant(now)} is outside the plan "
                    f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "

@@ -31,6 +31,7 @@ from planner.explain import window_reason
 from planner.model import Item, Model, build, smoothness
 from planner.plan import Accepted, Allocation, Plan
 from planner.planner import earliest_deadline
+from planner.policy import check
 from planner.solvers import DEFAULT_BACKEND, SolveResult, get_backend
 from rdl.tree import Reservation
 
@@ -172,9 +173,12 @@ class MilpAgent:
     def _finish(self, plan: Plan, batch: list[tuple[Reservation, datetime]], chosen: dict[str, list[Allocation]],
                 reasons: dict[str, Reason], report: MilpReport, commit: bool) -> BatchResult:
         """Decisions in submission order; the left-out get one more greedy try on the final plan."""
-        scratch = _copy(plan)
+        scratch = plan.copy()
         for reservation, submitted in batch:
             if reservation.name in chosen:
+                if not _within_policy(scratch, reservation, chosen[reservation.name]):
+                    del chosen[reservation.name]  # the model knows no user limits: the greedy retry below does
+                    continue
                 scratch.add(Accepted(reservation, submitted, chosen[reservation.name]))
         greedy = GreedyAgent("gree", flat=False)
         decisions = []
@@ -211,6 +215,15 @@ def lp_bound(plan: Plan, batch: list[tuple[Reservation, datetime]], time_limit: 
     return float(pulp.value(model.problem.objective) or 0.0), time.perf_counter() - started
 
 
+def _within_policy(plan: Plan, reservation: Reservation, allocations: list[Allocation]) -> bool:
+    """Whether adding these allocations keeps the reservation's user within the sharing policy."""
+    if not plan.policy.limited:
+        return True
+    added = plan.use_of(allocations)
+    user = reservation.user
+    return check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added) is None
+
+
 # -- greedy incumbent ---------------------------------------------------------------------
 
 
@@ -221,7 +234,7 @@ def best_greedy(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[
               "by value": sorted(batch, key=lambda item: -item[0].value)}
     for agent in (GreedyAgent("gree", flat=False), GreedyAgent("gree-l", flat=True)):
         for label, order in orders.items():
-            scratch = _copy(plan)
+            scratch = plan.copy()
             placed: dict[str, list[Allocation]] = {}
             for reservation, submitted in order:
                 outcome = agent.place(scratch, reservation, submitted)
@@ -237,14 +250,6 @@ def best_greedy(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[
 
 def _value(batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]]) -> float:
     return sum(r.value for r, _ in batch if r.name in placed)
-
-
-def _copy(plan: Plan) -> Plan:
-    copy = Plan.__new__(Plan)
-    copy.__dict__.update(plan.__dict__)
-    copy.used = plan.used.copy()
-    copy.accepted = dict(plan.accepted)
-    return copy
 
 
 # -- to and from the solver ------------------------------------------------------------------

@@ -13,6 +13,7 @@ from datetime import datetime
 import numpy as np
 
 from planner.compile import Clock
+from planner.policy import parse_policy
 from rdl.cluster import Cluster
 from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation, Resources
@@ -72,6 +73,8 @@ class Plan:
         self.used = np.zeros_like(self.capacity)
         self.accepted: dict[str, Accepted] = {}
         self.now = now or cluster.start
+        self.policy = parse_policy(cluster.policies, cluster.step)
+        self.user_used: dict[str | None, np.ndarray] = {}  # kept only when the policy limits users
 
     @property
     def now_step(self) -> int:
@@ -84,22 +87,49 @@ class Plan:
     def demand(self, bundle: Resources) -> np.ndarray:
         return np.array([bundle.get(name, 0.0) for name in self.resources], dtype=np.float64)
 
+    def copy(self) -> Plan:
+        """An independent plan to try things on (the cluster and clock are shared, being immutable)."""
+        twin = Plan.__new__(Plan)
+        twin.__dict__.update(self.__dict__)
+        twin.used = self.used.copy()
+        twin.accepted = dict(self.accepted)
+        twin.user_used = {user: use.copy() for user, use in self.user_used.items()}
+        return twin
+
+    def used_by(self, user: str | None) -> np.ndarray:
+        """What one user holds per resource and step (zeros for a user with nothing)."""
+        found = self.user_used.get(user)
+        return found if found is not None else np.zeros_like(self.capacity)
+
+    def use_of(self, allocations: list[Allocation]) -> np.ndarray:
+        """Resources × steps that these allocations hold (one vectorised pass per bundle shape)."""
+        use = np.zeros_like(self.capacity)
+        self._accumulate(use, allocations, +1)
+        return use
+
     def add(self, accepted: Accepted) -> None:
         """Record an accepted reservation and its use; its name must be new."""
         name = accepted.reservation.name
         if name in self.accepted:
             raise ValueError(f"reservation `{name}` is already in the plan")
-        self._apply(accepted.allocations, +1)
+        self._apply(accepted, +1)
         self.accepted[name] = accepted
 
     def remove(self, name: str) -> Accepted:
         """Take a reservation out of the plan, returning its capacity."""
         accepted = self.accepted.pop(name)
-        self._apply(accepted.allocations, -1)
+        self._apply(accepted, -1)
         return accepted
 
-    def _apply(self, allocations: list[Allocation], sign: int) -> None:
-        """Add (or take away) the use of allocations, one vectorised pass per bundle shape."""
+    def _apply(self, accepted: Accepted, sign: int) -> None:
+        self._accumulate(self.used, accepted.allocations, sign)
+        if self.policy.limited:
+            user = accepted.reservation.user
+            self._accumulate(self.user_used.setdefault(user, np.zeros_like(self.capacity)), accepted.allocations,
+                             sign)
+
+    def _accumulate(self, into: np.ndarray, allocations: list[Allocation], sign: int) -> None:
+        """Add (or take away) the use of allocations to `into`."""
         shapes: dict[Resources, list[Allocation]] = {}
         for allocation in allocations:
             shapes.setdefault(allocation.bundle, []).append(allocation)
@@ -111,4 +141,4 @@ class Plan:
             held = np.zeros(top - base + 1, dtype=np.int64)
             np.add.at(held, starts - base, counts)
             np.add.at(held, ends - base, -counts)
-            self.used[:, base:top] += np.outer(self.demand(bundle) * sign, np.cumsum(held[:-1]))
+            into[:, base:top] += np.outer(self.demand(bundle) * sign, np.cumsum(held[:-1]))

@@ -75,13 +75,18 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     info = highs.getInfo()
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
     objective = pulp.value(problem.objective) if has_solution else None
-    bound = info.mip_dual_bound if problem.isMIP() else objective
-    if bound is not None and problem.sense == pulp.LpMaximize:
-        bound = -bound  # PuLP hands HiGHS a minimisation of the negated objective
+    bound = objective
+    if problem.isMIP():
+        bound = info.mip_dual_bound
+        if problem.sense == pulp.LpMaximize:
+            bound = -bound  # PuLP hands HiGHS a minimisation of the negated objective
+        bound += problem.objective.constant or 0.0  # the constant term never reaches HiGHS
     if bound is not None and math.isinf(bound):
         bound = None  # no bound proven yet
     if "optimal" in model_status:
         status = "optimal"
+    elif "unbounded" in model_status:
+        status = "error"  # "infeasible or unbounded" is no proof of infeasibility; our models are bounded
     elif "infeasible" in model_status:
         status = "infeasible"
     elif "time limit" in model_status:

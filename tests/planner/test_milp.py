@@ -26,7 +26,7 @@ from follower.cli import main
 from planner.check import check_plan
 from planner.milp import BatchResult, MilpAgent
 from planner.plan import Plan
-from planner.solvers import STATUSES, solve_highs
+from planner.solvers import STATUSES, SolveResult, solve_highs
 from rdl.cluster import Cluster
 from rdl.errors import RDLErrors
 from rdl.tree import Reservation
@@ -36,6 +36,8 @@ from tests.planner.test_bruteforce import CASES
 
 HAS_CPSAT = importlib.util.find_spec("ortools") is not None
 CPSAT_MISSING = "OR-Tools (ortools.sat) is not importable here, so the cpsat backend cannot run"
+
+pytestmark = pytest.mark.filterwarnings("ignore:PULP_CBC_CMD is deprecated:DeprecationWarning")
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
@@ -96,9 +98,10 @@ def is_valid(reservations: Sequence[Reservation], cluster: Cluster) -> bool:
     return True
 
 
-def atom_text(vcores: int, g: int, h: int | None, length: int, leases: int) -> str:
+def atom_text(vcores: int, g: int, h: int | None, length: int, leases: int, memory: str | None = None) -> str:
     hh = f", h={h}" if h is not None else ""
-    return f"atom(b={{vcores: {vcores}}}, g={g}{hh}, l={length}m, w={leases * g * length}m)"
+    bundle = f"{{vcores: {vcores}}}" if memory is None else f"{{vcores: {vcores}, memory: {memory}}}"
+    return f"atom(b={bundle}, g={g}{hh}, l={length}m, w={leases * g * length}m)"
 
 
 def windowed(start: int, end: int, body: str) -> str:
@@ -369,8 +372,9 @@ def random_body(rng: random.Random, steps: int, capacity: int) -> str:
 def random_batch(rng: random.Random) -> tuple[Cluster, list[Reservation]]:
     steps, capacity = rng.randint(30, 60), rng.randint(3, 6)
     cluster = make_cluster({"vcores": capacity}, steps)
+    count = rng.randint(5, 10)
     reservations: list[Reservation] = []
-    while len(reservations) < rng.randint(5, 10) or len(reservations) < 5:
+    while len(reservations) < count:
         name = f"r{len(reservations)}"
         (reservation,) = parse(f"reservation {name} value={rng.randint(1, 9)} "
                                f"{{ {random_body(rng, steps, capacity)} }}")
@@ -379,7 +383,7 @@ def random_batch(rng: random.Random) -> tuple[Cluster, list[Reservation]]:
     return cluster, reservations
 
 
-BATCH_SEEDS = range(12)
+BATCH_SEEDS = range(20)
 
 
 @functools.cache
@@ -412,7 +416,7 @@ def test_the_batch_sample_is_informative() -> None:
     assert sum(d.value > greedy + 1e-9 for d, greedy in outcomes) >= 3
 
 
-@pytest.mark.parametrize("seed", [1, 4, 8])
+@pytest.mark.parametrize("seed", [1, 8, 10])
 def test_smoothing_keeps_the_accepted_value(seed: int) -> None:
     """Smoothing fixes the accepted set and only moves leases: same value, still a valid plan, within the limit."""
     unsmoothed, _ = batch_outcome(seed)
@@ -427,8 +431,6 @@ def test_smoothing_keeps_the_accepted_value(seed: int) -> None:
 
 
 def _fake_backend(status: str, zero: bool) -> AnyType:
-    from planner.solvers import SolveResult
-
     def backend(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool) -> SolveResult:
         if zero:
             for variable in problem.variables():
@@ -457,7 +459,8 @@ def test_a_solver_answer_alone_never_rejects(monkeypatch: pytest.MonkeyPatch, st
 
 
 def day_batch(seed: int = 1, count: int = 40) -> tuple[Cluster, str]:
-    """`count` reservations on a one-day, one-minute cluster of 8 vcores: more than fits, hard for the solver."""
+    """`count` reservations on a one-day, one-minute cluster of 8 vcores: more than fits, hard for the solver
+    (the memory never binds, but its rows make the LP relaxation much slower)."""
     rng = random.Random(seed)
     lines = []
     for index in range(count):
@@ -465,7 +468,7 @@ def day_batch(seed: int = 1, count: int = 40) -> tuple[Cluster, str]:
         end = min(start + rng.randrange(120, 360), 1440)
         g = rng.choice([1, 2, 4])
         h = g * rng.choice([1, 2, 4])
-        body = atom_text(1, g, h, rng.choice([10, 30, 60]), rng.randrange(1, 8))
+        body = atom_text(1, g, h, rng.choice([10, 30, 60]), rng.randrange(1, 8), memory="2GiB")
         lines.append(f"reservation r{index} value={rng.randint(1, 9)} {{ {windowed(start, end, body)} }}")
     return make_cluster({"vcores": 8, "memory": "64GiB"}, 1440), "\n".join(lines)
 

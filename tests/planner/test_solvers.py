@@ -301,9 +301,6 @@ def test_an_optimal_milp_has_no_gap(backend: str) -> None:
     assert result.gap == pytest.approx(0.0, abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="solve_highs negates the bound of a pure LP: for a maximisation it takes "
-                   "bound = objective (already in the user's sign) and then flips it, so an optimal LP reports "
-                   "bound -2 and gap 2.0")
 def test_highs_bound_of_an_optimal_lp_equals_its_objective() -> None:
     result = solve_highs(pure_lp(), 10, 0.0, False)
     assert result.status == "optimal"
@@ -311,9 +308,6 @@ def test_highs_bound_of_an_optimal_lp_equals_its_objective() -> None:
     assert result.gap == pytest.approx(0.0, abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="solve_highs' bound leaves out the objective's constant (PuLP does not hand "
-                   "it to HiGHS as an offset, and mip_dual_bound is read raw): min 3x + 1 at its optimum 10 reports "
-                   "bound 9 and gap 0.1")
 def test_highs_bound_includes_the_objective_constant() -> None:
     result = solve_highs(with_constant(), 10, 0.0, False)
     assert result.status == "optimal" and result.objective == pytest.approx(10.0)
@@ -321,8 +315,6 @@ def test_highs_bound_includes_the_objective_constant() -> None:
     assert result.gap == pytest.approx(0.0, abs=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="HiGHS answers 'Primal infeasible or unbounded' for an unbounded MILP and "
-                   "solve_highs maps every status containing 'infeasible' to 'infeasible', although x = 1 is feasible")
 def test_highs_does_not_call_a_feasible_unbounded_model_infeasible() -> None:
     result = solve_highs(unbounded(), 10, 0.0, False)
     assert result.status != "infeasible", result

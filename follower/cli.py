@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from planner.cli import COMMANDS as PLANNING_COMMANDS
+from planner.store_cli import COMMANDS as STORE_COMMANDS
 from rdl.cli import COMMANDS as LANGUAGE_COMMANDS
 
 
@@ -21,5 +22,5 @@ def main() -> None:
     """
 
 
-for command in [*LANGUAGE_COMMANDS, *PLANNING_COMMANDS]:
+for command in [*LANGUAGE_COMMANDS, *PLANNING_COMMANDS, *STORE_COMMANDS]:
     main.add_command(command)

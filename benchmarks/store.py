@@ -1,0 +1,131 @@
+"""Committed decisions per second through the plan store (SQLite), one writer and then several processes.
+
+    python benchmarks/store.py [--count 10000] [--seed 7] [--processes 4] [--agent gree-l] [--explain] [--dir D]
+
+Uses the workload of admission.py (a seeded mix over a one-week, one-minute plan). Prints, for the
+in-memory Planner alone (the baseline), for one writer and for N writer processes on one SQLite
+file: decisions per second and p50/p99 latency of one submission including its commit. The
+earliest-deadline search on rejection is off unless --explain: it is planner work, not store work
+(admission.py measures it), and at 1.5x demand it dominates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from admission import CLUSTER, workload
+
+from planner.planner import Planner
+from planner.store import Store
+from rdl import parse_cluster, parse_text
+from rdl.printer import format_reservation
+from rdl.tree import Reservation
+
+
+@dataclass
+class Run:
+    """Latencies of each submission (seconds), wall time, and how many were accepted."""
+
+    latencies: list[float]
+    wall: float
+    accepted: int
+
+    def report(self, label: str) -> None:
+        count = len(self.latencies)
+        p50, p99 = (np.percentile(self.latencies, q) * 1000 for q in (50, 99))
+        print(f"  {label:<22} {count / self.wall:8,.0f} decisions/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "
+              f"accepted {self.accepted:,} of {count:,} in {self.wall:.1f} s")
+
+
+def baseline(reservations: list[Reservation], agent: str, explain: bool) -> Run:
+    """The in-memory Planner alone, nothing written."""
+    planner = Planner(parse_cluster(CLUSTER))
+    latencies, accepted, started = [], 0, time.perf_counter()
+    for reservation in reservations:
+        begin = time.perf_counter()
+        accepted += planner.submit(reservation, agent, validated=True, explain=explain).accepted
+        latencies.append(time.perf_counter() - begin)
+    return Run(latencies, time.perf_counter() - started, accepted)
+
+
+def submit_all(store: Store, reservations: list[Reservation], agent: str, explain: bool) -> tuple[list[float], int]:
+    latencies, accepted = [], 0
+    for reservation in reservations:
+        begin = time.perf_counter()
+        accepted += store.submit(reservation, agent, actor="bench", explain=explain).accepted
+        latencies.append(time.perf_counter() - begin)
+    return latencies, accepted
+
+
+def one_writer(path: Path, reservations: list[Reservation], agent: str, explain: bool) -> Run:
+    with Store.open(path) as store:
+        store.init(CLUSTER, "benchmark-cluster.yaml", force=True)
+        started = time.perf_counter()
+        latencies, accepted = submit_all(store, reservations, agent, explain)
+        return Run(latencies, time.perf_counter() - started, accepted)
+
+
+def writer_process(path: str, texts: list[str], agent: str, explain: bool, barrier: object,
+                   results: object) -> None:
+    """One of several writers: open and parse first, wait for the others, then submit and report."""
+    reservations = [r for text in texts for r in parse_text(text, "bench.rdl")]
+    with Store.open(path) as store:
+        store.load_plan()  # a process opens its store once and then serves many submissions
+        barrier.wait()  # type: ignore[attr-defined]
+        latencies, accepted = submit_all(store, reservations, agent, explain)
+    results.put((latencies, accepted, time.monotonic()))  # type: ignore[attr-defined]
+
+
+def many_writers(path: Path, reservations: list[Reservation], agent: str, explain: bool, processes: int) -> Run:
+    with Store.open(path) as store:
+        store.init(CLUSTER, "benchmark-cluster.yaml", force=True)
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(processes + 1), context.Queue()
+    shares = [[format_reservation(r) for r in reservations[i::processes]] for i in range(processes)]
+    workers = [context.Process(target=writer_process, args=(str(path), share, agent, explain, barrier, results))
+               for share in shares]
+    for worker in workers:
+        worker.start()
+    barrier.wait()
+    started = time.monotonic()
+    done = [results.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    latencies = [x for d in done for x in d[0]]
+    return Run(latencies, max(d[2] for d in done) - started, sum(d[1] for d in done))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--agent", default="gree-l")
+    parser.add_argument("--explain", action="store_true", help="search the earliest deadline on rejection")
+    parser.add_argument("--dir", type=Path, help="where the SQLite files go (default: a temporary folder)")
+    args = parser.parse_args()
+    reservations = workload(args.count, args.seed)
+    print(f"{len(reservations):,} reservations, agent {args.agent}, explain {'on' if args.explain else 'off'}")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.dir or Path(scratch)
+        baseline(reservations, args.agent, args.explain).report("planner alone")
+        single = folder / "one-writer.db"
+        one_writer(single, reservations, args.agent, args.explain).report("store, one writer")
+        many = folder / "many-writers.db"
+        many_writers(many, reservations, args.agent, args.explain, args.processes) \
+            .report(f"store, {args.processes} processes")
+        size = sum(p.stat().st_size for p in folder.glob("one-writer.db*")) / 2**20
+        print(f"  SQLite file after {len(reservations):,} decisions: {size:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -46,14 +46,22 @@ def least_work(node: Expr) -> float:
     return sum(least_work(child) for child in node.children)
 
 
+def span(node: Expr, arrival: datetime) -> tuple[datetime, datetime | None]:
+    """Where the expression may run: its outermost windows' hull, open-ended (None) where a piece has none."""
+    if isinstance(node, Window):
+        return (node.start.resolve(arrival) if node.start is not None else arrival), node.end.resolve(arrival)
+    if isinstance(node, Atom):
+        return arrival, None
+    parts = [span(child, arrival) for child in node.children]
+    ends = [end for _, end in parts]
+    return min(start for start, _ in parts), None if None in ends else max(e for e in ends if e is not None)
+
+
 def summarize(reservation: Reservation, context: Context) -> Summary:
     """What `rayon check` prints for a valid reservation."""
     arrival = reservation.arrival_at(context.now)
     expr = reservation.expr
-    start, end = arrival, None
-    if isinstance(expr, Window):
-        start = expr.start.resolve(arrival) if expr.start is not None else arrival
-        end = expr.end.resolve(arrival)
+    start, end = span(expr, arrival)
     path = critical_path(expr, context.steps)
     return Summary(
         name=reservation.name, user=reservation.user, queue=reservation.queue, start=start, end=end,

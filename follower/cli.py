@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from planner.cli import COMMANDS as PLANNING_COMMANDS
+from planner.plot import COMMANDS as PLOT_COMMANDS
 from planner.store_cli import COMMANDS as STORE_COMMANDS
 from rdl.cli import COMMANDS as LANGUAGE_COMMANDS
 
@@ -22,5 +23,5 @@ def main() -> None:
     """
 
 
-for command in [*LANGUAGE_COMMANDS, *PLANNING_COMMANDS, *STORE_COMMANDS]:
+for command in [*LANGUAGE_COMMANDS, *PLANNING_COMMANDS, *STORE_COMMANDS, *PLOT_COMMANDS]:
     main.add_command(command)

@@ -13,6 +13,17 @@ Choices: a dry run writes nothing, not even a log row. A submission under the na
 accepted reservation is rejected (`invalid`) and only logged; under the name of a rejected,
 cancelled, expired or dropped one it replaces that row (the log keeps the history). The plan's
 clock (`now`, the default submission time) is kept in meta and starts at the cluster's start.
+
+The plan's life after submission: `update` swaps a reservation for a new version only if the new
+one fits the plan without the old one (else the old one stays as it was); `advance` moves the
+clock forward, expiring reservations whose every lease has ended; `set_capacity` appends a capacity
+change to the stored cluster file and adapts the plan to it (planner/adapt.py: keep, move, and
+only then drop, lowest priority first); `replan` re-optimises the accepted reservations with the
+MILP and writes back those that moved. Each is one write transaction with its log rows. The
+plan's origin stays at the cluster's start while the clock moves: leases are stored as steps from
+the origin, and sliding it would shift every lease row, rewrite relative times in the cluster file,
+and bring new instances of recurring reservations into the horizon, which would then need placing;
+so the usable plan is [clock, cluster start + horizon), and the clock cannot pass the horizon's end.
 """
 
 from __future__ import annotations
@@ -21,11 +32,13 @@ import builtins
 import contextlib
 import functools
 import getpass
+import math
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from dataclasses import replace as replaced
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any as AnyType
@@ -33,18 +46,20 @@ from typing import Any as AnyType
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from planner import adapt
 from planner import store_schema as schema
-from planner.agents import DEFAULT_AGENT, Agent
+from planner.agents import DEFAULT_AGENT, Agent, get_agent
 from planner.compile import Clock
-from planner.decision import Decision, Reason
-from planner.plan import Accepted, Allocation, Plan
+from planner.decision import Decision, Reason, allocation_json
+from planner.plan import Accepted, Allocation, Plan, capacity_over_time
 from planner.planner import Planner
 from rdl import units
-from rdl.cluster import Cluster, parse_cluster
+from rdl.cluster import CapacityChange, Cluster, parse_cluster
+from rdl.errors import RDLErrors
 from rdl.parser import did_you_mean, parse_text
 from rdl.printer import format_reservation
 from rdl.shape import step_ceil, step_floor
-from rdl.tree import Reservation
+from rdl.tree import Reservation, Resources
 
 STATES = schema.STATES
 ACTIONS = schema.ACTIONS
@@ -52,7 +67,9 @@ SCHEMA_VERSION = schema.SCHEMA_VERSION
 DEFAULT_STATE = Path("~/.local/state/rayon/plan.db")
 # How the error for an empty store says to fill it; the command line may point at its own command.
 INIT_COMMAND = "rayon init --cluster CLUSTER.yaml"  # what `rayon` calls it (planner/store_cli.py)
-ERROR_CODES = ("uninitialised", "initialised", "schema", "unknown", "state", "driver", "target", "database")
+ERROR_CODES = ("uninitialised", "initialised", "schema", "unknown", "state", "input", "driver", "target", "database",
+               "conflict")
+REPLAN_ATTEMPTS = 3  # re-plannings solved on a snapshot that another writer changed before they could commit
 
 
 class StoreError(Exception):
@@ -108,6 +125,67 @@ class LogEntry:
     reason_code: str | None
     reason: dict[str, AnyType] | None
     decision: dict[str, AnyType] | None
+
+
+@dataclass(frozen=True)
+class AdvanceReport:
+    """What moving the plan's clock did: from when to when, and who expired."""
+
+    previous: datetime
+    now: datetime
+    expired: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, AnyType]:
+        return {"from": units.format_instant(self.previous), "to": units.format_instant(self.now),
+                "expired": list(self.expired)}
+
+
+@dataclass(frozen=True)
+class CapacityReport:
+    """A capacity change and how the plan adapted: who stayed, who moved, who was dropped and why."""
+
+    at: datetime
+    capacity: Resources  # the whole vector from `at` on (resources not named keep what they had)
+    adaptation: adapt.Adaptation
+    reasons: dict[str, Reason] = field(default_factory=dict)  # why each dropped one was dropped
+    priorities: dict[str, int] = field(default_factory=dict)  # of every affected reservation
+    dry_run: bool = False
+
+    def to_json(self, clock: Clock) -> dict[str, AnyType]:
+        moves = self.adaptation
+        return {
+            "dry_run": self.dry_run,
+            "change": {"at": units.format_instant(self.at), "capacity": adapt.vector_json(self.capacity)},
+            "affected": list(moves.affected),
+            "kept": list(moves.kept),
+            "moved": [{"reservation": name, "priority": self.priorities.get(name),
+                       "allocations": [allocation_json(a, clock) for a in allocations],
+                       "previous": [allocation_json(a, clock) for a in moves.previous.get(name, ())]}
+                      for name, allocations in moves.moved.items()],
+            "dropped": [{"reservation": name, "priority": self.priorities.get(name),
+                         "reason": self.reasons[name].to_json(),
+                         "previous": [allocation_json(a, clock) for a in moves.previous.get(name, ())]}
+                        for name in moves.dropped],
+        }
+
+
+@dataclass(frozen=True)
+class ReplanOutcome:
+    """What re-planning the stored plan did: the solver's word and who moved (nothing changes if nobody did)."""
+
+    status: str
+    backend: str
+    seconds: float
+    moved: dict[str, tuple[Allocation, ...]] = field(default_factory=dict)
+    previous: dict[str, tuple[Allocation, ...]] = field(default_factory=dict)
+    running: tuple[str, ...] = ()  # started before the clock, so left where they are
+
+    def to_json(self, clock: Clock) -> dict[str, AnyType]:
+        return {"status": self.status, "solver": self.backend, "seconds": round(self.seconds, 3),
+                "changed": bool(self.moved), "running": list(self.running),
+                "moved": [{"reservation": name, "allocations": [allocation_json(a, clock) for a in allocations],
+                           "previous": [allocation_json(a, clock) for a in self.previous.get(name, ())]}
+                          for name, allocations in self.moved.items()]}
 
 
 @dataclass
@@ -237,6 +315,179 @@ class Store:
                           {"reservation": name, "cancelled": True, "allocations": freed})
             self._advance_cache(version, lambda plan: plan.remove(name))
             return record
+
+    def update(self, name: str, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT,
+               actor: str | None = None, dry_run: bool = False, submitted: datetime | None = None,
+               explain: bool = True) -> Decision:
+        """Swap an accepted reservation for a new version of it, if the new one fits the plan without the old one.
+
+        Accepted: the row gets the new text and leases (one transaction). Rejected: the old version
+        stays exactly as it was, and the answer is the rejection, with its code and reason. The new
+        version is submitted at `submitted` (default: the plan's clock), as a new submission would be.
+        Extra field of the answer: `previous` is `replaced` or `kept`.
+        """
+        if reservation.name != name:
+            raise StoreError("input", f"the new version is named `{reservation.name}`, not `{name}`",
+                             "an update keeps the reservation's name")
+        with self._lock:
+            if self._cache is None and not dry_run:
+                self.load_plan()
+            with self._session(write=not dry_run) as (connection, meta):
+                state = self._state_of(connection, name)
+                if state != "accepted":
+                    raise StoreError("state", f"reservation `{name}` is {state}, so there is nothing to update",
+                                     "only accepted reservations can be updated; submit it again instead")
+                planner = self._planner(connection, meta)
+                old = planner.plan.accepted[name]
+                if adapt.started(planner.plan, old):
+                    first = min(a.start for a in old.allocations)
+                    raise StoreError("state", f"reservation `{name}` is running (since "
+                                     f"{units.format_instant(planner.plan.clock.at(first))}), so it cannot be "
+                                     "updated", "cancel it and submit what is left as a new reservation")
+                trial = _planner_over(planner.plan.copy())
+                trial.plan.remove(name)
+                when = submitted or planner.plan.now
+                decision = trial.submit(reservation, agent, when, dry_run=True, explain=explain)
+                swapped = decision.accepted and not dry_run
+                decision = replaced(decision, extra={**decision.extra, "previous": "replaced" if swapped else "kept"})
+                if dry_run:
+                    return decision
+                version = self._record_update(connection, meta, planner.plan.clock, old, reservation, decision,
+                                              when, actor)
+            if decision.accepted:
+                new = Accepted(reservation, when, list(decision.allocations))
+                self._advance_cache(version, lambda plan: (plan.remove(name), plan.add(new)))
+            return decision
+
+    def advance(self, to: datetime, actor: str | None = None) -> AdvanceReport:
+        """Move the plan's clock forward to `to` (never back); reservations whose every lease has ended expire."""
+        _aware(to, "the new clock")
+        with self._lock:
+            if self._cache is None:
+                self.load_plan()
+            with self._session(write=True) as (connection, meta):
+                cluster = self._cluster_of(connection, meta)
+                previous = units.parse_instant(meta["now"])
+                if to < previous:
+                    raise StoreError("input", f"the plan's clock is at {units.format_instant(previous)} and never "
+                                     f"moves back (asked for {units.format_instant(to)})",
+                                     "give a time at or after the clock")
+                if to > cluster.end:
+                    raise StoreError("input", f"{units.format_instant(to)} is past the end of the plan's horizon, "
+                                     f"{units.format_instant(cluster.end)}",
+                                     "the plan's origin stays at the cluster's start; start a new plan for later")
+                table = schema.reservations
+                ended = step_floor(cluster.start, to, cluster.step)
+                running = sa.exists().where(schema.leases.c.reservation_id == table.c.id,
+                                            schema.leases.c.end_step > ended)
+                rows = connection.execute(sa.select(table.c.id, table.c.name)
+                                          .where(table.c.state == "accepted", ~running).order_by(table.c.id)).all()
+                version = self._bump(connection, meta)
+                schema.write_meta(connection, {"now": units.format_instant(to), "rebuild_version": str(version)})
+                expired = tuple(row.name for row in rows)
+                if rows:
+                    connection.execute(table.update().where(table.c.id.in_([row.id for row in rows]))
+                                       .values(state="expired", updated=_utcnow(), version=version))
+                for name in expired:
+                    self._log(connection, "advance", actor, name, None, None, None,
+                              {"reservation": name, "state": "expired", "now": units.format_instant(to)})
+                report = AdvanceReport(previous, to, expired)
+                self._log(connection, "advance", actor, None, None, None, None, report.to_json())
+
+            def move(plan: Plan) -> None:
+                for name in expired:
+                    plan.remove(name)
+                plan.now = to
+
+            self._advance_cache(version, move)
+            return report
+
+    def set_capacity(self, at: datetime, capacity: Mapping[str, float | str], actor: str | None = None,
+                     dry_run: bool = False, agent: str | Agent = DEFAULT_AGENT) -> CapacityReport:
+        """Change the cluster's capacity from `at` on (appended to the stored cluster file) and adapt the plan.
+
+        `capacity` names some of the cluster's resources (numbers, memory in MiB, or text with units
+        such as `1TiB`); the others keep what they have at `at`. Reservations over the new capacity
+        stay if they fit, move within their windows if they can (`agent` re-places them), and only
+        then are dropped, lowest priority first (planner/adapt.py). A bad change is an error that
+        changes nothing.
+        """
+        _aware(at, "the time of a capacity change")
+        with self._lock:
+            if self._cache is None and not dry_run:
+                self.load_plan()
+            with self._session(write=not dry_run) as (connection, meta):
+                cluster = self._cluster_of(connection, meta)
+                given = _capacity_vector(cluster, capacity)
+                now = units.parse_instant(meta["now"])
+                if at < now:
+                    raise StoreError("input", f"a capacity change at {units.format_instant(at)} is before the "
+                                     f"plan's clock, {units.format_instant(now)}", "changes apply from the clock on")
+                if at >= cluster.end:
+                    raise StoreError("input", f"a capacity change at {units.format_instant(at)} is past the plan's "
+                                     f"horizon, which ends at {units.format_instant(cluster.end)}")
+                whole = Resources.of({**dict(adapt.capacity_at(cluster, at).items()), **given})
+                row = connection.execute(sa.select(schema.cluster.c.yaml, schema.cluster.c.source)).one()
+                text, changed = self._changed_cluster(row.yaml, row.source, cluster, CapacityChange(at, whole))
+                planner = self._planner(connection, meta)
+                plan = adapt.with_capacity(planner.plan, changed, capacity_over_time(changed, planner.plan.clock))
+                table = schema.reservations
+                acceptance = list(connection.execute(sa.select(table.c.name).where(table.c.state == "accepted")
+                                                     .order_by(table.c.decided, table.c.id)).scalars())
+                chosen = get_agent(agent) if isinstance(agent, str) else agent
+                moves = adapt.adapt(plan, acceptance, chosen)
+                priorities = {name: planner.plan.accepted[name].reservation.priority for name in moves.affected}
+                vector = ", ".join(f"{k}: {units.format_quantity(k, v)}" for k, v in whole.items())
+                reasons = {name: _dropped_reason(name, at, vector, priorities[name],
+                                                 adapt.started(planner.plan, planner.plan.accepted[name]))
+                           for name in moves.dropped}
+                report = CapacityReport(at, whole, moves, reasons, priorities, dry_run)
+                if dry_run:
+                    return report
+                version = self._write_capacity(connection, meta, text, report, plan.clock, actor)
+            self._cache = _Cached(meta["plan_id"], version, _planner_over(plan))
+            self._cluster = ((meta["plan_id"], str(version)), changed)
+            return report
+
+    def replan(self, actor: str | None = None, time_limit: float | None = None, backend: str | None = None,
+               gap: float | None = None) -> ReplanOutcome:
+        """Re-optimise the accepted reservations (MILP, planner.replan) and write back the leases that moved.
+
+        Every accepted reservation stays accepted; running ones (a lease began before the clock) stay
+        where they are. The solver works on a snapshot without holding the writer lock; what moved is
+        written in one transaction, and only if no other writer changed the plan meanwhile (otherwise
+        it solves again, up to REPLAN_ATTEMPTS times). If the solver finds nothing better, nothing changes.
+        """
+        from planner.milp import DEFAULT_GAP, DEFAULT_TIME_LIMIT
+        from planner.replan import replan as reoptimise
+        from planner.solvers import DEFAULT_BACKEND
+
+        backend = backend or DEFAULT_BACKEND
+        for _ in range(REPLAN_ATTEMPTS):
+            with self._lock, self._session(write=False) as (connection, meta):
+                plan = self._planner(connection, meta).plan.copy()
+                seen = (meta["plan_id"], meta["plan_version"])
+            before = dict(plan.accepted)
+            running = {name: a for name, a in plan.accepted.items() if adapt.started(plan, a)}
+            for name in running:
+                del plan.accepted[name]  # out of the model, but their use stays in the plan
+            report = reoptimise(plan, None, backend, DEFAULT_TIME_LIMIT if time_limit is None else time_limit,
+                                DEFAULT_GAP if gap is None else gap)
+            plan.accepted.update(running)
+            outcome = ReplanOutcome(report.status, backend, report.seconds,
+                                    {name: tuple(plan.accepted[name].allocations) for name in report.moved},
+                                    {name: tuple(before[name].allocations) for name in report.moved},
+                                    tuple(running))
+            with self._lock:
+                with self._session(write=True) as (connection, meta):
+                    if (meta["plan_id"], meta["plan_version"]) != seen:
+                        continue  # another writer changed the plan while the solver ran: solve again
+                    version = self._write_replan(connection, meta, outcome, plan.clock, actor)
+                if outcome.moved:
+                    self._advance_cache(version, _swapping({name: plan.accepted[name] for name in outcome.moved}))
+                return outcome
+        raise StoreError("conflict", f"the plan changed while it was being re-planned, {REPLAN_ATTEMPTS} times; "
+                         "nothing was written", "run the re-planning again when submissions are quieter")
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -424,6 +675,95 @@ class Store:
             assert key is not None
             schema.insert_leases(connection, key[0], decision.allocations)
 
+    def _record_update(self, connection: Connection, meta: dict[str, str], clock: Clock, old: Accepted,
+                       reservation: Reservation, decision: Decision, when: datetime, actor: str | None) -> int:
+        """Store an update's outcome: the swap (row and leases) if accepted; the log row either way."""
+        text = format_reservation(reservation)
+        version = int(meta["plan_version"])
+        record = schema.decision_json(decision, self._instants(clock))
+        if decision.accepted:
+            version = self._bump(connection, meta)
+            table = schema.reservations
+            decided = _utcnow()
+            row_id = self._replace_leases(connection, reservation.name, decision.allocations)
+            connection.execute(table.update().where(table.c.id == row_id).values(
+                rdl=text, user=reservation.user, queue=reservation.queue, value=reservation.value,
+                priority=reservation.priority, submitted=when, agent=decision.extra.get("agent"), decided=decided,
+                updated=decided, reason_code=None, reason=None, version=version))
+            record["previous_allocations"] = [schema.allocation_json(a, self._instants(clock))
+                                              for a in old.allocations]
+        reason = decision.reason.to_json() if decision.reason else None
+        self._log(connection, "update", actor, reservation.name, text, decision.accepted, reason, record)
+        return version
+
+    @staticmethod
+    def _replace_leases(connection: Connection, name: str, allocations: Iterable[Allocation]) -> int:
+        """Give the named reservation these leases instead of its own; returns its row id."""
+        row = connection.execute(schema.FIND_RESERVATION, {"name": name}).one()
+        connection.execute(schema.leases.delete().where(schema.leases.c.reservation_id == row.id))
+        schema.insert_leases(connection, row.id, allocations)
+        return int(row.id)
+
+    def _changed_cluster(self, text: str, source: str, cluster: Cluster, change: CapacityChange) -> tuple[str, Cluster]:
+        """The stored cluster file with the change appended, and the cluster it now describes."""
+        expected = tuple(sorted((*cluster.changes, change), key=lambda c: c.at))
+        for candidate in adapt.appended_texts(text, adapt.change_entry(change.at, change.capacity)):
+            try:
+                changed = parse_cluster(candidate, source)
+            except RDLErrors:
+                continue
+            if changed.changes == expected and changed == replaced(cluster, changes=expected):
+                return candidate, changed
+        raise StoreError("input", f"the capacity change could not be added to the stored cluster file `{source}`",
+                         "re-initialise the plan from a cluster file that lists the change under `changes:`")
+
+    def _write_capacity(self, connection: Connection, meta: dict[str, str], text: str, report: CapacityReport,
+                        clock: Clock, actor: str | None) -> int:
+        """Store a capacity change: the cluster file, moved leases, dropped reservations, and the log rows."""
+        version = self._bump(connection, meta)
+        schema.write_meta(connection, {"rebuild_version": str(version)})  # the cluster changed: caches rebuild
+        connection.execute(schema.cluster.update().values(yaml=text))
+        table, now, instants = schema.reservations, _utcnow(), self._instants(clock)
+        moves = report.adaptation
+        for name, allocations in moves.moved.items():
+            row_id = self._replace_leases(connection, name, allocations)
+            connection.execute(table.update().where(table.c.id == row_id).values(updated=now, version=version))
+            self._log(connection, "capacity", actor, name, None, True, None,
+                      {"reservation": name, "accepted": True, "moved": True,
+                       "allocations": [schema.allocation_json(a, instants) for a in allocations],
+                       "previous_allocations": [schema.allocation_json(a, instants)
+                                                for a in moves.previous.get(name, ())]})
+        for name in moves.dropped:
+            reason = report.reasons[name]
+            connection.execute(table.update().where(table.c.name == name).values(
+                state="dropped", updated=now, reason_code=reason.code, reason=reason.to_json(), version=version))
+            self._log(connection, "capacity", actor, name, None, False, reason.to_json(),
+                      {"reservation": name, "accepted": False, "dropped": True, "reason": reason.to_json()})
+        change = adapt.change_entry(report.at, report.capacity)
+        self._log(connection, "capacity", actor, None, change, None, None, report.to_json(clock))
+        return version
+
+    def _write_replan(self, connection: Connection, meta: dict[str, str], outcome: ReplanOutcome, clock: Clock,
+                      actor: str | None) -> int:
+        """Store what re-planning moved (nothing, if nothing moved) and its log rows."""
+        version = int(meta["plan_version"])
+        instants = self._instants(clock)
+        if outcome.moved:
+            version = self._bump(connection, meta)
+            table, now = schema.reservations, _utcnow()
+            for name, allocations in outcome.moved.items():
+                row_id = self._replace_leases(connection, name, allocations)
+                connection.execute(table.update().where(table.c.id == row_id).values(updated=now, version=version))
+                self._log(connection, "replan", actor, name, None, True, None,
+                          {"reservation": name, "accepted": True, "moved": True,
+                           "allocations": [schema.allocation_json(a, instants) for a in allocations],
+                           "previous_allocations": [schema.allocation_json(a, instants)
+                                                    for a in outcome.previous.get(name, ())]})
+        summary = outcome.to_json(clock)
+        summary["moved"] = list(outcome.moved)
+        self._log(connection, "replan", actor, None, None, None, None, summary)
+        return version
+
     @staticmethod
     def _log(connection: Connection, action: str, actor: str | None, name: str | None, request: str | None,
              accepted: bool | None, reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None) -> None:
@@ -462,6 +802,76 @@ class Store:
         if end is not None:
             inside.append(leases.c.start_step < step_ceil(cluster.start, end, cluster.step))
         return sa.exists().where(*inside)
+
+
+def _planner_over(plan: Plan) -> Planner:
+    """A Planner over an existing plan (Planner() would lay a fresh one over the cluster)."""
+    planner = Planner.__new__(Planner)
+    planner.plan = plan
+    return planner
+
+
+def _swapping(moved: dict[str, Accepted]) -> Callable[[Plan], None]:
+    """A change to a cached plan: these reservations, with their new leases, instead of their old selves."""
+
+    def swap(plan: Plan) -> None:
+        for name, accepted in moved.items():
+            plan.remove(name)
+            plan.add(accepted)
+
+    return swap
+
+
+def _aware(value: datetime, what: str) -> None:
+    if value.tzinfo is None:
+        raise StoreError("input", f"{what} must be a time with a zone, got {value.isoformat()}",
+                         "write ISO-8601 with a zone, such as 2026-11-23T06:00:00Z")
+
+
+def _capacity_vector(cluster: Cluster, capacity: Mapping[str, float | str]) -> dict[str, float]:
+    """A capacity change's resources, checked against the cluster; every problem named in one error."""
+    names = cluster.resource_names
+    if not capacity:
+        raise StoreError("input", "the capacity change names no resource",
+                         f"give one or more of {', '.join(names)}, such as `{{{names[0]}: ...}}`")
+    values: dict[str, float] = {}
+    problems: builtins.list[str] = []
+    hints: builtins.list[str] = []
+    for name, value in capacity.items():
+        if name not in names:
+            problems.append(f"the cluster has no resource `{name}` (it has {', '.join(names)})")
+            hint = did_you_mean(name, names)
+            if hint:
+                hints.append(hint)
+            continue
+        quantity: float | None = None
+        if isinstance(value, str):
+            try:
+                quantity = units.parse_quantity(name, value.strip())
+            except ValueError as exc:
+                problems.append(f"`{name}`: {exc}")
+                continue
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            quantity = float(value)
+        if quantity is None or not math.isfinite(quantity) or quantity <= 0:
+            problems.append(f"`{name}` must be a positive quantity, got `{value}`")
+            if quantity == 0:
+                hints.append("the cluster file holds positive capacities only")
+            continue
+        values[name] = quantity
+    if problems:
+        raise StoreError("input", "; ".join(problems), "; ".join(hints) or None)
+    return values
+
+
+def _dropped_reason(name: str, at: datetime, vector: str, priority: int, running: bool) -> Reason:
+    """Why adapting to a capacity change dropped a reservation."""
+    where = "it is running, so it cannot move" if running else "no other place in its window fits beside the " \
+        "reservations kept"
+    return Reason("capacity", f"dropped by the capacity change at {units.format_instant(at)} to {{{vector}}}: its "
+                  f"leases no longer fit under the new capacity and {where} (reservations are dropped lowest "
+                  f"priority first, the most recently accepted first among equals, and only as many as needed; "
+                  f"`{name}` has priority {priority})")
 
 
 def _clock(cluster: Cluster) -> Clock:

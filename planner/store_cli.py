@@ -1,8 +1,10 @@
-"""Commands over the durable plan: `rayon init`, `submit`, `list`, `show`, `cancel`, `log`.
+"""Commands over the durable plan: `rayon init`, `submit`, `list`, `show`, `cancel`, `log`, and the plan's
+life after submission: `update`, `advance`, `capacity`, `replan`.
 
 Every command takes `--state PATH|URL` (default `$RAYON_STATE`, else
 `~/.local/state/rayon/plan.db`) and `--json`. Store errors exit 2 (bad input: unknown
-reservation, wrong state, a store of another schema version), 1 when the database fails.
+reservation, wrong state, a malformed capacity change, a clock moved back, a store of another
+schema version), 1 when the database fails or the plan kept changing under a re-planning.
 """
 
 from __future__ import annotations
@@ -17,10 +19,16 @@ from typing import Any as AnyType
 
 import click
 
+from planner.adapt import parse_vector
 from planner.agents import DEFAULT_AGENT
 from planner.cli import AgentParam, echo_decisions
+from planner.compile import Clock
 from planner.decision import allocation_json
-from planner.store import STATES, Record, Store, StoreError, default_state_path
+from planner.explain import format_span
+from planner.milp import DEFAULT_GAP, DEFAULT_TIME_LIMIT
+from planner.plan import Allocation
+from planner.solvers import BACKENDS, DEFAULT_BACKEND
+from planner.store import STATES, CapacityReport, LogEntry, Record, ReplanOutcome, Store, StoreError, default_state_path
 from rdl import units
 from rdl.cli import EXIT_BAD_INPUT, TimeParam
 from rdl.errors import RDLErrors
@@ -28,6 +36,7 @@ from rdl.load import all_errors, load
 from rdl.table import format_table
 
 EXIT_INTERNAL = 1
+INTERNAL_CODES = ("database", "conflict")  # store errors that are not the user's input: exit 1
 
 
 def state_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
@@ -47,7 +56,7 @@ def opened(state_path: str | None, check_version: bool = True) -> Iterator[Store
             yield store
     except StoreError as error:
         click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_INTERNAL if error.code == "database" else EXIT_BAD_INPUT)
+        sys.exit(EXIT_INTERNAL if error.code in INTERNAL_CODES else EXIT_BAD_INPUT)
 
 
 def record_json(record: Record, store: Store) -> dict[str, AnyType]:
@@ -183,12 +192,197 @@ def log_command(limit: int | None, state_path: str | None, as_json: bool) -> Non
         if as_json:
             click.echo(json.dumps([{"id": e.id, "time": units.format_instant(e.time), "actor": e.actor,
                                     "action": e.action, "reservation": e.reservation, "accepted": e.accepted,
-                                    "reason": e.reason} for e in entries], indent=2))
+                                    "reason": e.reason, "decision": e.decision} for e in entries], indent=2))
             return
         rows = [[str(e.id), units.format_instant(e.time), e.actor or "-", e.action, e.reservation or "-",
-                 "-" if e.accepted is None else "accepted" if e.accepted else f"rejected ({e.reason_code})"]
-                for e in entries]
+                 log_answer(e)] for e in entries]
         click.echo(format_table(["ID", "TIME", "ACTOR", "ACTION", "RESERVATION", "ANSWER"], rows))
 
 
-COMMANDS = [init_command, submit_command, list_command, show_command, cancel_command, log_command]
+def log_answer(entry: LogEntry) -> str:
+    """What a log row answered, in a word or two."""
+    decision = entry.decision or {}
+    if decision.get("dropped"):
+        return f"dropped ({entry.reason_code})"
+    if decision.get("moved"):
+        return "moved"
+    if decision.get("state") == "expired":
+        return "expired"
+    if entry.reservation is None and entry.action == "advance" and "to" in decision:
+        return f"clock to {decision['to']}, {len(decision.get('expired', []))} expired"
+    if entry.reservation is None and entry.action == "capacity" and "change" in decision:
+        return (f"capacity change: {len(decision.get('moved', []))} moved, "
+                f"{len(decision.get('dropped', []))} dropped")
+    if entry.reservation is None and entry.action == "replan" and "status" in decision:
+        return f"{decision['status']}: {len(decision.get('moved', []))} moved"
+    if entry.accepted is None:
+        return "-"
+    if entry.action == "update":
+        return "updated" if entry.accepted else f"rejected ({entry.reason_code}); kept the old version"
+    return "accepted" if entry.accepted else f"rejected ({entry.reason_code})"
+
+
+def holds(allocations: tuple[Allocation, ...] | list[Allocation], clock: Clock) -> str:
+    """`[00:05, 00:20)`: the span a reservation's leases cover, or `-`."""
+    if not allocations:
+        return "-"
+    return format_span(min(a.start for a in allocations), max(a.end for a in allocations), clock)
+
+
+@click.command("update")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
+@click.option("--now", type=TimeParam(), help="Submission time of the new version (default: the plan's clock).")
+@state_option
+@json_option
+def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetime | None, state_path: str | None,
+                   as_json: bool) -> None:
+    """Replace accepted reservation NAME by the version in FILE, if the new one fits.
+
+    The new version is tried on the plan without the old one; if it fits it takes the old one's
+    place, else the old one stays exactly as it was and the answer is the rejection.
+    """
+    with opened(state_path) as store:
+        cluster = store.cluster()
+        files = [f for f in load([path], None, cluster, now or store.now()) if f.cluster is None]
+        errors = all_errors(files)
+        if errors is not None:
+            click.echo(errors.render(), err=True)
+            click.echo("nothing was updated", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        found = [r for f in files for r in f.reservations]
+        chosen = [r for r in found if r.name == name]
+        if len(chosen) != 1:
+            names = ", ".join(f"`{r.name}`" for r in found) or "no reservation"
+            click.echo(f"error: {path} holds {names}, so no one new version of `{name}` (an update keeps the "
+                       "reservation's name)", err=True)
+            click.echo("nothing was updated", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        decision = store.update(name, chosen[0], agent, dry_run=dry_run, submitted=now)
+        clock = store.load_plan().clock
+        if as_json:
+            click.echo(json.dumps({"dry_run": dry_run, "decisions": [decision.to_json(clock)]}, indent=2))
+            return
+        echo_decisions([decision], clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+        if decision.extra.get("previous") == "replaced":
+            click.echo(f"`{name}`: the new version replaces the old one")
+        elif dry_run and decision.accepted:
+            click.echo(f"`{name}`: the new version would replace the old one")
+        else:
+            click.echo(f"`{name}` keeps its previous version, unchanged")
+
+
+@click.command("advance")
+@click.option("--to", "to", type=TimeParam(), required=True, help="The plan's new clock (never earlier than now).")
+@state_option
+@json_option
+def advance_command(to: datetime, state_path: str | None, as_json: bool) -> None:
+    """Move the plan's clock forward; reservations whose every lease has ended expire.
+
+    The plan keeps its origin at the cluster's start: the clock moves through the horizon, and
+    cannot pass its end.
+    """
+    with opened(state_path) as store:
+        report = store.advance(to)
+        if as_json:
+            click.echo(json.dumps(report.to_json(), indent=2))
+            return
+        click.echo(f"clock: {units.format_instant(report.previous)} -> {units.format_instant(report.now)}")
+        click.echo(f"expired: {', '.join(report.expired)}" if report.expired else "nothing expired")
+
+
+@click.command("capacity")
+@click.option("--at", "at", type=TimeParam(), required=True, help="When the change takes effect (inside the horizon).")
+@click.option("--set", "vector", required=True, metavar="VECTOR",
+              help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
+                   "left out keep what they have.")
+@click.option("--dry-run", is_flag=True, help="Show how the plan would adapt, without committing anything.")
+@state_option
+@json_option
+def capacity_command(at: datetime, vector: str, dry_run: bool, state_path: str | None, as_json: bool) -> None:
+    """Change the cluster's capacity from a time on, and adapt the plan to it.
+
+    Reservations over the new capacity stay where they are if they fit, move within their windows
+    if they can, and only then are dropped: lowest priority first, the most recently accepted first
+    among equals, and no more than needed. The change is added to the stored cluster file.
+    """
+    try:
+        capacity = parse_vector(vector, "--set")
+    except RDLErrors as errors:
+        click.echo(errors.render(), err=True)
+        click.echo("nothing was changed", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    with opened(state_path) as store:
+        report = store.set_capacity(at, capacity, dry_run=dry_run)
+        clock = store.load_plan().clock
+        if as_json:
+            click.echo(json.dumps(report.to_json(clock), indent=2))
+            return
+        echo_capacity(report, clock)
+
+
+def echo_capacity(report: CapacityReport, clock: Clock) -> None:
+    moves = report.adaptation
+    vector = ", ".join(f"{k}: {units.format_quantity(k, v)}" for k, v in report.capacity.items())
+    prefix = "(dry run: nothing committed) " if report.dry_run else ""
+    click.echo(f"{prefix}capacity from {units.format_instant(report.at)}: {{{vector}}}")
+    if not moves.affected:
+        click.echo("every reservation still fits: nothing moved, nothing dropped")
+        return
+    rows = []
+    for name in moves.affected:
+        priority = str(report.priorities.get(name, "-"))
+        if name in moves.moved:
+            rows.append([name, "moved", priority, f"{holds(moves.previous[name], clock)} -> "
+                         f"{holds(moves.moved[name], clock)}"])
+        elif name in moves.dropped:
+            rows.append([name, "dropped", priority, holds(moves.previous[name], clock)])
+        else:
+            rows.append([name, "kept", priority, "unchanged"])
+    click.echo(format_table(["RESERVATION", "OUTCOME", "PRIORITY", "HOLDS"], rows))
+    for name in moves.dropped:
+        click.echo(f"{name}: {report.reasons[name].message}")
+    click.echo(f"{len(moves.affected)} over the new capacity: {len(moves.kept)} kept, {len(moves.moved)} moved, "
+               f"{len(moves.dropped)} dropped")
+
+
+@click.command("replan")
+@click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
+              help="Seconds the solver may take.")
+@click.option("--solver", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
+              help="MILP backend.")
+@click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
+              help="Relative optimality gap at which the solver stops.")
+@state_option
+@json_option
+def replan_command(time_limit: float, solver: str, gap: float, state_path: str | None, as_json: bool) -> None:
+    """Re-optimise the stored plan (MILP): accepted reservations stay accepted and may move within their windows.
+
+    What moved is written back in one transaction; if the solver finds nothing better, nothing changes.
+    """
+    with opened(state_path) as store:
+        if not as_json:
+            click.echo(f"re-planning with {solver} (up to {time_limit:g}s)...", err=True)
+        outcome = store.replan(time_limit=time_limit, backend=solver, gap=gap)
+        clock = store.load_plan().clock
+        if as_json:
+            click.echo(json.dumps(outcome.to_json(clock), indent=2))
+            return
+        echo_replan(outcome, clock)
+
+
+def echo_replan(outcome: ReplanOutcome, clock: Clock) -> None:
+    click.echo(f"solver {outcome.backend}: {outcome.status} in {outcome.seconds:.2f}s")
+    if not outcome.moved:
+        click.echo("nothing moved: the plan is unchanged")
+        return
+    rows = [[name, holds(outcome.previous.get(name, ()), clock), holds(allocations, clock)]
+            for name, allocations in outcome.moved.items()]
+    click.echo(format_table(["RESERVATION", "HELD", "NOW HOLDS"], rows))
+    click.echo(f"{len(outcome.moved)} moved")
+
+
+COMMANDS = [init_command, submit_command, list_command, show_command, cancel_command, log_command, update_command,
+            advance_command, capacity_command, replan_command]

@@ -87,6 +87,17 @@ def echo_decisions(decisions: Sequence[Decision], clock: Clock, agent: str) -> N
     click.echo(f"\n{accepted} of {len(decisions)} accepted by {agent}")
 
 
+def load_or_exit(paths: Sequence[str], cluster: Cluster, now: datetime | None, consequence: str) -> list[Reservation]:
+    """Every reservation in the files, validated against the cluster; or every error, then exit 2."""
+    files = [f for f in load(paths, None, cluster, now) if f.cluster is None]
+    errors = all_errors(files)
+    if errors is not None:
+        click.echo(errors.render(), err=True)
+        click.echo(consequence, err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    return [r for f in files for r in f.reservations]
+
+
 def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], agent: str,
                       now: datetime | None, milp: MilpAgent | None = None) -> tuple[Planner, list[Decision], dict]:
     """Submit each reservation in turn against the plan the earlier ones left (`milp` decides them together)."""
@@ -140,13 +151,7 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
                    f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "
                    "nothing was planned", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    files = [f for f in load(paths, None, cluster, now) if f.cluster is None]
-    errors = all_errors(files)
-    if errors is not None:
-        click.echo(errors.render(), err=True)
-        click.echo("nothing was planned", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    reservations = [r for f in files for r in f.reservations]
+    reservations = load_or_exit(paths, cluster, now, "nothing was planned")
     names = [r.name for r in reservations]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

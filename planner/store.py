@@ -36,7 +36,7 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as replaced
 from datetime import UTC, datetime
@@ -725,14 +725,7 @@ class Store:
         connection.execute(schema.cluster.update().values(yaml=text))
         table, now, instants = schema.reservations, _utcnow(), self._instants(clock)
         moves = report.adaptation
-        for name, allocations in moves.moved.items():
-            row_id = self._replace_leases(connection, name, allocations)
-            connection.execute(table.update().where(table.c.id == row_id).values(updated=now, version=version))
-            self._log(connection, "capacity", actor, name, None, True, None,
-                      {"reservation": name, "accepted": True, "moved": True,
-                       "allocations": [schema.allocation_json(a, instants) for a in allocations],
-                       "previous_allocations": [schema.allocation_json(a, instants)
-                                                for a in moves.previous.get(name, ())]})
+        self._write_moves(connection, "capacity", actor, moves.moved, moves.previous, version, instants)
         for name in moves.dropped:
             reason = report.reasons[name]
             connection.execute(table.update().where(table.c.name == name).values(
@@ -743,6 +736,20 @@ class Store:
         self._log(connection, "capacity", actor, None, change, None, None, report.to_json(clock))
         return version
 
+    def _write_moves(self, connection: Connection, action: str, actor: str | None,
+                     moved: Mapping[str, Sequence[Allocation]], previous: Mapping[str, Sequence[Allocation]],
+                     version: int, instants: schema.Instants) -> None:
+        """New leases for moved reservations, each with a log row saying where they were and are."""
+        table, now = schema.reservations, _utcnow()
+        for name, allocations in moved.items():
+            row_id = self._replace_leases(connection, name, list(allocations))
+            connection.execute(table.update().where(table.c.id == row_id).values(updated=now, version=version))
+            self._log(connection, action, actor, name, None, True, None,
+                      {"reservation": name, "accepted": True, "moved": True,
+                       "allocations": [schema.allocation_json(a, instants) for a in allocations],
+                       "previous_allocations": [schema.allocation_json(a, instants)
+                                                for a in previous.get(name, ())]})
+
     def _write_replan(self, connection: Connection, meta: dict[str, str], outcome: ReplanOutcome, clock: Clock,
                       actor: str | None) -> int:
         """Store what re-planning moved (nothing, if nothing moved) and its log rows."""
@@ -750,15 +757,7 @@ class Store:
         instants = self._instants(clock)
         if outcome.moved:
             version = self._bump(connection, meta)
-            table, now = schema.reservations, _utcnow()
-            for name, allocations in outcome.moved.items():
-                row_id = self._replace_leases(connection, name, allocations)
-                connection.execute(table.update().where(table.c.id == row_id).values(updated=now, version=version))
-                self._log(connection, "replan", actor, name, None, True, None,
-                          {"reservation": name, "accepted": True, "moved": True,
-                           "allocations": [schema.allocation_json(a, instants) for a in allocations],
-                           "previous_allocations": [schema.allocation_json(a, instants)
-                                                    for a in outcome.previous.get(name, ())]})
+            self._write_moves(connection, "replan", actor, outcome.moved, outcome.previous, version, instants)
         summary = outcome.to_json(clock)
         summary["moved"] = list(outcome.moved)
         self._log(connection, "replan", actor, None, None, None, None, summary)

@@ -21,7 +21,7 @@ import click
 
 from planner.adapt import parse_vector
 from planner.agents import DEFAULT_AGENT
-from planner.cli import AgentParam, echo_decisions
+from planner.cli import AgentParam, echo_decisions, load_or_exit
 from planner.compile import Clock
 from planner.decision import allocation_json
 from planner.explain import format_span
@@ -32,7 +32,6 @@ from planner.store import STATES, CapacityReport, LogEntry, Record, ReplanOutcom
 from rdl import units
 from rdl.cli import EXIT_BAD_INPUT, TimeParam
 from rdl.errors import RDLErrors
-from rdl.load import all_errors, load
 from rdl.table import format_table
 
 EXIT_INTERNAL = 1
@@ -102,14 +101,8 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datet
     """Submit reservation files to the stored plan; each decision is committed before it is shown."""
     with opened(state_path) as store:
         cluster = store.cluster()
-        files = [f for f in load(paths, None, cluster, now or store.now()) if f.cluster is None]
-        errors = all_errors(files)
-        if errors is not None:
-            click.echo(errors.render(), err=True)
-            click.echo("nothing was submitted", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run)
-                     for f in files for r in f.reservations]
+        reservations = load_or_exit(paths, cluster, now or store.now(), "nothing was submitted")
+        decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run) for r in reservations]
         clock = store.load_plan().clock
         if as_json:
             click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
@@ -246,13 +239,7 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetim
     """
     with opened(state_path) as store:
         cluster = store.cluster()
-        files = [f for f in load([path], None, cluster, now or store.now()) if f.cluster is None]
-        errors = all_errors(files)
-        if errors is not None:
-            click.echo(errors.render(), err=True)
-            click.echo("nothing was updated", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        found = [r for f in files for r in f.reservations]
+        found = load_or_exit([path], cluster, now or store.now(), "nothing was updated")
         chosen = [r for r in found if r.name == name]
         if len(chosen) != 1:
             names = ", ".join(f"`{r.name}`" for r in found) or "no reservation"

@@ -75,7 +75,7 @@ class Kill:
     """One round: how the worker was killed, and what it was doing."""
 
     round: int
-    how: str  # "after 0.83s" or "at point 412"
+    how: str  # "killed after 0.83s", "killed at point 41 of its capacity operations", "SIGKILL due at 0.61s"
     returncode: int | None = None
     operation: str | None = None  # the operation the kill interrupted (None: between operations)
     committed: bool | None = None  # whether the interrupted operation's decision reached the log
@@ -88,7 +88,7 @@ class Kill:
             where += " (committed)" if self.committed else " (not committed)"
         if self.point:
             where += f" at {self.point}"
-        return f"round {self.round}, killed {self.how}: {where}"
+        return f"round {self.round}, {self.how}: {where}"
 
 
 @dataclass
@@ -189,7 +189,7 @@ def kill_after(crashes: Crashes, round_: int, rng: random.Random, replan: bool, 
     worker that may re-plan is nearly always killed in its first one: only some rounds may (`replan`).
     """
     tag, delay = f"r{round_}", rng.uniform(low, high)
-    kill = Kill(round_, f"after {delay:.2f}s")
+    kill = Kill(round_, f"killed after {delay:.2f}s")
     worker = start_worker(crashes, tag, replan=replan)
     await_ready(crashes, worker, tag)
     time.sleep(delay)
@@ -201,7 +201,7 @@ def kill_after(crashes: Crashes, round_: int, rng: random.Random, replan: bool, 
 def kill_at_point(crashes: Crashes, round_: int, rng: random.Random, kill_in: str) -> Kill:
     """A worker that kills itself at a random kill point (statement, commit, or return) of a `kill_in` operation."""
     tag, point = f"p{round_}", rng.randint(1, POINT_MOST)
-    kill = Kill(round_, f"at point {point} of its {kill_in} operations")
+    kill = Kill(round_, f"killed at point {point} of its {kill_in} operations")
     kill.replay = worker_command(crashes, tag, point, kill_in, replay=True)
     worker = start_worker(crashes, tag, point, kill_in)
     await_ready(crashes, worker, tag)
@@ -605,7 +605,7 @@ def kill_rayon(crashes: Crashes, rng: random.Random, round_: int, kind: str, low
     with Store.open(crashes.path) as store:
         before = len(store.log())
     delay = rng.uniform(low, high)
-    kill = Kill(round_, f"after {delay:.2f}s", replay=command)
+    kill = Kill(round_, f"SIGKILL due at {delay:.2f}s", replay=command)
     with (crashes.path.parent / f"c{round_}.stderr").open("w") as stderr:
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr)
     try:

@@ -22,7 +22,7 @@ from planner.agents import AGENTS, get_agent
 from planner.planner import Planner
 from rdl import RDLErrors, parse_cluster, parse_text, validate
 from rdl.summary import least_work
-from rdl.tree import Atom, Reservation
+from rdl.tree import Atom, Reservation, atoms
 
 CLUSTER = """
 start: 2026-11-23T00:00:00Z
@@ -135,8 +135,6 @@ def main() -> None:
 
 
 def _vcores(reservation: Reservation) -> float:
-    from rdl.tree import atoms
-
     found = atoms(reservation.body)
     return sum(a.bundle.get("vcores", 0.0) or 0.0 for _, a in found) / max(len(found), 1)
 

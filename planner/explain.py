@@ -66,12 +66,12 @@ def describe_need(task: AtomTask, lo: int, hi: int, clock: Clock) -> str:
 def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
     if hi <= lo:
         return "but no time is left in its window"
-    room = gang_room(plan.free()[:, lo:hi], task.demand, 1, task.parallelism)
+    room = gang_room(plan.free()[:, lo:hi], task.demand, 1, task.parallelism)  # bundles per step
     most = int(room.max())
     if most < task.gang:
         return f"at most {most} {'is' if most == 1 else 'are'} free at once"
     needed = task.leases * task.gang * task.length
-    available = int(gang_room(plan.free()[:, lo:hi], task.demand, task.gang, task.parallelism).sum()) * task.gang
+    available = int((room // task.gang).sum()) * task.gang  # whole gangs only
     hours = plan.clock.step / 3600
     if available < needed:
         return (f"only {available * hours:g} of the {needed * hours:g} bundle-hours it needs are free there "

@@ -289,9 +289,13 @@ def _warm_choices(model: Model, gangs: dict[tuple[str, int, str, int], int]) -> 
 
 def _warm_splits(model: Model, gangs: dict[tuple[str, int, str, int], int]) -> None:
     """An order's split sits where its earlier stage's last lease ends."""
+    last_end: dict[tuple[str, int, str], int] = {}
+    for (name, instance, label, start), count in gangs.items():
+        key = (name, instance, label)
+        if count and key in model.tasks:
+            last_end[key] = max(last_end.get(key, 0), start + model.tasks[key].length)
     for earlier, split in model.splits:
-        ends = [s + model.tasks[k].length for (name, inst, label, s), v in gangs.items() if v
-                for k in earlier if k == (name, inst, label)]
+        ends = [last_end[k] for k in earlier if k in last_end]
         sigma = max(ends) if ends else None
         for t, var in split.items():
             var.setInitialValue(1 if sigma is not None and t <= sigma else 0)

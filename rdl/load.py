@@ -32,14 +32,22 @@ class LoadedFile:
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given, and inside folders every file with a known suffix, sorted."""
+    """Files as given, and inside folders every file with a known suffix, sorted.
+
+    Inside a folder, a YAML file counts only if it is a cluster file: other YAML kept beside
+    reservations (simulation scenarios, scheduler configurations) is not the planner's input.
+    """
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+            found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES and _planner_input(p))
         else:
             found.append(path)
     return found
+
+
+def _planner_input(path: Path) -> bool:
+    return SUFFIXES[path.suffix] != "cluster" or is_cluster_text(path.read_text(encoding="utf-8", errors="replace"))
 
 
 def detect_format(path: Path, text: str) -> str:

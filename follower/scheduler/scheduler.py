@@ -1,0 +1,553 @@
+"""The queue scheduler: a library driven by an explicit clock, deterministic, reporting what it did.
+
+One scheduling cycle (`schedule(now)`) hands out containers until nothing more fits: from the root,
+each parent picks its best child (fair, see `queues.fair_key`), the leaf its best application (its
+sorting policy), the application its asks by priority then age, and the node policy the first node
+that fits. An application none of whose asks fits is skipped for the rest of the cycle, a queue with
+nothing left to serve too; an ask shape that fitted no node marks every ask at least as large as
+failed. Ties are broken by name or id last, so the same calls give the same answers.
+
+It implements the plan follower's `QueueControl` protocol (`queue_paths`, `ensure_queue`,
+`remove_queue`, `applications_in`, `move_application`, `kill_application`, `capacity`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from follower.scheduler import preemption
+from follower.scheduler.applications import Allocation, Application, AppState, Ask, Container, Preemption
+from follower.scheduler.config import SchedulerConfig, load_config
+from follower.scheduler.errors import PlacementRejected, QueueError, SchedulerError, UnknownError
+from follower.scheduler.limits import Limits
+from follower.scheduler.nodes import Node, NodeSet
+from follower.scheduler.placement import Placement, Refused, Submission
+from follower.scheduler.policies import Ordering, PolicyContext, get_policy
+from follower.scheduler.queues import Queue, QueueSettings, QueueTree, fair_key
+from follower.scheduler.ranking import Ranked
+from follower.scheduler.resources import Resources
+
+
+class _Cycle:
+    """What one scheduling cycle has ruled out so far."""
+
+    __slots__ = ("exhausted", "failed_shapes", "full", "leaves", "skipped")
+
+    def __init__(self) -> None:
+        self.skipped: set[str] = set()
+        self.exhausted: set[str] = set()
+        self.failed_shapes: list[Resources] = []
+        self.leaves: dict[str, Queue] = {}
+        self.full = False  # every pending ask shape failed on every node: nothing more can fit
+
+
+class Scheduler:
+    """Queues, applications and nodes, scheduled at the times the caller gives."""
+
+    def __init__(self, config: SchedulerConfig | Mapping[str, Any] | None = None) -> None:
+        self.config = config if isinstance(config, SchedulerConfig) else load_config(config)
+        self.tree = QueueTree()
+        self.nodes = NodeSet(self.config.node_policy, self.config.node_weights)
+        self.context = PolicyContext(lambda: self.nodes.capacity)
+        self.placement = Placement(self.config.placement)
+        self.limits = Limits(self.config.user_limits)
+        self.apps: dict[str, Application] = {}
+        self.containers: dict[str, Container] = {}
+        self.rejected: dict[str, str] = {}
+        self.now = 0.0
+        self.preemptions = 0
+        self.preemptions_by_queue: Counter[str] = Counter()
+        self.starved_since: dict[str, float] = {}
+        self._seq = itertools.count()
+        self._timeouts: list[tuple[float, int, str]] = []
+        self._holds: list[tuple[str, str, str]] = []
+        self._ended_reservations: set[str] = set()
+        self._shapes: Counter[Resources] = Counter()  # pending containers per ask shape, to end a full cycle early
+        self._setup(self.tree.root)
+        for path, settings in self.config.queues:
+            self._create(path, settings)
+
+    # ---- nodes -------------------------------------------------------------------------------
+
+    def add_node(self, name: str, capacity: Mapping[str, float], now: float) -> None:
+        """A node joins (or returns) with `capacity`."""
+        self._tick(now)
+        if name in self.nodes.by_name:
+            raise SchedulerError(f"node `{name}` is already in the cluster")
+        self.nodes.add(Node(name, Resources(capacity)))
+        self._capacity_changed()
+
+    def remove_node(self, name: str, now: float) -> list[Container]:
+        """A node leaves (fails); returns the containers lost with it, which are released."""
+        self._tick(now)
+        node = self.nodes.by_name.get(name)
+        if node is None:
+            raise UnknownError("node", name)
+        lost = sorted(node.containers.values(), key=lambda c: c.seq)
+        for container in lost:
+            self.release(container.id, now)
+        self.nodes.remove(node)
+        self._capacity_changed()
+        return lost
+
+    def capacity(self) -> Resources:
+        """What the nodes really have now."""
+        return self.nodes.capacity
+
+    # ---- applications ------------------------------------------------------------------------
+
+    def submit(self, app_id: str, user: str, now: float, *, queue: str | None = None, groups: tuple[str, ...] = (),
+               priority: int = 0, weight: float = 1.0, min_share: Mapping[str, float] | None = None,
+               estimated_work: float | None = None, job: str | None = None, reservation: str | None = None,
+               tags: Mapping[str, str] | None = None) -> str:
+        """Place a new application (rules, or its reservation's queue) and return its queue's path."""
+        self._tick(now)
+        if app_id in self.apps or app_id in self.rejected:
+            raise SchedulerError(f"application `{app_id}` was already submitted")
+        path = self._resolve(app_id, user, groups, queue, reservation)
+        leaf = self.tree.leaf(path) if self.tree.find(path) else self._create(path, None)
+        app = Application(app_id, user, leaf.path, now, next(self._seq), tuple(groups), priority, weight,
+                          Resources(min_share) if min_share is not None else None, estimated_work, job,
+                          reservation, dict(tags or {}), state_since=now)
+        self.apps[app_id] = app
+        leaf.apps[app_id] = app
+        if self.limits.can_run(app, leaf):
+            self._admit(app, leaf, now)
+        else:
+            self.limits.hold(app)
+        return leaf.path
+
+    def add_ask(self, app_id: str, ask_id: str, resources: Mapping[str, float], now: float, *, count: int = 1,
+                priority: int = 0) -> None:
+        """`app_id` wants `count` containers of `resources` (a new ask; New becomes Accepted)."""
+        self._tick(now)
+        app = self._live(app_id)
+        if ask_id in app.asks:
+            raise SchedulerError(f"application `{app_id}` already has an ask `{ask_id}`")
+        if count < 1:
+            raise SchedulerError(f"ask `{ask_id}` of `{app_id}` must want at least one container, got {count}")
+        app.asks[ask_id] = ask = Ask(ask_id, app_id, Resources(resources), count, priority, now, next(self._seq))
+        self._shapes[ask.resources] += count
+        if app.state in (AppState.NEW, AppState.COMPLETING):
+            self._set_state(app, AppState.ACCEPTED if app.state is AppState.NEW else AppState.RUNNING, now)
+        self._pending(app, count)
+
+    def remove_ask(self, app_id: str, ask_id: str, now: float) -> None:
+        """Withdraw what is still pending of an ask."""
+        self._tick(now)
+        app = self._live(app_id)
+        ask = app.asks.pop(ask_id, None)
+        if ask is None:
+            raise UnknownError("ask", f"{app_id}/{ask_id}")
+        self._forget_shape(ask.resources, ask.count)
+        self._pending(app, -ask.count)
+        self._maybe_completing(app, now)
+
+    def release(self, container_id: str, now: float) -> None:
+        """A container ended (its work finished, or it was lost or preempted): free its room."""
+        self._tick(now)
+        container = self.containers.pop(container_id, None)
+        if container is None:
+            raise UnknownError("container", container_id)
+        node = self.nodes.by_name[container.node]
+        node.used = node.used - container.resources
+        del node.containers[container_id]
+        self.nodes.ranked.put(node)
+        app = self.apps[container.app_id]
+        del app.containers[container_id]
+        app.used = app.used - container.resources
+        self._charge(self.tree.get(container.queue), -1 * container.resources)
+        self._ordering(app).changed(app)
+        self._maybe_completing(app, now)
+
+    def complete_application(self, app_id: str, now: float) -> None:
+        """The application says it finished: its containers and asks go, it becomes Completed."""
+        self._tick(now)
+        self._end(self._live(app_id), AppState.COMPLETED, None, now)
+
+    def kill_application(self, app_id: str, reason: str) -> None:
+        """End the application now: its containers are released (see `containers_of` first to know which)."""
+        self._end(self._live(app_id), AppState.KILLED, reason, self.now)
+
+    def containers_of(self, app_id: str) -> list[Container]:
+        """The application's containers, oldest first."""
+        return sorted(self._app(app_id).containers.values(), key=lambda c: c.seq)
+
+    def application(self, app_id: str) -> Application:
+        """The application's record (read it; change it only through the scheduler)."""
+        return self._app(app_id)
+
+    def state_counts(self) -> dict[AppState, int]:
+        """How many applications are in each state (rejected submissions included)."""
+        counts = Counter(app.state for app in self.apps.values())
+        counts[AppState.REJECTED] += len(self.rejected)
+        return {state: counts[state] for state in AppState}
+
+    @property
+    def waiting(self) -> list[Application]:
+        """Applications held back by a running-application limit, oldest first."""
+        return self.limits.waiting
+
+    # ---- scheduling --------------------------------------------------------------------------
+
+    def schedule(self, now: float) -> list[Allocation]:
+        """One scheduling cycle at `now`: every allocation made, in the order made."""
+        self._tick(now)
+        self._advance(now)
+        allocations = self._serve_holds(now)
+        cycle = _Cycle()
+        while (allocation := self._allocate_one(cycle, now)) is not None:
+            allocations.append(allocation)
+        for queue in self.tree.queues():
+            if queue.ranked is not None:
+                queue.ranked.unpark()
+        for leaf in cycle.leaves.values():
+            self._leaf_ordering(leaf).unpark()
+        self._note_starvation(now)
+        return allocations
+
+    def preempt(self, now: float) -> list[Preemption]:
+        """Take containers back for queues starved below their guarantee for the preemption delay."""
+        self._tick(now)
+        self._advance(now)
+        self._note_starvation(now)
+        if not self.config.preemption:
+            return []
+        due = sorted((since, path) for path, since in self.starved_since.items()
+                     if now - since >= self.config.preemption_delay - 1e-9)
+        starved = [self.tree.get(path) for _, path in due]
+        queue_of = {queue.path: queue for queue in self.tree.queues()}
+        done: list[Preemption] = []
+        for claim in preemption.plan(starved, sorted(self.nodes.by_name.values(), key=lambda n: n.name), queue_of):
+            for victim in claim.victims:
+                done.append(Preemption(victim.id, victim.app_id, victim.node, victim.resources, victim.queue,
+                                       claim.queue.path, now))
+                self.release(victim.id, now)
+            self._holds.append((claim.node.name, claim.app.id, claim.ask.id))
+        self.preemptions += len(done)
+        self.preemptions_by_queue.update(p.victim_queue for p in done)
+        return done
+
+    def next_event_time(self) -> float | None:
+        """The next time something happens without a call: a starting timeout or a preemption falling due."""
+        times = [deadline for deadline, _, app_id in self._timeouts
+                 if app_id in self.apps and self.apps[app_id].state is AppState.STARTING]
+        if self.config.preemption:
+            times += [since + self.config.preemption_delay for since in self.starved_since.values()]
+        return min(times) if times else None
+
+    # ---- QueueControl ------------------------------------------------------------------------
+
+    def queue_paths(self, under: str) -> list[str]:
+        """The paths of the queues directly below `under` (none when it does not exist)."""
+        queue = self.tree.find(under)
+        return sorted(child.path for child in queue.children.values()) if queue else []
+
+    def ensure_queue(self, path: str, guaranteed: Resources, maximum: Resources | None = None) -> None:
+        """Create the leaf (and parents) if missing, else set its guaranteed and max; applications stay."""
+        guaranteed = Resources(guaranteed)
+        maximum = Resources(maximum) if maximum is not None else None
+        if maximum is not None and not guaranteed.fits_in(maximum):
+            raise QueueError(path, f"guaranteed {guaranteed} is more than max {maximum}")
+        queue = self.tree.find(path)
+        if queue is None:
+            self._create(path, None, guaranteed, maximum)
+            return
+        if queue.settings.guaranteed == guaranteed and queue.settings.maximum == maximum:
+            return  # the follower re-states every queue each round: most rounds change nothing
+        queue.settings = replace(queue.settings, guaranteed=guaranteed, maximum=maximum)
+        if queue.parent is not None and queue.parent.ranked is not None:
+            queue.parent.ranked.put(queue)
+        if queue.ordering is not None:
+            queue.ordering.invalidate()
+
+    def remove_queue(self, path: str) -> None:
+        """Remove a queue that holds no applications (QueueError otherwise)."""
+        queue = self.tree.get(path)
+        self.tree.remove(queue)
+        if queue.parent is not None and queue.parent.ranked is not None:
+            queue.parent.ranked.discard(queue)
+        self.starved_since.pop(queue.path, None)
+        if queue.parent is not None and queue.parent.path == self.config.plan_queue:
+            self._ended_reservations.add(queue.name)
+
+    def applications_in(self, path: str) -> list[str]:
+        """The ids of the applications in the leaf at `path`, oldest first."""
+        queue = self.tree.get(path)
+        return [app.id for app in sorted(queue.apps.values(), key=lambda app: (app.submitted, app.id))]
+
+    def move_application(self, app_id: str, path: str) -> None:
+        """Move an application, with its running containers, to the leaf at `path`."""
+        app = self._live(app_id)
+        target = self.tree.leaf(path)
+        source = self.tree.get(app.queue)
+        if target is source:
+            return
+        was_runnable = app.runnable
+        if was_runnable:
+            self._pending(app, -app.pending, propagate_only=True)
+            self._ordering(app).remove(app, self.now)
+        self.limits.release(app, source)
+        self._charge(source, -1 * app.used)
+        del source.apps[app.id]
+        app.queue = target.path
+        for container in app.containers.values():
+            container.queue = target.path
+        target.apps[app.id] = app
+        self._charge(target, app.used)
+        if was_runnable or self.limits.can_run(app, target):
+            self._admit(app, target, self.now)  # a running application keeps running, even past a limit
+        else:
+            self.limits.hold(app)
+        self._promote(self.now)
+
+    # ---- internals ---------------------------------------------------------------------------
+
+    def _tick(self, now: float) -> None:
+        self.now = max(self.now, now)
+
+    def _app(self, app_id: str) -> Application:
+        app = self.apps.get(app_id)
+        if app is None:
+            raise UnknownError("application", app_id)
+        return app
+
+    def _live(self, app_id: str) -> Application:
+        app = self._app(app_id)
+        if app.state.finished:
+            raise SchedulerError(f"application `{app_id}` is {app.state.value}")
+        return app
+
+    def _ordering(self, app: Application) -> Ordering:
+        return self._leaf_ordering(self.tree.get(app.queue))
+
+    @staticmethod
+    def _leaf_ordering(leaf: Queue) -> Ordering:
+        assert leaf.ordering is not None, leaf.path
+        return leaf.ordering
+
+    def _resolve(self, app_id: str, user: str, groups: tuple[str, ...], queue: str | None,
+                 reservation: str | None) -> str:
+        if reservation is not None:
+            path = f"{self.config.plan_queue}.{reservation}"
+            found = self.tree.find(path)
+            if found is not None and found.is_leaf and reservation != "default":
+                return found.path
+            reason = (f"reservation `{reservation}` is no longer active (its window has ended)"
+                      if reservation in self._ended_reservations else
+                      f"reservation `{reservation}` is not active: no queue `{path}` (unknown, or not started yet)")
+            self.rejected[app_id] = reason
+            raise PlacementRejected(app_id, reason)
+        answer = self.placement.place(Submission(app_id, user, tuple(groups), queue), self.tree)
+        if isinstance(answer, Refused):
+            self.rejected[app_id] = answer.reason
+            raise PlacementRejected(app_id, answer.reason)
+        return answer.path
+
+    def _create(self, path: str, settings: QueueSettings | None, guaranteed: Resources | None = None,
+                maximum: Resources | None = None) -> Queue:
+        existing = self.tree.find(path)
+        if existing is not None:
+            raise QueueError(existing.path, "already exists")
+        parent_path = self.tree.normalise(path).rsplit(".", 1)[0]
+        converted = self.tree.find(parent_path)
+        queue, made = self.tree.create(path, settings)
+        if guaranteed is not None:
+            queue.settings = replace(queue.settings, guaranteed=guaranteed, maximum=maximum)
+        if converted is not None and converted.ranked is None:
+            self._setup(converted)
+        for new in made:
+            self._setup(new)
+            if new.parent is not None and new.parent.ranked is None:
+                self._setup(new.parent)
+        return queue
+
+    def _setup(self, queue: Queue) -> None:
+        """Give a parent its ranked children, a leaf its application ordering."""
+        if queue.is_leaf:
+            if queue.ordering is None:
+                queue.ordering = get_policy(queue.settings.policy)(queue, self.context)
+        else:
+            queue.ranked = queue.ranked or _ranked_children(self)
+            for child in queue.children.values():
+                queue.ranked.put(child)
+        if queue.parent is not None and queue.parent.ranked is not None:
+            queue.parent.ranked.put(queue)
+
+    def _capacity_changed(self) -> None:
+        for queue in self.tree.queues():
+            if queue.ranked is not None:
+                queue.ranked.invalidate()
+            if queue.ordering is not None:
+                queue.ordering.invalidate()
+
+    def _admit(self, app: Application, leaf: Queue, now: float) -> None:
+        self.limits.admit(app, leaf)
+        self._leaf_ordering(leaf).add(app, now)
+        self._pending(app, app.pending, propagate_only=True)
+
+    def _promote(self, now: float) -> None:
+        for app in self.limits.promote(lambda waiting: self.tree.get(waiting.queue)):
+            leaf = self.tree.get(app.queue)
+            self._leaf_ordering(leaf).add(app, now)
+            self._pending(app, app.pending, propagate_only=True)
+
+    def _pending(self, app: Application, delta: int, propagate_only: bool = False) -> None:
+        """Change the application's pending container count (or only carry it up the tree)."""
+        if not propagate_only:
+            app.pending += delta
+        if app.runnable and delta:
+            for queue in self.tree.get(app.queue).ancestors():
+                queue.pending += delta
+                if queue.parent is not None and queue.parent.ranked is not None:
+                    queue.parent.ranked.put(queue)
+        if app.runnable:
+            self._ordering(app).changed(app)
+
+    def _charge(self, leaf: Queue, amount: Resources) -> None:
+        for queue in leaf.ancestors():
+            queue.used = queue.used + amount
+            if queue.parent is not None and queue.parent.ranked is not None:
+                queue.parent.ranked.put(queue)
+
+    def _set_state(self, app: Application, state: AppState, now: float) -> None:
+        app.state = state
+        app.state_since = now
+        if state is AppState.STARTING:
+            heapq.heappush(self._timeouts, (now + self.config.starting_timeout, app.seq, app.id))
+
+    def _advance(self, now: float) -> None:
+        """Starting timeouts that fell due, and the clocks of policies that keep one."""
+        while self._timeouts and self._timeouts[0][0] <= now:
+            _, _, app_id = heapq.heappop(self._timeouts)
+            app = self.apps.get(app_id)
+            if app is not None and app.state is AppState.STARTING:
+                self._set_state(app, AppState.RUNNING, now)
+                self._ordering(app).changed(app)
+        for leaf in self.tree.leaves():
+            self._leaf_ordering(leaf).advance(now)
+
+    def _allocate_one(self, cycle: _Cycle, now: float) -> Allocation | None:
+        queue = self.tree.root
+        while not cycle.full:
+            if queue.is_leaf:
+                app = self._leaf_ordering(queue).first(cycle.skipped)
+                if app is not None:
+                    allocation = self._try(app, queue, cycle, now)
+                    if allocation is not None:
+                        return allocation
+                    cycle.skipped.add(app.id)
+                    continue
+                cycle.exhausted.add(queue.path)
+            else:
+                assert queue.ranked is not None
+                child = queue.ranked.first(lambda q: q.path not in cycle.exhausted)
+                if child is not None:
+                    if child.is_leaf:
+                        cycle.leaves[child.path] = child
+                    queue = child
+                    continue
+                if queue.parent is None:
+                    return None
+                cycle.exhausted.add(queue.path)
+            assert queue.parent is not None
+            queue = queue.parent
+        return None
+
+    def _try(self, app: Application, leaf: Queue, cycle: _Cycle, now: float) -> Allocation | None:
+        for ask in app.ranked_asks():
+            amount = ask.resources
+            if any(shape.fits_in(amount) for shape in cycle.failed_shapes) or not leaf.headroom_allows(amount):
+                continue
+            node = self.nodes.first_fit(amount)
+            if node is None:
+                cycle.failed_shapes.append(amount)
+                cycle.full = all(any(failed.fits_in(shape) for failed in cycle.failed_shapes) for shape in self._shapes)
+                continue
+            return self._allocate(app, ask, node, leaf, now)
+        return None
+
+    def _allocate(self, app: Application, ask: Ask, node: Node, leaf: Queue, now: float) -> Allocation:
+        amount = ask.resources
+        container = Container(f"{app.id}/c{app.allocations + 1}", app.id, ask.id, node.name, amount, leaf.path,
+                              now, next(self._seq))
+        self.containers[container.id] = container
+        node.used = node.used + amount
+        node.containers[container.id] = container
+        self.nodes.ranked.put(node)
+        app.containers[container.id] = container
+        app.used = app.used + amount
+        app.allocations += 1
+        ask.count -= 1
+        self._forget_shape(amount, 1)
+        if ask.count == 0:
+            del app.asks[ask.id]
+        self._charge(leaf, amount)
+        if app.state is AppState.ACCEPTED:
+            self._set_state(app, AppState.RUNNING if app.state_aware_disabled else AppState.STARTING, now)
+        elif app.state is AppState.STARTING:
+            self._set_state(app, AppState.RUNNING, now)
+        self._pending(app, -1)
+        return Allocation(app.id, ask.id, container.id, node.name, amount, leaf.path)
+
+    def _serve_holds(self, now: float) -> list[Allocation]:
+        """Allocate the asks preemption made room for, on the nodes it made room on."""
+        served = []
+        holds, self._holds = self._holds, []
+        for node_name, app_id, ask_id in holds:
+            node = self.nodes.by_name.get(node_name)
+            app = self.apps.get(app_id)
+            ask = app.asks.get(ask_id) if app is not None and not app.state.finished else None
+            if node is None or app is None or ask is None or not app.runnable:
+                continue
+            leaf = self.tree.get(app.queue)
+            if node.fits(ask.resources) and leaf.headroom_allows(ask.resources):
+                served.append(self._allocate(app, ask, node, leaf, now))
+        return served
+
+    def _note_starvation(self, now: float) -> None:
+        """Record since when each guaranteed leaf has been below its guarantee while asking."""
+        for leaf in self.tree.leaves():
+            starved = leaf.pending > 0 and leaf.below_guarantee()
+            if starved:
+                self.starved_since.setdefault(leaf.path, now)
+            else:
+                self.starved_since.pop(leaf.path, None)
+
+    def _forget_shape(self, shape: Resources, count: int) -> None:
+        self._shapes[shape] -= count
+        if self._shapes[shape] <= 0:
+            del self._shapes[shape]
+
+    def _maybe_completing(self, app: Application, now: float) -> None:
+        if app.state is AppState.RUNNING and not app.containers and app.pending == 0:
+            self._set_state(app, AppState.COMPLETING, now)
+            self._ordering(app).changed(app)
+
+    def _end(self, app: Application, state: AppState, reason: str | None, now: float) -> None:
+        for container in self.containers_of(app.id):
+            self.release(container.id, now)
+        leaf = self.tree.get(app.queue)
+        if app.runnable:
+            self._pending(app, -app.pending, propagate_only=True)
+            self._leaf_ordering(leaf).remove(app, now)
+        app.pending = 0
+        for ask in app.asks.values():
+            self._forget_shape(ask.resources, ask.count)
+        app.asks.clear()
+        self.limits.release(app, leaf)
+        del leaf.apps[app.id]
+        app.reason = reason
+        self._set_state(app, state, now)
+        self._promote(now)
+
+
+def _ranked_children(scheduler: Scheduler) -> Ranked[Queue]:
+    """A parent's children, ranked fairly against the cluster's capacity of the moment."""
+    return Ranked(lambda queue: fair_key(queue, scheduler.nodes.capacity), lambda queue: queue.name,
+                  lambda queue: queue.pending > 0)

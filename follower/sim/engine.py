@@ -1,0 +1,475 @@
+"""The cluster simulator: one SimPy environment drives the planner, the plan follower and the queue scheduler.
+
+What happens, in simulated seconds from the scenario's start:
+- a job arrives; a production job first submits its reservation (RDL, from `Job.to_reservation`)
+  to the planner with the chosen agent; accepted, its application goes to the reservation's
+  queue once the follower has opened it; rejected (or with `--agent none`), it runs as an
+  ordinary application in the best-effort queue (see `follower.sim.setup`);
+- every plan step the follower turns the plan into queue capacities (`Follower.round/apply`);
+  when reservations need more than the nodes left, it scales them down and asks for a
+  re-plan, which adapts the plan to the capacity the cluster has now (`planner.adapt`);
+- the scheduler runs a cycle whenever something changed (coalesced per instant) and when its
+  own clock says so (starting timeouts, preemption falling due); preempted or lost containers
+  are asked for again;
+- a reservation asks for the job's declared run time plus the scheduler's preemption delay: the
+  capacity a lease guarantees may be lent out when it starts, and preemption takes that long to
+  hand it back (without the pad, a lease placed at the very end of its window would make the job
+  miss its deadline by the delay);
+- a job is Spark-like: a driver container first, then its executors. Its work is
+  `executors × runtime` executor-seconds done at one unit per running executor (with its
+  driver up), so a job that gets fewer executors runs longer and one that gets all of them
+  takes exactly its `runtime`; a job without executors runs `runtime` on its driver. A lost
+  or preempted container loses no finished work (tasks are short beside containers);
+- nodes fail (seeded, `rate` per node per day, or as listed) and come back after `repair`.
+
+Determinism: no wall clock, no globals, one `random.Random(seed)`; events at one instant run in
+the order they were scheduled; the same scenario and seed give the same trace, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any, TextIO
+
+import numpy as np
+import simpy
+
+from follower.follower import Follower, PlanView, queue_name
+from follower.scenario import Scenario
+from follower.scheduler.applications import Allocation
+from follower.scheduler.errors import PlacementRejected
+from follower.scheduler.scheduler import Scheduler
+from follower.sim.metrics import JobRecord, Usage, summarize
+from follower.sim.setup import SIMULATION_POLICIES, follower_from, scheduler_config
+from follower.workloads.job import Job, Workload, node_names
+from planner.adapt import adapt, with_capacity
+from planner.agents import Agent, get_agent
+from planner.planner import Planner
+from rdl.shape import step_ceil
+
+NO_AGENT = "none"
+DRIVER_PRIORITY = 1
+EXECUTOR_PRIORITY = 0
+DAY = 86400.0
+
+
+@dataclass
+class RunningJob:
+    """A job's application while it lives: what it holds and how much work is left."""
+
+    job: Job
+    record: JobRecord
+    work: float
+    driver: str | None = None
+    executors: set[str] = field(default_factory=set)
+    rate: float = 0.0
+    since: float = 0.0
+    version: int = 0
+    asks: int = 0
+    executors_asked: bool = False
+
+    @property
+    def needs_driver(self) -> bool:
+        return self.job.containers > self.job.executors
+
+    def speed(self) -> float:
+        """Units of work done per second with what it holds now."""
+        if self.needs_driver and self.driver is None:
+            return 0.0
+        return float(len(self.executors)) if self.job.executors else 1.0
+
+
+@dataclass
+class Result:
+    """What `rayon simulate` reports: the figures, the per-job records, and how long it all took."""
+
+    scenario: str
+    agent: str
+    policy: str
+    seed: int
+    summary: dict[str, Any]
+    records: list[JobRecord]
+    events: int
+    simulated_s: float
+    wall_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The `--json` document."""
+        return {"scenario": self.scenario, "agent": self.agent, "policy": self.policy, "seed": self.seed,
+                **self.summary, "events": self.events, "simulated_s": self.simulated_s, "wall_s": self.wall_s,
+                "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None}
+
+
+class Simulation:
+    """One run of a scenario with an agent and a policy; `run()` returns its Result."""
+
+    def __init__(self, scenario: Scenario, workload: Workload | None = None, trace: TextIO | None = None,
+                 progress: Callable[[float], None] | None = None, agent: Agent | None = None):
+        self.scenario = scenario
+        self.workload = workload if workload is not None else scenario.load_workload()
+        self.env = simpy.Environment()
+        self.rng = random.Random(scenario.seed)
+        self.trace = trace
+        self.progress = progress
+        self.start: datetime = scenario.start
+        cluster = scenario.plan_cluster(self.workload)
+        self.step = float(cluster.step.total_seconds()) if isinstance(cluster.step, timedelta) else float(cluster.step)
+        self.planning = scenario.agent != NO_AGENT
+        self.agent = agent or (get_agent(scenario.agent) if self.planning else None)
+        self.planner = Planner(cluster, self.start)
+        self.planned_capacity = self.planner.plan.capacity.copy()
+        self.view = PlanView(self.planner.plan)
+        self.scheduler = Scheduler(scheduler_config(scenario))
+        self.follower: Follower = follower_from(scenario, replan=self._replan)
+        self.resource_names = tuple(cluster.resource_names)
+        self.nodes = dict(node_names(scenario.node_groups(self.workload)))
+        self.down: set[str] = set()
+        self.jobs: dict[str, RunningJob] = {}
+        self.waiting_for_queue: list[str] = []
+        self.acceptance: list[str] = []
+        self.usage = Usage()
+        self.events = 0
+        self._cycle_due = False
+        self._last_usage = 0.0
+        self._wake_at: float | None = None
+        self._ended = 0
+
+    # ---- running ---------------------------------------------------------------------------------
+
+    def run(self) -> Result:
+        """Simulate until every job ended (or the scenario's duration); then summarise."""
+        began = time.perf_counter()
+        for name, size in self.nodes.items():
+            self.scheduler.add_node(name, size, 0.0)
+        self._round()
+        for job in self.workload.jobs:
+            self._at(job.submit, partial(self._arrive, job))
+        self._failures()
+        limit = self.scenario.duration
+        self.env.process(self._rounds())
+        self.env.run(until=self._all_done() if limit is None else self._all_done_or(limit))
+        self._account(self.env.now)
+        summary = summarize((run.record for run in self.jobs.values()), self.usage, self.scheduler.preemptions)
+        return Result(self.scenario.name, self.scenario.agent, self.scenario.policy, self.scenario.seed, summary,
+                      [run.record for run in self.jobs.values()], self.events, float(self.env.now),
+                      time.perf_counter() - began)
+
+    def _all_done(self) -> simpy.Event:
+        self._done = self.env.event()
+        if not self.workload.jobs:
+            self._done.succeed()
+        return self._done
+
+    def _all_done_or(self, limit: float) -> simpy.Event:
+        return self._all_done() | self.env.timeout(limit)
+
+    def _at(self, when: float, action: Callable[[], None]) -> None:
+        """Run `action` at simulated time `when` (now, if that has passed)."""
+        event = self.env.timeout(max(0.0, when - self.env.now))
+        event.callbacks.append(lambda _: self._event(action))
+
+    def _event(self, action: Callable[[], None]) -> None:
+        self.events += 1
+        self._account(self.env.now)
+        action()
+
+    def _rounds(self) -> Any:
+        """The follower's rounds, every `round_steps` plan steps, on step boundaries."""
+        every = self.step * self.follower.round_steps
+        while True:
+            yield self.env.timeout(every - (self.env.now % every) if self.env.now % every else every)
+            self.events += 1
+            self._account(self.env.now)
+            self._round()
+            if self.progress is not None:
+                self.progress(self.env.now)
+
+    def _account(self, now: float) -> None:
+        """Add the use since the last event to the utilisation totals."""
+        if now > self._last_usage:
+            used = self.scheduler.tree.root.used
+            capacity = self.scheduler.capacity()
+            self.usage.add(dict(used.items()), dict(capacity.items()), now - self._last_usage)
+            self._last_usage = now
+
+    # ---- the follower and the planner ------------------------------------------------------------
+
+    def _round(self) -> None:
+        """One follower round at now: queue capacities from the plan, then waiting applications in."""
+        now = self.env.now
+        capacity = {name: self.scheduler.capacity().get(name) for name in self.resource_names}
+        round_ = self.follower.round(self.view, self._datetime(now), capacity)
+        for action in self.follower.apply(round_, self.scheduler):
+            if action.kind in ("move", "kill", "scale", "replan"):
+                self._trace(now, action.application, action.kind, action.queue, detail=action.detail)
+        self._admit_waiting()
+        self._kick()
+
+    def _replan(self, _round: Any) -> None:
+        """The follower saw reservations over what the nodes have: adapt the plan to it from now on."""
+        if not self.planning or self.agent is None:
+            return
+        plan = self.planner.plan
+        now_step = min(plan.clock.steps, max(0, step_ceil(plan.clock.origin, self._datetime(self.env.now),
+                                                          plan.clock.step)))
+        real = np.array([self.scheduler.capacity().get(name) for name in plan.resources])
+        capacity = self.planned_capacity.copy()
+        capacity[:, now_step:] = np.minimum(capacity[:, now_step:], real[:, None])
+        adapted = with_capacity(plan, plan.cluster, capacity)
+        report = adapt(adapted, self.acceptance, self.agent)
+        self.planner.plan = adapted
+        self.view = PlanView(adapted)
+        for name in report.dropped:
+            self.jobs[name].record.dropped = True
+            self._trace(self.env.now, name, "reservation_dropped", f"{self.follower.plan_queue}.{queue_name(name)}")
+
+    def _restore(self) -> None:
+        """A node came back: what the plan may count on from now is the planned capacity again (up to the nodes)."""
+        plan = self.planner.plan
+        now_step = min(plan.clock.steps, max(0, step_ceil(plan.clock.origin, self._datetime(self.env.now),
+                                                          plan.clock.step)))
+        real = np.array([self.scheduler.capacity().get(name) for name in plan.resources])
+        plan.capacity[:, now_step:] = np.minimum(self.planned_capacity[:, now_step:], real[:, None])
+
+    # ---- jobs ------------------------------------------------------------------------------------
+
+    def _arrive(self, job: Job) -> None:
+        work = job.runtime * job.executors if job.executors else job.runtime
+        record = JobRecord(job.id, job.user, job.kind, job.submit, job.runtime, job.deadline)
+        run = self.jobs[job.id] = RunningJob(job, record, work, since=self.env.now)
+        if job.is_production and self.planning and self._reserve(job, record):
+            self.waiting_for_queue.append(job.id)
+            self._round()
+            return
+        self._submit(run, reservation=None)
+
+    def _reserve(self, job: Job, record: JobRecord) -> bool:
+        """Submit the job's reservation to the planner; True when accepted."""
+        assert self.agent is not None
+        now = self._datetime(self.env.now)
+        self.planner.plan.now = now
+        reservation = replace(job, declared=job.declared + self.scheduler.config.preemption_delay).to_reservation(
+            self.start, self.resource_names)
+        decision = self.planner.submit(reservation, self.agent, submitted=now, explain=False)
+        record.reservation = job.id
+        record.accepted = decision.accepted
+        self._trace(self.env.now, job.id, "accepted" if decision.accepted else "rejected",
+                    f"{self.follower.plan_queue}.{queue_name(job.id)}",
+                    detail=None if decision.accepted or decision.reason is None else decision.reason.code)
+        if decision.accepted:
+            self.acceptance.append(job.id)
+            self.view = PlanView(self.planner.plan)
+        return decision.accepted
+
+    def _admit_waiting(self) -> None:
+        """Submit the accepted jobs whose reservation queue is open now; ended ones go best effort."""
+        still = []
+        for job_id in self.waiting_for_queue:
+            run = self.jobs[job_id]
+            path = f"{self.follower.plan_queue}.{queue_name(job_id)}"
+            if self.scheduler.tree.find(path) is not None:
+                self._submit(run, reservation=queue_name(job_id))
+            elif job_id not in self.planner.plan.accepted or self._window_over(run.job):
+                self._submit(run, reservation=None)
+            else:
+                still.append(job_id)
+        self.waiting_for_queue = still
+
+    def _window_over(self, job: Job) -> bool:
+        return job.deadline is not None and self.env.now >= job.deadline
+
+    def _submit(self, run: RunningJob, reservation: str | None) -> None:
+        job = run.job
+        try:  # without a reservation, the placement rules choose (by default: the best-effort queue)
+            path = self.scheduler.submit(job.id, job.user, self.env.now, reservation=reservation,
+                                         estimated_work=job.declared * max(1, job.executors), job=job.id,
+                                         tags=dict(job.tags))
+        except PlacementRejected as refused:
+            self._trace(self.env.now, job.id, "refused", None, detail=refused.reason)
+            run.record.refused = True
+            self._finish_record(run)
+            return
+        self._trace(self.env.now, job.id, "submit", path)
+        if run.needs_driver:
+            self._ask(run, "driver", job.driver, 1, DRIVER_PRIORITY)
+        else:
+            self._ask_executors(run)
+        self._kick()
+
+    def _ask(self, run: RunningJob, kind: str, resources: Mapping[str, float], count: int, priority: int) -> None:
+        run.asks += 1
+        wanted = {name: value for name, value in resources.items() if value > 0}
+        self.scheduler.add_ask(run.job.id, f"{kind}-{run.asks}", wanted, self.env.now, count=count,
+                               priority=priority)
+
+    def _ask_executors(self, run: RunningJob) -> None:
+        """Ask for every executor at once, after the driver (Spark's order); once per job."""
+        run.executors_asked = True
+        if run.job.executors:
+            self._ask(run, "executor", run.job.executor, run.job.executors, EXECUTOR_PRIORITY)
+
+    # ---- scheduling ------------------------------------------------------------------------------
+
+    def _kick(self) -> None:
+        """Ask for one scheduling cycle at this instant (several changes share one)."""
+        if not self._cycle_due:
+            self._cycle_due = True
+            self._at(self.env.now, self._cycle)
+
+    def _cycle(self) -> None:
+        self._cycle_due = False
+        now = self.env.now
+        for preemption in self.scheduler.preempt(now):
+            run = self.jobs[preemption.app_id]
+            self._trace(now, preemption.app_id, "preempt", preemption.victim_queue, preemption.node,
+                        preemption.resources, detail=f"for {preemption.for_queue}", container=preemption.container_id)
+            run.record.preempted += 1
+            self._lose(run, preemption.container_id)
+        allocations = self.scheduler.schedule(now)
+        for allocation in allocations:
+            self._allocated(allocation)
+        if allocations:  # a driver that just started asks for its executors: serve them at this instant
+            self._kick()
+        wake = self.scheduler.next_event_time()
+        if wake is not None and wake > now and (self._wake_at is None or wake < self._wake_at or self._wake_at <= now):
+            self._wake_at = wake
+            self._at(wake, self._kick)
+
+    def _allocated(self, allocation: Allocation) -> None:
+        run = self.jobs[allocation.app_id]
+        now = self.env.now
+        self._progress(run)
+        if run.record.start is None:
+            run.record.start = now
+        self._trace(now, allocation.app_id, "allocate", allocation.queue, allocation.node, allocation.resources,
+                    container=allocation.container_id)
+        if allocation.ask_id.startswith("driver"):
+            run.driver = allocation.container_id
+            if not run.executors_asked:
+                self._ask_executors(run)
+        else:
+            run.executors.add(allocation.container_id)
+        self._reschedule(run)
+
+    def _lose(self, run: RunningJob, container_id: str) -> None:
+        """A container of `run` went (preempted or its node failed): ask for it again."""
+        self._progress(run)
+        if container_id == run.driver:
+            run.driver = None
+            self._ask(run, "driver", run.job.driver, 1, DRIVER_PRIORITY)
+        elif container_id in run.executors:
+            run.executors.discard(container_id)
+            self._ask(run, "executor", run.job.executor, 1, EXECUTOR_PRIORITY)
+        self._reschedule(run)
+        self._kick()
+
+    def _progress(self, run: RunningJob) -> None:
+        """Count the work done since the last change at the rate it ran."""
+        now = self.env.now
+        run.work -= run.rate * (now - run.since)
+        run.since = now
+
+    def _reschedule(self, run: RunningJob) -> None:
+        """Predict the job's end at its new rate (older predictions become stale by version)."""
+        run.rate = run.speed()
+        run.version += 1
+        if run.rate > 0:
+            version = run.version
+            self._at(self.env.now + max(0.0, run.work) / run.rate, lambda: self._maybe_finish(run, version))
+
+    def _maybe_finish(self, run: RunningJob, version: int) -> None:
+        if version != run.version or run.record.finish is not None:
+            return
+        self._progress(run)
+        now = self.env.now
+        app = self.scheduler.application(run.job.id)
+        if not app.state.finished:
+            self.scheduler.complete_application(run.job.id, now)
+        run.rate, run.version = 0.0, run.version + 1
+        self._trace(now, run.job.id, "finish", app.queue)
+        run.record.finish = now
+        self._finish_record(run)
+        self._kick()
+
+    def _finish_record(self, run: RunningJob) -> None:
+        self._ended += 1
+        if self._ended == len(self.workload.jobs) and not self._done.triggered:
+            self._done.succeed()
+
+    # ---- nodes -----------------------------------------------------------------------------------
+
+    def _failures(self) -> None:
+        """Schedule the listed failures, and the first random one if failures have a rate."""
+        failures = self.scenario.cluster.failures
+        for planned in failures.events:
+            self._at(planned.at, partial(self._fail, planned.node, planned.repair))
+        if failures.rate > 0 and self.nodes:
+            self._at(self._next_failure(), self._random_failure)
+
+    def _next_failure(self) -> float:
+        live = max(1, len(self.nodes) - len(self.down))
+        return self.env.now + self.rng.expovariate(self.scenario.cluster.failures.rate * live / DAY)
+
+    def _random_failure(self) -> None:
+        live = sorted(set(self.nodes) - self.down)
+        if live and self._ended < len(self.workload.jobs):
+            self._fail(self.rng.choice(live), self.scenario.cluster.failures.repair)
+            self._at(self._next_failure(), self._random_failure)
+
+    def _fail(self, node: str, repair: float) -> None:
+        if node in self.down or node not in self.nodes:
+            return
+        self.down.add(node)
+        now = self.env.now
+        self._trace(now, None, "node_down", None, node, self.nodes[node])
+        for container in self.scheduler.remove_node(node, now):
+            run = self.jobs[container.app_id]
+            run.record.lost += 1
+            self._trace(now, container.app_id, "lost", container.queue, node, container.resources,
+                        container=container.id)
+            self._lose(run, container.id)
+        self._at(now + repair, lambda: self._repair(node))
+        self._round()
+
+    def _repair(self, node: str) -> None:
+        self.down.discard(node)
+        self.scheduler.add_node(node, self.nodes[node], self.env.now)
+        self._trace(self.env.now, None, "node_up", None, node, self.nodes[node])
+        if self.planning:
+            self._restore()
+        self._round()
+
+    # ---- output ----------------------------------------------------------------------------------
+
+    def _datetime(self, seconds: float) -> datetime:
+        return self.start + timedelta(seconds=seconds)
+
+    def _trace(self, now: float, application: str | None, event: str, queue: str | None, node: str | None = None,
+               resources: Mapping[str, float] | None = None, detail: str | None = None,
+               container: str | None = None) -> None:
+        if self.trace is None:
+            return
+        line: dict[str, Any] = {"time": now, "application": application, "event": event, "queue": queue,
+                                "node": node, "resources": dict(sorted(resources.items())) if resources else None}
+        if container:
+            line["container"] = container
+        if detail:
+            line["detail"] = detail
+        self.trace.write(json.dumps(line, sort_keys=False) + "\n")
+
+
+def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = None, seed: int | None = None,
+             trace: TextIO | None = None, progress: Callable[[float], None] | None = None,
+             workload: Workload | None = None) -> Result:
+    """Run `scenario` (options override its defaults; `workload`, if given, is its already loaded jobs)."""
+    chosen = scenario.with_options(agent=agent, policy=policy, seed=seed, policies=SIMULATION_POLICIES)
+    if workload is not None and seed is not None and seed != scenario.seed:
+        workload = None  # generated with the scenario's seed: load again with the new one
+    return Simulation(chosen, workload=workload, trace=trace, progress=progress).run()
+

@@ -1,0 +1,187 @@
+"""What a simulation measured: per-job records in, the figures of `rayon simulate --json` out.
+
+Definitions (kept here so the report and the tests read the same ones):
+- SLA attainment: production jobs that finished by their deadline ÷ production jobs.
+- Response time: finish − submit; slowdown: response ÷ the job's run time alone
+  (its actual duration with no waiting), at least 1.
+- Size buckets (UWFQ paper): jobs ranked by their run time alone; the 0–80, 80–95 and
+  95–100 percentile groups, each with its mean response time.
+- DVR / DSR against a user-fair baseline run of the same workload: a job's "deadline" is
+  its finish time under the baseline; DVR is the share of jobs that finish later than that,
+  DSR the mean lateness of those jobs relative to their baseline response time. (Our
+  reading of the paper's fairness-violation measures; the report says so.)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+PRODUCTION = "production"
+BEST_EFFORT = "best_effort"
+SIZE_BUCKETS = ((0.0, 80.0), (80.0, 95.0), (95.0, 100.0))
+
+
+@dataclass
+class JobRecord:
+    """One job's life in a simulation: when it came, ran and ended, and what it was promised."""
+
+    job_id: str
+    user: str
+    kind: str
+    submit: float
+    alone: float
+    deadline: float | None = None
+    reservation: str | None = None
+    accepted: bool | None = None
+    start: float | None = None
+    finish: float | None = None
+    preempted: int = 0  # containers taken back by preemption
+    lost: int = 0  # containers lost with a failed node
+    dropped: bool = False  # its reservation was dropped when capacity shrank
+    refused: bool = False  # no queue took its application
+
+    @property
+    def response(self) -> float | None:
+        """Seconds from submission to the end, or None if it never finished."""
+        return None if self.finish is None else self.finish - self.submit
+
+    @property
+    def slowdown(self) -> float | None:
+        """Response time over the time the job needs alone (never below 1)."""
+        response = self.response
+        if response is None:
+            return None
+        return max(1.0, response / self.alone) if self.alone > 0 else 1.0
+
+    @property
+    def met_deadline(self) -> bool:
+        """Finished, and by its deadline (jobs without a deadline never 'meet' one)."""
+        return self.finish is not None and self.deadline is not None and self.finish <= self.deadline + 1e-9
+
+
+@dataclass
+class Usage:
+    """Resource-seconds used and available over the run, per resource."""
+
+    used: dict[str, float] = field(default_factory=dict)
+    available: dict[str, float] = field(default_factory=dict)
+
+    def add(self, used: Mapping[str, float], available: Mapping[str, float], seconds: float) -> None:
+        """Account `seconds` spent at this level of use."""
+        if seconds <= 0:
+            return
+        for name, amount in available.items():
+            self.available[name] = self.available.get(name, 0.0) + amount * seconds
+            self.used[name] = self.used.get(name, 0.0) + used.get(name, 0.0) * seconds
+
+    def utilization(self) -> dict[str, float]:
+        """Used ÷ available per resource (0 where nothing was available)."""
+        return {name: (self.used.get(name, 0.0) / total if total > 0 else 0.0)
+                for name, total in self.available.items()}
+
+
+def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int) -> dict[str, Any]:
+    """The simulation's figures in the `--json` shape: production, best effort, use, users."""
+    jobs = list(records)
+    production = [job for job in jobs if job.kind == PRODUCTION]
+    best_effort = [job for job in jobs if job.kind == BEST_EFFORT]
+    utilization = usage.utilization()
+    return {
+        "production": _production(production),
+        "best_effort": responses(best_effort),
+        "utilization": _headline(utilization),
+        "utilization_by_resource": utilization,
+        "preemptions": preemptions,
+        "all_jobs": responses(jobs),
+        "size_buckets": size_buckets(jobs),
+        "per_user": {user: responses(mine) for user, mine in sorted(_by_user(jobs).items())},
+    }
+
+
+def _production(jobs: list[JobRecord]) -> dict[str, Any]:
+    met = sum(job.met_deadline for job in jobs)
+    accepted = [job for job in jobs if job.accepted]
+    return {
+        "jobs": len(jobs),
+        "accepted": len(accepted),
+        "met_deadline": met,
+        "sla_attainment": _ratio(met, len(jobs)),
+        "accepted_met_deadline": sum(job.met_deadline for job in accepted),
+        "completed": sum(job.finish is not None for job in jobs),
+        "dropped": sum(job.dropped for job in jobs),
+    }
+
+
+def responses(jobs: list[JobRecord]) -> dict[str, Any]:
+    """Count, completions, mean and p95 response and mean slowdown of these jobs."""
+    responses = [job.response for job in jobs if job.response is not None]
+    slowdowns = [job.slowdown for job in jobs if job.slowdown is not None]
+    return {
+        "jobs": len(jobs),
+        "completed": len(responses),
+        "mean_response_s": _mean(responses),
+        "p95_response_s": _percentile(responses, 95.0),
+        "mean_slowdown": _mean(slowdowns),
+    }
+
+
+def size_buckets(jobs: list[JobRecord]) -> list[dict[str, Any]]:
+    """Mean response time of the finished jobs in each run-time percentile group."""
+    done = sorted((job for job in jobs if job.response is not None), key=lambda job: (job.alone, job.job_id))
+    buckets = []
+    for low, high in SIZE_BUCKETS:
+        first, last = round(len(done) * low / 100.0), round(len(done) * high / 100.0)
+        members = done[first:last]
+        buckets.append({
+            "percentiles": f"{low:g}-{high:g}",
+            "jobs": len(members),
+            "mean_response_s": _mean([job.response for job in members if job.response is not None]),
+            "mean_slowdown": _mean([job.slowdown for job in members if job.slowdown is not None]),
+        })
+    return buckets
+
+
+def fairness_against(jobs: Iterable[JobRecord], baseline: Iterable[JobRecord]) -> dict[str, Any]:
+    """DVR and DSR of a run against a user-fair baseline run of the same jobs (see module doc)."""
+    deadlines = {job.job_id: job for job in baseline if job.finish is not None}
+    compared = late = 0
+    slack: list[float] = []
+    for job in jobs:
+        reference = deadlines.get(job.job_id)
+        if reference is None or job.finish is None or reference.finish is None:
+            continue
+        compared += 1
+        if job.finish > reference.finish + 1e-9:
+            late += 1
+            base = max(reference.response or 0.0, 1e-9)
+            slack.append((job.finish - reference.finish) / base)
+    return {"compared": compared, "dvr": _ratio(late, compared), "dsr": _mean(slack) if slack else 0.0}
+
+
+def _by_user(jobs: list[JobRecord]) -> dict[str, list[JobRecord]]:
+    grouped: dict[str, list[JobRecord]] = defaultdict(list)
+    for job in jobs:
+        grouped[job.user].append(job)
+    return grouped
+
+
+def _headline(utilization: Mapping[str, float]) -> float:
+    """One figure for the table: the mean over resources (vcores and memory weigh alike)."""
+    return float(np.mean(list(utilization.values()))) if utilization else 0.0
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None

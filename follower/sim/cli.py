@@ -15,6 +15,17 @@ from follower.follower import FollowerError
 from follower.scenario import Scenario, agent_names, load_scenario
 from follower.scheduler.errors import SchedulerError
 from follower.sim.engine import Result, simulate
+from follower.sim.evaluate import (
+    AGENTS,
+    EXAMPLES,
+    FAIRNESS_SCENARIOS,
+    POLICIES,
+    RESERVATION_SCENARIOS,
+    SLACKS,
+    Grid,
+    Run,
+    evaluate,
+)
 from follower.sim.setup import SIMULATION_POLICIES
 from rdl.cli import EXIT_BAD_INPUT
 from rdl.errors import RDLErrors
@@ -122,4 +133,68 @@ def simulate_command(scenario: str, agent: str | None, policy: str | None, seed:
     click.echo(format_table(["measure", "value"], _summary_rows(result)))
 
 
-COMMANDS = [simulate_command]
+def _names(text: str, what: str, known: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if known is not None and name not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown {what} `{unknown[0]}`; choose from {', '.join(known or ())}")
+    return names
+
+
+def _scenario_paths(text: str) -> tuple[str, ...]:
+    paths = []
+    for name in _names(text, "scenario"):
+        path = Path(name) if name.endswith((".yaml", ".yml")) else EXAMPLES / f"{name}.yaml"
+        if not path.is_file():
+            raise click.BadParameter(f"no scenario `{name}` (looked for {path})")
+        paths.append(str(path))
+    return tuple(paths)
+
+
+@click.command("evaluate")
+@click.option("--out", type=click.Path(file_okay=False), default="docs/evaluation", show_default=True,
+              help="Folder for report.md and its figures.")
+@click.option("--reservations", default=",".join(RESERVATION_SCENARIOS), show_default=True,
+              help="Scenarios of the reservation study (names in examples/scenarios or paths; empty: skip).")
+@click.option("--agents", default=",".join(AGENTS), show_default=True, help="Agents compared.")
+@click.option("--slacks", default=",".join(f"{s:g}" for s in SLACKS), show_default=True,
+              help="Mean deadline slack factors.")
+@click.option("--fairness", default=",".join(FAIRNESS_SCENARIOS), show_default=True,
+              help="Scenarios of the fairness study (empty: skip).")
+@click.option("--policies", default=",".join(POLICIES), show_default=True, help="Policies compared.")
+@click.option("--workers", type=click.IntRange(min=1), help="Simulations at once (default: the CPU count).")
+def evaluate_command(out: str, reservations: str, agents: str, slacks: str, fairness: str, policies: str,
+                     workers: int | None) -> None:
+    """Run the comparison grids and write a Markdown report with tables and figures.
+
+    \b
+    Examples:
+      rayon evaluate                                   # the default grid, into docs/evaluation
+      rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report
+    """
+    try:
+        grid = Grid(reservations=_scenario_paths(reservations), agents=_names(agents, "agent", agent_names()),
+                    slacks=tuple(float(value) for value in _names(slacks, "slack factor")),
+                    fairness=_scenario_paths(fairness), policies=_names(policies, "policy", SIMULATION_POLICIES))
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from error
+    total = len(grid.runs())
+    click.echo(f"{total} simulations", err=True)
+    finished = 0
+
+    def progress(run: Run, wall: float) -> None:
+        nonlocal finished
+        finished += 1
+        option = run.agent or run.policy
+        slack = "" if run.slack is None else f" slack {run.slack:g}"
+        click.echo(f"[{finished}/{total}] {run.label} {option}{slack}: {wall:.1f} s", err=True)
+
+    try:
+        report = evaluate(Path(out), grid, workers, progress)
+    except (SchedulerError, FollowerError, OSError, ValueError) as error:
+        click.echo(f"evaluate: {error}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(str(report))
+
+
+COMMANDS = [simulate_command, evaluate_command]

@@ -61,8 +61,12 @@ def workload(count: int, seed: int) -> list[Reservation]:
     rng = random.Random(seed)
     cluster = parse_cluster(CLUSTER, "benchmark-cluster.yaml")
     found: list[Reservation] = []
+    drawn = 0  # names count every draw, kept or not, so that a redraw never reuses one
     while len(found) < count:
-        for reservation in _candidates(rng, count - len(found), len(found)):
+        wanted = count - len(found)
+        candidates = _candidates(rng, wanted, drawn)
+        drawn += wanted
+        for reservation in candidates:
             try:
                 validate([reservation], cluster)
             except RDLErrors:

@@ -10,6 +10,7 @@ import click
 
 from follower.follow_cli import COMMANDS as FOLLOW_COMMANDS
 from follower.sim.cli import COMMANDS as SIMULATION_COMMANDS
+from planner.api.cli import COMMANDS as API_COMMANDS
 from planner.cli import COMMANDS as PLANNING_COMMANDS
 from planner.plot import COMMANDS as PLOT_COMMANDS
 from planner.store_cli import COMMANDS as STORE_COMMANDS
@@ -25,6 +26,6 @@ def main() -> None:
     """
 
 
-for command in [*LANGUAGE_COMMANDS, *PLANNING_COMMANDS, *STORE_COMMANDS, *PLOT_COMMANDS, *FOLLOW_COMMANDS,
-                *SIMULATION_COMMANDS]:
+for command in [*LANGUAGE_COMMANDS, *PLANNING_COMMANDS, *STORE_COMMANDS, *PLOT_COMMANDS, *API_COMMANDS,
+                *FOLLOW_COMMANDS, *SIMULATION_COMMANDS]:
     main.add_command(command)

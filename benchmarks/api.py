@@ -1,0 +1,152 @@
+"""Submissions and listings per second through the HTTP API (`rayon serve` on loopback, SQLite), under load.
+
+    python benchmarks/api.py [--threads 8] [--count 500] [--lists 100] [--seed 11] [--no-explain] [--week] [--verbose]
+
+Starts `python -m planner.api` on a fresh SQLite plan and drives it from client threads in this
+process, each thread with its own user's token: first every thread submits `--count` reservations
+(RDL text), then every thread lists its own reservations `--lists` times, a page of 100 at a random
+offset. The load is the concurrency test's (tests/planner/api/support.py `Load`: one-day plan,
+malleable atoms and gangs in windows of 1-4 hours, about 1.5 times the capacity asked for); with
+`--week`, the heavier mix of admission.py on its one-week plan instead (orders and `any` of
+malleable atoms holding hundreds of leases each: the store's writing then bounds the rate).
+
+Prints for each phase the requests per second and the p50/p99 latency seen by the clients (the
+server's work, the loopback, and the clients' own share of the CPU: run it on an idle machine).
+The target of issue 6: at least 200 submits per second with p99 under 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from admission import CLUSTER as WEEK_CLUSTER  # noqa: E402 (benchmarks/ and the root on the path first)
+from admission import workload as week_workload  # noqa: E402
+
+from planner.store import Store  # noqa: E402
+from rdl.printer import format_reservation  # noqa: E402
+from tests.planner.api.support import Load, make_tokens, running  # noqa: E402
+
+
+@dataclass
+class Phase:
+    """Latencies of every request (seconds), wall time, and the answers' statuses."""
+
+    latencies: list[float]
+    wall: float
+    statuses: Counter[int]
+
+    def report(self, label: str, extra: str = "") -> None:
+        count = len(self.latencies)
+        p50, p99 = (np.percentile(self.latencies, q) * 1000 for q in (50, 99))
+        ok = sum(n for status, n in self.statuses.items() if 200 <= status < 300)
+        others = ", ".join(f"{n} × {status}" for status, n in sorted(self.statuses.items()) if not 200 <= status < 300)
+        print(f"  {label:<8} {count / self.wall:8,.0f} requests/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   "
+              f"{ok:,} of {count:,} 2xx{f' ({others})' if others else ''} in {self.wall:.1f} s{extra}")
+
+
+def drive(url: str, tokens: list[str], work: Callable[[httpx.Client, int], list[tuple[float, int]]]) -> Phase:
+    """Run `work(client, thread)` in one thread per token, all starting together."""
+    barrier = threading.Barrier(len(tokens) + 1)
+    results: list[list[tuple[float, int]]] = [[] for _ in tokens]
+
+    def run(thread: int) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens[thread]}"}, timeout=60) as client:
+            client.get("/v1/whoami")  # open the connection before the clock starts
+            barrier.wait()
+            results[thread] = work(client, thread)
+
+    threads = [threading.Thread(target=run, args=(thread,)) for thread in range(len(tokens))]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    flat = [item for items in results for item in items]
+    return Phase([seconds for seconds, _ in flat], wall, Counter(status for _, status in flat))
+
+
+def timed(client: httpx.Client, request: Callable[[httpx.Client], httpx.Response]) -> tuple[float, httpx.Response]:
+    begin = time.perf_counter()
+    answer = request(client)
+    return time.perf_counter() - begin, answer
+
+
+def load_of(args: argparse.Namespace) -> Load:
+    """The concurrency test's load, or with `--week` admission.py's mix on its one-week plan."""
+    if not args.week:
+        return Load.make(args.threads, args.count, args.seed)
+    # renamed: admission.py's names repeat where it redrew an invalid reservation
+    items = [(f"w{i}", format_reservation(replace(r, name=f"w{i}")))
+             for i, r in enumerate(week_workload(args.threads * args.count, args.seed))]
+    return Load([items[t::args.threads] for t in range(args.threads)], WEEK_CLUSTER)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--count", type=int, default=500, help="submissions per thread")
+    parser.add_argument("--lists", type=int, default=100, help="list requests per thread")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--no-explain", action="store_true", help="skip the earliest-deadline search on rejection")
+    parser.add_argument("--week", action="store_true", help="admission.py's heavier mix on a one-week plan")
+    parser.add_argument("--verbose", action="store_true", help="print every answer other than 2xx")
+    args = parser.parse_args()
+    load = load_of(args)
+    params = {"explain": "false"} if args.no_explain else {}
+    accepted = [0] * args.threads
+
+    def submit_share(client: httpx.Client, thread: int) -> list[tuple[float, int]]:
+        found = []
+        for _, text in load.shares[thread]:
+            seconds, answer = timed(client, lambda c, text=text: c.post(
+                "/v1/reservations", content=text, params=params, headers={"Content-Type": "text/plain"}))
+            accepted[thread] += answer.is_success and answer.json()["accepted"]
+            if not answer.is_success and args.verbose:
+                print(f"  {answer.status_code}: {answer.text[:400]}", file=sys.stderr)
+            found.append((seconds, answer.status_code))
+        return found
+
+    def list_pages(client: httpx.Client, thread: int) -> list[tuple[float, int]]:
+        rng = random.Random(args.seed + thread)
+        found = []
+        for _ in range(args.lists):
+            offset = rng.randrange(0, max(1, args.count - 100))
+            seconds, answer = timed(client, lambda c, offset=offset: c.get(
+                "/v1/reservations", params={"limit": 100, "offset": offset}))
+            found.append((seconds, answer.status_code))
+        return found
+
+    with tempfile.TemporaryDirectory() as scratch:
+        state, token_file = Path(scratch) / "plan.db", Path(scratch) / "tokens.yaml"
+        with Store.open(state) as store:
+            store.init(load.cluster, "benchmark-cluster.yaml")
+        tokens = make_tokens(token_file, {f"user{i}": "user" for i in range(args.threads)})
+        total = sum(len(share) for share in load.shares)
+        print(f"{total:,} reservations ({'week' if args.week else 'concurrency test'} load) over {args.threads} "
+              f"client threads, SQLite on loopback, explain {'off' if args.no_explain else 'on'}")
+        with running(state, token_file, tokens) as server:
+            users = list(server.tokens.values())
+            submits = drive(server.url, users, submit_share)
+            submits.report("submit", f", {sum(accepted):,} accepted")
+            drive(server.url, users, list_pages).report("list", " (pages of 100 of the user's own)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Bearer tokens mapped to users and roles, kept as hashes only (a token file, or the environment).
+
+A token is a random secret (`rayon_` and 43 URL-safe characters, 256 bits) shown once when it is
+made; only its SHA-256 is stored. A fast hash is enough for secrets of that entropy (password
+hashing such as bcrypt exists to slow the guessing of low-entropy secrets, and would cost
+milliseconds on every request). The token file is YAML:
+
+    tokens:
+      - {user: alice, role: user, hash: "sha256:5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"}
+      - {user: ops, role: admin, hash: "sha256:..."}
+
+and `$RAYON_TOKENS` holds more entries as `USER:ROLE:sha256:HEX`, separated by commas or whitespace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any as AnyType
+
+import yaml
+
+from rdl.parser import did_you_mean
+
+ROLES = ("user", "admin")
+ALGORITHM = "sha256"
+TOKEN_PREFIX = "rayon_"
+ENV_TOKENS = "RAYON_TOKENS"
+ENV_TOKEN_FILE = "RAYON_TOKENS_FILE"
+_HEX = re.compile(r"[0-9a-f]{64}")
+_USER = re.compile(r"[A-Za-z0-9_.@\-]+")
+
+
+class TokenError(Exception):
+    """A token file or environment entry that cannot be read: where, what is wrong, and the fix."""
+
+    def __init__(self, where: str, message: str, hint: str | None = None):
+        self.where = where
+        self.message = message
+        self.hint = hint
+        super().__init__(f"{where}: {message}" + (f" ({hint})" if hint else ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: a user name and a role."""
+
+    user: str
+    role: str
+
+    @property
+    def admin(self) -> bool:
+        return self.role == "admin"
+
+    def may_act_for(self, owner: str | None) -> bool:
+        """Whether this caller may see or change what `owner` owns (admins may act for anyone)."""
+        return self.admin or owner == self.user
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a token: `sha256:` and the hex digest of its UTF-8 bytes."""
+    return f"{ALGORITHM}:{hashlib.sha256(token.encode()).hexdigest()}"
+
+
+def new_token() -> str:
+    """A fresh random token (256 bits), to be shown once and stored only as its hash."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+class TokenRegistry:
+    """Token hashes → principals; `authenticate` answers who a presented token belongs to."""
+
+    def __init__(self, entries: Mapping[str, Principal] | None = None):
+        self._by_hash: dict[str, Principal] = dict(entries or {})
+
+    def __len__(self) -> int:
+        return len(self._by_hash)
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal of a token, or None for an unknown one."""
+        return self._by_hash.get(hash_token(token))
+
+    def add(self, digest: str, principal: Principal, where: str) -> None:
+        """Register one hashed token; a hash listed twice is an error (two users would share a token)."""
+        if digest in self._by_hash:
+            raise TokenError(where, f"this token hash is already given to `{self._by_hash[digest].user}`",
+                             "every token belongs to one user: make a new token with `rayon token USER`")
+        self._by_hash[digest] = principal
+
+    def users(self) -> list[str]:
+        """Users with at least one token, sorted."""
+        return sorted({p.user for p in self._by_hash.values()})
+
+    def admins(self) -> set[str]:
+        """Users holding an admin token."""
+        return {p.user for p in self._by_hash.values() if p.admin}
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> TokenRegistry:
+        """Tokens from the file (if given) and from `$RAYON_TOKENS` (if set)."""
+        registry = cls()
+        if path is not None:
+            for digest, principal, where in read_token_file(path):
+                registry.add(digest, principal, where)
+        env = os.environ if environ is None else environ
+        for digest, principal, where in parse_env_tokens(env.get(ENV_TOKENS, "")):
+            registry.add(digest, principal, where)
+        return registry
+
+
+def _principal(user: AnyType, role: AnyType, where: str) -> Principal:
+    """A checked user and role."""
+    if not isinstance(user, str) or not _USER.fullmatch(user):
+        raise TokenError(where, f"`user` must be a user name (letters, digits, `_ . @ -`), got {user!r}")
+    if role not in ROLES:
+        hint = did_you_mean(str(role), ROLES)
+        raise TokenError(where, f"unknown role {role!r}; choose one of {', '.join(ROLES)}", hint)
+    return Principal(user, role)
+
+
+def _digest(value: AnyType, where: str) -> str:
+    """A checked `sha256:HEX` hash (tokens themselves are never accepted in a file)."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    algorithm, _, hexdigest = text.partition(":")
+    if algorithm != ALGORITHM or not _HEX.fullmatch(hexdigest):
+        shown = "a token, not a hash" if isinstance(value, str) and value.startswith(TOKEN_PREFIX) else repr(value)
+        raise TokenError(where, f"`hash` must be `sha256:` and 64 hex digits, got {shown}",
+                         "store only hashes: `rayon token USER --tokens FILE` adds one and prints the token once")
+    return text
+
+
+def read_token_file(path: str | Path) -> list[tuple[str, Principal, str]]:
+    """The (hash, principal, place) entries of a token file."""
+    name = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise TokenError(name, f"cannot read the token file: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise TokenError(name, f"not valid YAML: {exc}") from None
+    if data is None:
+        return []
+    if not isinstance(data, dict) or not isinstance(data.get("tokens", []), list) or set(data) - {"tokens"}:
+        raise TokenError(name, "a token file is a mapping with one key, `tokens`, holding a list of entries",
+                         "tokens: [{user: alice, role: user, hash: \"sha256:...\"}]")
+    return [_file_entry(item, f"{name}: tokens[{index}]") for index, item in enumerate(data.get("tokens") or [])]
+
+
+def _file_entry(item: AnyType, where: str) -> tuple[str, Principal, str]:
+    if not isinstance(item, dict):
+        raise TokenError(where, f"an entry is a mapping {{user, role, hash}}, got {item!r}")
+    unknown = sorted(set(item) - {"user", "role", "hash"})
+    if unknown:
+        raise TokenError(where, f"unknown field `{unknown[0]}`",
+                         did_you_mean(str(unknown[0]), ["user", "role", "hash"]))
+    return _digest(item.get("hash"), where), _principal(item.get("user"), item.get("role", "user"), where), where
+
+
+def parse_env_tokens(text: str) -> list[tuple[str, Principal, str]]:
+    """The entries of `$RAYON_TOKENS`: `USER:ROLE:sha256:HEX`, separated by commas or whitespace."""
+    entries = []
+    for index, entry in enumerate(e for e in re.split(r"[,\s]+", text.strip()) if e):
+        where = f"${ENV_TOKENS} entry {index + 1}"
+        user, _, rest = entry.partition(":")
+        role, _, digest = rest.partition(":")
+        entries.append((_digest(digest, where), _principal(user, role, where), where))
+    return entries
+
+
+def append_token(path: str | Path, user: str, role: str) -> str:
+    """Make a token for the user, add its hash to the token file (created owner-only), and return the token."""
+    principal = _principal(user, role, str(path))
+    file = Path(path)
+    existing: Iterable[tuple[str, Principal, str]] = read_token_file(file) if file.exists() else []
+    token = new_token()
+    entries = [{"user": p.user, "role": p.role, "hash": digest} for digest, p, _ in existing]
+    entries.append({"user": principal.user, "role": principal.role, "hash": hash_token(token)})
+    text = "# rayon API tokens: hashes only; `rayon token USER --tokens FILE` adds one.\n" + \
+        yaml.safe_dump({"tokens": entries}, sort_keys=False, default_flow_style=None, width=200)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    temporary = file.with_name(file.name + ".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    os.replace(temporary, file)  # a reader never sees half a file
+    return token

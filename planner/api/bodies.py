@@ -1,0 +1,112 @@
+"""Request bodies to reservations: RDL text, RDL JSON or YARN JSON, with the command line's positioned errors.
+
+Malformed input (not UTF-8, a syntax error, a JSON shape the form does not have) answers 400;
+well-formed input that does not hold up against the plan's cluster (validation) answers 422.
+Either way the message is what `rayon submit` prints for the same text, `FILE` being `<request>`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any as AnyType
+
+from planner.api.errors import ApiError
+from rdl import jsonform, yarn
+from rdl.cluster import Cluster
+from rdl.errors import RDLError, RDLErrors, Span
+from rdl.parser import did_you_mean, parse_text
+from rdl.tree import Reservation
+from rdl.validate import validate
+
+SOURCE = "<request>"
+FORMATS = ("rdl", "json", "yarn")
+CONTENT_TYPES = {"text/plain": "rdl", "text/x-rdl": "rdl", "application/x-rdl": "rdl", "application/json": "json"}
+
+
+def decode(body: bytes, consequence: str) -> str:
+    """The body as text; 400 when it is not UTF-8 (naming the byte) or empty."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "input", f"{SOURCE}: the body is not UTF-8 text (byte {exc.start}: "
+                       f"{body[exc.start:exc.start + 1]!r})\n{consequence}") from None
+    if not text.strip():
+        raise ApiError(400, "input", f"{SOURCE}: the body is empty\n{consequence}",
+                       "send one reservation as RDL text or JSON")
+    return text
+
+
+def body_format(content_type: str | None, chosen: str | None, text: str) -> str:
+    """The form of a body: `?format=` if given, else by Content-Type, else JSON if it looks like JSON."""
+    if chosen is not None:
+        if chosen not in FORMATS:
+            raise ApiError(422, "input", f"unknown format `{chosen}`; choose one of {', '.join(FORMATS)}",
+                           did_you_mean(chosen, FORMATS))
+        return chosen
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media in CONTENT_TYPES:
+        return CONTENT_TYPES[media]
+    if media and media != "application/octet-stream":
+        raise ApiError(415, "media_type", f"cannot read a body of type `{media}`",
+                       "send RDL text as text/plain or JSON (RDL or YARN) as application/json")
+    return "json" if text.lstrip()[:1] in ("{", "[") else "rdl"
+
+
+def parse_body(text: str, form: str, consequence: str) -> list[Reservation]:
+    """Every reservation in the body; 400 with every positioned error when it does not parse."""
+    try:
+        if form == "rdl":
+            return parse_text(text, SOURCE)
+        data = _json(text)
+        if form == "yarn" or (form == "json" and yarn.looks_like_yarn(data)):
+            return [yarn.from_yarn(data, SOURCE)]
+        return jsonform.from_json(data, SOURCE)
+    except RDLErrors as errors:
+        raise ApiError.from_rdl(400, errors.with_sources({SOURCE: text}), consequence) from None
+
+
+def _json(text: str) -> AnyType:
+    """Decoded JSON; a syntax error (or nesting too deep) as the loaders report it, with line and column."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return jsonform.parse_json_text(text, SOURCE)  # raises the positioned error
+
+
+def json_object(body: bytes, consequence: str) -> dict[str, AnyType]:
+    """A body that must be one JSON object (YARN's requests); 400 otherwise, positioned."""
+    text = decode(body, consequence)
+    try:
+        data = _json(text)
+    except RDLErrors as errors:
+        raise ApiError.from_rdl(400, errors.with_sources({SOURCE: text}), consequence) from None
+    if not isinstance(data, dict):
+        error = RDLError(Span(SOURCE, json_path="$"), f"the body must be a JSON object, got {type(data).__name__}")
+        raise ApiError.from_rdl(400, RDLErrors([error]), consequence)
+    return data
+
+
+def only_one(found: list[Reservation], consequence: str) -> Reservation:
+    """The one reservation of a body; 422 for none or several (each request is one decision, whole or nothing)."""
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(f"`{r.name}`" for r in found) or "no reservation"
+    raise ApiError(422, "input", f"{SOURCE} holds {names}: send exactly one reservation per request\n{consequence}",
+                   "each request is decided and committed whole; send the others one by one")
+
+
+def read_one(raw: bytes, content_type: str | None, form: str | None, consequence: str) -> tuple[Reservation, str]:
+    """The one reservation of a request body, parsed (not yet validated), and the body's text."""
+    text = decode(raw, consequence)
+    return only_one(parse_body(text, body_format(content_type, form, text), consequence), consequence), text
+
+
+def validated(reservation: Reservation, cluster: Cluster, now: datetime, text: str, consequence: str,
+              status: int = 422) -> Reservation:
+    """The reservation, checked against the cluster at the plan's clock as `rayon submit` checks it."""
+    try:
+        validate([reservation], cluster, now)
+    except RDLErrors as errors:
+        raise ApiError.from_rdl(status, errors.with_sources({SOURCE: text}), consequence) from None
+    return reservation

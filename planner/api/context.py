@@ -1,0 +1,109 @@
+"""What every route shares (the store, the tokens, the jobs) and the dependencies that hand it out.
+
+Routes get the service and the caller through FastAPI dependencies; the caller comes from the
+`Authorization: Bearer TOKEN` header: no token or an unknown one answers 401, a user acting on
+another's reservation 403 (`Principal.may_act_for`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from planner.api import queries
+from planner.api.auth import Principal, TokenRegistry
+from planner.api.errors import ApiError
+from planner.api.jobs import Jobs
+from planner.compile import Clock
+from planner.store import Store
+from planner.store_schema import Instants
+from rdl import units
+from rdl.cluster import Cluster
+from rdl.parser import did_you_mean
+
+bearer = HTTPBearer(auto_error=False, description="A token made with `rayon token USER`.")
+CHALLENGE = 'Bearer realm="rayon"'
+
+
+@dataclass(frozen=True)
+class View:
+    """What one request sees of the plan, read in one snapshot: its clock and cluster, and a reservation's owner."""
+
+    now: datetime
+    cluster: Cluster
+    instants: Instants  # formatted plan steps (and the plan's clock, `instants.clock`)
+    owner: queries.Owner | None
+
+
+@dataclass
+class Service:
+    """The server's state: the store it serves, who may call, long work, and the write lock."""
+
+    store: Store
+    target: str  # the store's path or URL, for worker processes (Store.where hides a URL's password)
+    tokens: TokenRegistry
+    jobs: Jobs
+    # Held from an ownership check to the write it guards, so that no write slips in between (in this
+    # server; several servers on one PostgreSQL plan rely on the store alone). Writes are serialised by
+    # the store anyway, so this costs no concurrency.
+    writes: threading.Lock = field(default_factory=threading.Lock)
+    _cluster: tuple[tuple[str, str], Cluster, Instants] | None = None
+
+    def view(self, name: str | None = None) -> View:
+        """The plan's clock, its cluster (parsed again only when it changed), and the named reservation's owner."""
+        meta, owner = queries.meta_and_owner(self.store, name)
+        key = (meta["plan_id"], meta["rebuild_version"])  # what the store's own cache of the cluster is keyed by
+        cached = self._cluster
+        if cached is None or cached[0] != key:
+            cluster = self.store.cluster()
+            cached = self._cluster = (key, cluster, Instants(Clock(cluster.start, cluster.step, cluster.steps)))
+        return View(units.parse_instant(meta["now"]), cached[1], cached[2], owner)
+
+    def owned(self, name: str, caller: Principal) -> View:
+        """A view with the owner of a reservation the caller may act on; 404 (suggesting only their own) or 403."""
+        view = self.view(name)
+        found = view.owner
+        if found is None:
+            mine = queries.names(self.store, None if caller.admin else caller.user)
+            raise ApiError(404, "unknown", f"no reservation named `{name}` in the plan",
+                           did_you_mean(name, mine))
+        if not caller.may_act_for(found.user):
+            raise ApiError(403, "forbidden", f"reservation `{name}` belongs to another user",
+                           "only its owner or an admin may see or change it")
+        return view
+
+
+def service(request: Request) -> Service:
+    """The service of the app serving this request."""
+    found: Service = request.app.state.service
+    return found
+
+
+def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+    """Who is calling, from the bearer token; 401 without one or with an unknown one."""
+    if credentials is None:
+        raise ApiError(401, "unauthenticated", "this request needs a bearer token",
+                       "send `Authorization: Bearer TOKEN`; an admin makes tokens with `rayon token USER`",
+                       headers={"WWW-Authenticate": CHALLENGE})
+    principal = service(request).tokens.authenticate(credentials.credentials)
+    if principal is None:
+        raise ApiError(401, "unauthenticated", "the bearer token is not known to this server",
+                       "check the token, or ask an admin for a new one",
+                       headers={"WWW-Authenticate": f'{CHALLENGE}, error="invalid_token"'})
+    return principal
+
+
+def admin(principal: Principal = Depends(caller)) -> Principal:
+    """The caller, who must hold an admin token; 403 otherwise."""
+    if not principal.admin:
+        raise ApiError(403, "forbidden", f"`{principal.user}` is not an admin", "this needs an admin token")
+    return principal
+
+
+async def body(request: Request) -> bytes:
+    """The raw request body (the size limit is enforced before it arrives here)."""
+    return await request.body()

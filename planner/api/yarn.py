@@ -1,0 +1,242 @@
+"""YARN's reservation REST dialect under `/ws/v1/cluster/reservation/`, so that YARN clients work unchanged.
+
+As in YARN's RMWebServices: `new-reservation` answers an id `reservation_<clusterTimestamp>_<seq>`;
+`submit` answers 202, `update` and `delete` 200 with `{}`, `list` 200 with `{"reservations": [...]}`;
+every failure is 400 with a `RemoteException` (401 and 403 for who may do what). Where YARN's answer
+is bare we add ours beside it: the decision record, and the error's code, message and JSON paths.
+Submitting an id again with the same definition succeeds again without replanning (YARN's
+idempotent submit); with a different one it is an error (update it instead).
+
+The stored reservation is named by its id (YARN's `reservation-name` need not be unique), owned
+by the caller, and read from the body by `rdl.yarn.from_yarn` (its module notes give the mapping).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any as AnyType
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+
+from planner.api import bodies, queries
+from planner.api.auth import Principal
+from planner.api.context import Service, View, body, caller, service
+from planner.api.errors import ApiError
+from planner.api.models import ErrorOut, YarnAnswer, YarnList, YarnNewReservation
+from planner.compile import Clock
+from planner.decision import Decision
+from planner.store import Record, StoreError
+from planner.store_schema import Instants, decision_json
+from rdl import yarn as yarn_form
+from rdl.errors import RDLError, RDLErrors, Span
+from rdl.printer import format_reservation
+from rdl.tree import Reservation, Window
+
+router = APIRouter(prefix="/ws/v1/cluster/reservation", tags=["yarn"])
+ID = re.compile(r"reservation_(\d+)_(\d+)")
+BAD: dict[int | str, dict[str, AnyType]] = {
+    400: {"model": ErrorOut, "description": "YARN's RemoteException, with our error beside it"}}
+
+
+class YarnIds:
+    """Reservation ids as YARN's ResourceManager makes them: its start time in ms and a sequence number."""
+
+    def __init__(self, cluster_timestamp: int | None = None):
+        self.cluster_timestamp = cluster_timestamp or int(time.time() * 1000)
+        self._sequence = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def new(self) -> str:
+        with self._lock:
+            return f"reservation_{self.cluster_timestamp}_{next(self._sequence):04d}"
+
+
+def yarn_ids(request: Request) -> YarnIds:
+    """The id maker of the app serving this request."""
+    found: YarnIds = request.app.state.yarn_ids
+    return found
+
+
+@contextmanager
+def as_yarn() -> Iterator[None]:
+    """Store errors in YARN's manner: everything the caller did wrong is 400 (the store failing stays 503)."""
+    try:
+        yield
+    except StoreError as error:
+        status = ApiError.from_store(error).status
+        raise ApiError(status if status >= 500 else 400, error.code, error.message, error.hint) from None
+    except ApiError as error:
+        if error.status in (404, 409, 422):
+            error.status = 400
+        raise
+
+
+def reservation_id(data: dict[str, AnyType], consequence: str) -> str:
+    """The body's `reservation-id`, which must have YARN's form; 400 naming its JSON path otherwise."""
+    value = data.get("reservation-id")
+    problem = None
+    if value is None or value == "":
+        problem = "missing required field `reservation-id`"
+    elif not isinstance(value, str) or not ID.fullmatch(value):
+        problem = f"`reservation-id` must look like reservation_<clusterTimestamp>_<sequence>, got `{value}`"
+    if problem is None:
+        return str(value)
+    error = RDLError(Span(bodies.SOURCE, json_path="$.reservation-id"), problem,
+                     hint="ask POST /ws/v1/cluster/reservation/new-reservation for an id")
+    raise ApiError.from_rdl(400, RDLErrors([error]), consequence)
+
+
+def read_definition(data: dict[str, AnyType], rid: str, owner: str, view: View, consequence: str) -> Reservation:
+    """The reservation of a YARN body, named by its id and owned by `owner`, checked against the cluster."""
+    try:
+        reservation = yarn_form.from_yarn(data, bodies.SOURCE)
+    except RDLErrors as errors:
+        raise ApiError.from_rdl(400, errors, consequence) from None
+    reservation = replace(reservation, name=rid, user=owner)
+    return bodies.validated(reservation, view.cluster, view.now, "", consequence, status=400)
+
+
+def stored(svc: Service, view: View, name: str) -> Record:
+    """The stored reservation of that name (which the view has seen)."""
+    return queries.page(svc.store, view.cluster, names_in=[name], limit=1).records[0]
+
+
+def rejected(rid: str, decision: Decision, instants: Instants, what: str) -> ApiError:
+    """A planning rejection as YARN answers it (400), with our decision record beside it."""
+    reason = decision.reason.message if decision.reason else "no placement found"
+    return ApiError(400, decision.reason.code if decision.reason else "capacity",
+                    f"reservation {rid} {what}: {reason}",
+                    extra={"reservation-id": rid, "decision": decision_json(decision, instants)})
+
+
+@router.post("/new-reservation", response_model=YarnNewReservation, responses=BAD)
+def new_reservation(who: Principal = Depends(caller), ids: YarnIds = Depends(yarn_ids)) -> dict[str, str]:
+    """A fresh reservation id to submit under."""
+    return {"reservation-id": ids.new()}
+
+
+@router.post("/submit", status_code=202, response_model=YarnAnswer, responses=BAD,
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                 "schema": {"$ref": "#/components/schemas/YarnSubmission"}}}}})
+def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
+    """Submit a reservation under its id; 202 when accepted (again, for the same id and definition)."""
+    consequence = "nothing was submitted"
+    data = bodies.json_object(raw, consequence)
+    rid = reservation_id(data, consequence)
+    with as_yarn(), svc.writes:
+        view = svc.view(rid)
+        found = view.owner
+        if found is not None and not who.may_act_for(found.user):
+            raise ApiError(403, "forbidden", f"reservation {rid} belongs to another user")
+        reservation = read_definition(data, rid, found.user if found and found.user else who.user, view, consequence)
+        if found is not None and found.state == "accepted":
+            record = stored(svc, view, rid)
+            if record.rdl != format_reservation(reservation):
+                raise ApiError(400, "invalid", f"reservation {rid} already exists with a different definition",
+                               "change it with POST /ws/v1/cluster/reservation/update")
+            return JSONResponse({"reservation-id": rid, "decision": decision_json(record.decision(), view.instants)},
+                                202)
+        decision = svc.store.submit(reservation, actor=who.user)
+    if not decision.accepted:
+        raise rejected(rid, decision, view.instants, "could not be placed; nothing was submitted")
+    return JSONResponse({"reservation-id": rid, "decision": decision_json(decision, view.instants)}, 202)
+
+
+@router.post("/update", response_model=YarnAnswer, responses=BAD,
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                 "schema": {"$ref": "#/components/schemas/YarnUpdate"}}}}})
+def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
+    """Replace a reservation's definition if the new one fits without the old; else the old one stays."""
+    consequence = "nothing was updated"
+    data = bodies.json_object(raw, consequence)
+    rid = reservation_id(data, consequence)
+    with as_yarn(), svc.writes:
+        view = svc.owned(rid, who)
+        if "queue" not in data:  # YARN's update body has no queue: the reservation keeps its own
+            data = {"queue": stored(svc, view, rid).queue or "default", **data}
+        owner = view.owner.user if view.owner and view.owner.user else who.user
+        reservation = read_definition(data, rid, owner, view, consequence)
+        decision = svc.store.update(rid, reservation, actor=who.user)
+    if not decision.accepted:
+        raise rejected(rid, decision, view.instants, "keeps its previous definition, as the new one does not fit")
+    return {"reservation-id": rid, "decision": decision_json(decision, view.instants)}
+
+
+@router.post("/delete", response_model=YarnAnswer, responses=BAD,
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                 "schema": {"$ref": "#/components/schemas/YarnDelete"}}}}})
+def delete(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
+    """Delete (cancel) a reservation, returning its capacity to the plan."""
+    consequence = "nothing was deleted"
+    data = bodies.json_object(raw, consequence)
+    rid = reservation_id(data, consequence)
+    with as_yarn(), svc.writes:
+        view = svc.owned(rid, who)
+        record = svc.store.cancel(rid, actor=who.user)
+    return {"reservation-id": rid, "decision": decision_json(record.decision(), view.instants)}
+
+
+@router.get("/list", response_model=YarnList, response_model_exclude_none=True, responses=BAD)
+def list_reservations(queue: str | None = Query(None, description="only this queue (all queues when left out)"),
+                      rid: str | None = Query(None, alias="reservation-id"),
+                      start_time: int = Query(0, alias="start-time", description="epoch ms"),
+                      end_time: int = Query(-1, alias="end-time", description="epoch ms; -1: no end"),
+                      include: bool = Query(False, alias="include-resource-allocations"),
+                      who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:
+    """Active (accepted) reservations holding capacity in [start-time, end-time); users see their own only."""
+    if 0 <= end_time <= max(start_time, 0):
+        raise ApiError(400, "input", f"end-time {end_time} must be after start-time {start_time}")
+    with as_yarn():
+        view = svc.owned(rid, who) if rid is not None else svc.view()
+        found = queries.page(svc.store, view.cluster, user=None if who.admin else who.user, state="accepted",
+                             start=_instant(max(start_time, 0)), end=_instant(end_time) if end_time >= 0 else None,
+                             names_in=[rid] if rid is not None else None, queue=queue, limit=2**31 - 1,
+                             with_leases=include)
+    return {"reservations": [info(record, view.instants.clock, include) for record in found.records]}
+
+
+def info(record: Record, clock: Clock, include: bool) -> dict[str, AnyType]:
+    """One reservation as YARN's ReservationInfo; with the RDL text when YARN's form cannot express it."""
+    reservation = record.reservation()
+    data: dict[str, AnyType] = {"acceptance-time": _ms(record.decided), "user": record.user or "",
+                                "reservation-id": record.name}
+    try:
+        data["reservation-definition"] = yarn_form.to_yarn(reservation)["reservation-definition"]
+    except ValueError:
+        data["reservation-definition"] = _plain_definition(reservation, record, clock)
+        data["rdl"] = record.rdl
+    if include:
+        data["resource-allocations"] = [
+            {"resource": {"memory": round(held.get("memory", 0.0)), "vCores": round(held.get("vcores", 0.0))},
+             "startTime": _ms(clock.at(a.start)), "endTime": _ms(clock.at(a.end))}
+            for a, held in ((a, a.resources()) for a in record.allocations)]
+    return data
+
+
+def _plain_definition(reservation: Reservation, record: Record, clock: Clock) -> dict[str, AnyType]:
+    """What YARN's definition can say of a reservation it cannot express: its window, name and priority."""
+    arrival = reservation.arrival_at(record.submitted)
+    if reservation.deadline is not None:
+        deadline = reservation.deadline.resolve(arrival)
+    elif isinstance(reservation.body, Window):
+        deadline = reservation.body.end.resolve(arrival)
+    else:
+        deadline = clock.at(clock.steps)
+    return {"arrival": _ms(arrival), "deadline": _ms(deadline), "reservation-name": record.name,
+            "priority": -record.priority, "reservation-requests": {"reservation-request": []}}
+
+
+def _ms(value: datetime) -> int:
+    return (value - yarn_form.EPOCH) // timedelta(milliseconds=1)
+
+
+def _instant(ms: int) -> datetime:
+    return yarn_form.EPOCH + timedelta(milliseconds=ms)

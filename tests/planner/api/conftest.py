@@ -1,0 +1,36 @@
+"""Fixtures of the API tests: one real server process per test module, its plan started over for each test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from planner.store import Store
+from tests.planner.api.support import CLUSTER, Server, make_tokens, running
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`python -m planner.api` over a one-day plan, with tokens for alice and bob (users) and ops (admin)."""
+    root = tmp_path_factory.mktemp("api")
+    state = root / "plan.db"
+    with Store.open(state) as store:
+        store.init(CLUSTER, "cluster.yaml")
+    tokens_file = root / "tokens.yaml"
+    tokens = make_tokens(tokens_file)
+    with running(state, tokens_file, tokens) as started:
+        yield started
+
+
+@pytest.fixture
+def api(server: Server) -> Server:
+    """The module's server with an empty plan."""
+    server.reset()
+    return server
+
+
+@pytest.fixture
+def state(api: Server) -> Path:
+    return api.state

@@ -1,0 +1,181 @@
+"""Helpers of the API tests: a real `python -m planner.api` server process on a free loopback port, and bodies."""
+
+from __future__ import annotations
+
+import json
+import math
+import queue
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any as AnyType
+
+import httpx
+
+from planner.api.auth import append_token
+from planner.check import check_plan
+from planner.store import Store
+from tests.planner.support import at, cluster_text, instant
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples"
+# A day at one-minute steps, with both of YARN's resources.
+CLUSTER = cluster_text({"memory": "64GiB", "vcores": 16}, steps=24 * 60)
+USERS = {"alice": "user", "bob": "user", "ops": "admin"}
+STARTUP_TIMEOUT = 60.0
+
+
+@dataclass
+class Server:
+    """A running server process: its URL, store, and a token per user."""
+
+    url: str
+    state: Path | str  # a SQLite file, or a PostgreSQL URL
+    tokens: dict[str, str]
+    process: subprocess.Popen[str]
+    log: list[str] = field(default_factory=list)
+
+    def client(self, user: str | None = None, **kwargs: AnyType) -> httpx.Client:
+        """An HTTP client for the server, with the user's bearer token (none for None)."""
+        headers = {"Authorization": f"Bearer {self.tokens[user]}"} if user else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60.0, **kwargs)
+
+    def reset(self, cluster: str = CLUSTER) -> None:
+        """Start the plan over (the server re-reads it: a new plan id invalidates its cache)."""
+        with Store.open(self.state) as store:
+            store.init(cluster, "cluster.yaml", force=True)
+
+
+def make_tokens(path: Path, users: dict[str, str] = USERS) -> dict[str, str]:
+    """A token file with a token per user; the tokens themselves."""
+    return {user: append_token(path, user, role) for user, role in users.items()}
+
+
+@contextmanager
+def running(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: str) -> Iterator[Server]:
+    """`python -m planner.api` on port 0 (any free one), until the block ends."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "planner.api", "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
+         "--no-access-log", "--log-level", "warning", *args],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stderr is not None
+    stream = process.stderr
+    threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True).start()
+    log: list[str] = []
+    try:
+        url = _wait_for_url(lines, log, process)
+        server = Server(url, state, tokens, process, log)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_url(lines: queue.Queue[str], log: list[str], process: subprocess.Popen[str]) -> str:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.2)
+        except queue.Empty:
+            if process.poll() is not None:
+                raise RuntimeError(f"the server exited with {process.returncode}: {''.join(log)}") from None
+            continue
+        log.append(line)
+        if "listening on " in line:
+            return line.rsplit("listening on ", 1)[1].strip()
+    raise RuntimeError(f"the server did not start in {STARTUP_TIMEOUT}s: {''.join(log)}")
+
+
+def pinned(name: str, start: int, length: int, bundles: int, user: str | None = None) -> str:
+    """RDL text of a reservation with one placement: `bundles` one-vcore bundles on [start, start+length)."""
+    who = f" user={user}" if user else ""
+    return (f"reservation {name}{who} {{ window(s={at(start)}, e={at(start + length)}, "
+            f"atom(b={{vcores: 1}}, g={bundles}, h={bundles}, l={length}m, w={bundles * length}m)) }}")
+
+
+def epoch_ms(step: int) -> int:
+    return int(instant(step).timestamp() * 1000)
+
+
+def yarn_body(rid: str | None, arrival: int, deadline: int, containers: int = 4, minutes: int = 10,
+              memory: int = 1024, vcores: int = 1, gang: int = 1, name: str = "job", queue: str = "prod",
+              interpreter: int = 1) -> dict[str, AnyType]:
+    """A YARN submission body with one reservation request, times in plan steps."""
+    body: dict[str, AnyType] = {"queue": queue, "reservation-definition": {
+        "arrival": epoch_ms(arrival), "deadline": epoch_ms(deadline), "reservation-name": name, "priority": 0,
+        "reservation-requests": {"reservation-request-interpreter": interpreter, "reservation-request": [
+            {"capability": {"memory": memory, "vCores": vcores}, "num-containers": containers,
+             "min-concurrency": gang, "duration": minutes * 60_000}]}}}
+    if rid is not None:
+        body["reservation-id"] = rid
+    return body
+
+
+def submit(client: httpx.Client, text: str, **params: AnyType) -> httpx.Response:
+    return client.post("/v1/reservations", content=text, headers={"Content-Type": "text/plain"}, params=params)
+
+
+def post_json(client: httpx.Client, path: str, data: AnyType) -> httpx.Response:
+    return client.post(path, content=json.dumps(data), headers={"Content-Type": "application/json"})
+
+
+def stored_violations(state: Path | str) -> list[str]:
+    """What the independent plan checker finds wrong with the plan as stored."""
+    with Store.open(state) as store:
+        cluster, records, plan = store.cluster(), store.list(), store.load_plan()
+        decisions = [r.decision().to_json(plan.clock) for r in records]
+        return check_plan(cluster, [r.reservation() for r in records], decisions,
+                          submitted={r.name: r.submitted for r in records})
+
+
+def snapshot(state: Path | str) -> tuple[list[AnyType], list[AnyType], bytes]:
+    """Everything a failed request must leave as it was: records, the log, the plan's use."""
+    with Store.open(state) as store:
+        return store.list(), [(e.id, e.action, e.reservation) for e in store.log()], store.load_plan().used.tobytes()
+
+
+# -- the concurrent load (tests/planner/api/test_concurrency.py and benchmarks/api.py) -----------------------
+
+LOAD_STEPS = 24 * 60
+LOAD_SHAPES = [(1, 1, 10, 40), (2, 2, 10, 40), (1, 4, 30, 120), (4, 4, 20, 80), (2, 8, 15, 240)]  # vcores, g, l, w
+
+
+@dataclass(frozen=True)
+class Load:
+    """Each client thread's submissions (name, RDL text), and a one-day cluster they ask about 1.5 times of."""
+
+    shares: list[list[tuple[str, str]]]
+    cluster: str
+
+    @classmethod
+    def make(cls, threads: int, count: int, seed: int = 11) -> Load:
+        made = [load_share(thread, count, seed) for thread in range(threads)]
+        vcores = math.ceil(sum(asked for _, asked in made) / 1.5 / LOAD_STEPS)
+        return cls([share for share, _ in made],
+                   cluster_text({"vcores": vcores, "memory": f"{2 * vcores}GiB"}, steps=LOAD_STEPS))
+
+
+def load_share(thread: int, count: int, seed: int) -> tuple[list[tuple[str, str]], int]:
+    """One thread's `count` submissions (random shapes in random windows over the day) and their vcore-minutes."""
+    rng = random.Random(seed * 1000 + thread)
+    found, asked = [], 0
+    for index in range(count):
+        vcores, gang, length, work = rng.choice(LOAD_SHAPES)
+        span = rng.choice([60, 120, 240])
+        start = rng.randrange(0, LOAD_STEPS - span)
+        name = f"t{thread}_{index}"
+        atom = f"atom(b={{vcores: {vcores}, memory: {2 * vcores}GiB}}, g={gang}, h={2 * gang}, l={length}m, w={work}m)"
+        found.append((name, f"reservation {name} {{ window(s={at(start)}, e={at(start + span)}, {atom}) }}"))
+        asked += vcores * work
+    return found, asked

@@ -1,0 +1,88 @@
+"""Bearer tokens: hashed at rest, read from a file or the environment, with errors that name the place."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from planner.api.auth import (
+    ENV_TOKENS,
+    Principal,
+    TokenError,
+    TokenRegistry,
+    append_token,
+    hash_token,
+    new_token,
+    parse_env_tokens,
+)
+
+
+def test_a_token_file_keeps_only_hashes_and_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    alice = append_token(path, "alice", "user")
+    ops = append_token(path, "ops", "admin")
+    text = path.read_text()
+    assert alice not in text and ops not in text and hash_token(alice) in text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    registry = TokenRegistry.load(path, environ={})
+    assert registry.authenticate(alice) == Principal("alice", "user")
+    assert registry.authenticate(ops) == Principal("ops", "admin")
+    assert registry.authenticate(alice + "x") is None and registry.authenticate("") is None
+    assert registry.users() == ["alice", "ops"] and registry.admins() == {"ops"}
+
+
+def test_tokens_are_random_and_hashed_with_sha256() -> None:
+    first, second = new_token(), new_token()
+    assert first != second and first.startswith("rayon_") and len(first) > 40
+    assert hash_token("abc") == "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_the_environment_adds_hashed_entries_to_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    alice = append_token(path, "alice", "user")
+    env = {ENV_TOKENS: f"bob:user:{hash_token('b-secret')}, ci:admin:{hash_token('c-secret')}"}
+    registry = TokenRegistry.load(path, environ=env)
+    assert registry.authenticate("b-secret") == Principal("bob", "user")
+    assert registry.authenticate("c-secret") == Principal("ci", "admin")
+    assert registry.authenticate(alice) == Principal("alice", "user")
+    assert len(TokenRegistry.load(None, environ=env)) == 2
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("tokens:\n  - {user: a, role: admn, hash: 'sha256:" + "0" * 64 + "'}\n", "did you mean `admin`"),
+    ("tokens:\n  - {user: a, role: user, hash: rayon_abcdef}\n", "a token, not a hash"),
+    ("tokens:\n  - {user: a, role: user, hash: 'md5:00'}\n", "64 hex digits"),
+    ("tokens:\n  - {user: a, rol: user, hash: 'sha256:" + "0" * 64 + "'}\n", "did you mean `role`"),
+    ("tokens:\n  - {user: 'a b', role: user, hash: 'sha256:" + "0" * 64 + "'}\n", "user name"),
+    ("- just a list\n", "one key, `tokens`"),
+    ("tokens: [\n", "not valid YAML"),
+    ("tokens:\n  - {user: a, role: user, hash: 'sha256:" + "0" * 64 + "'}\n"
+     "  - {user: b, role: user, hash: 'sha256:" + "0" * 64 + "'}\n", "already given to `a`"),
+])
+def test_a_bad_token_file_is_refused_naming_the_entry(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "tokens.yaml"
+    path.write_text(text)
+    with pytest.raises(TokenError, match=message) as caught:
+        TokenRegistry.load(path, environ={})
+    assert str(path) in str(caught.value)
+
+
+def test_a_bad_environment_entry_is_refused_naming_it() -> None:
+    with pytest.raises(TokenError, match=r"\$RAYON_TOKENS entry 2: unknown role 'root'"):
+        parse_env_tokens(f"a:user:{hash_token('x')},b:root:{hash_token('y')}")
+    with pytest.raises(TokenError, match="entry 1"):
+        parse_env_tokens("alice:user:plaintext-token")
+
+
+def test_a_missing_token_file_is_an_error_not_an_empty_registry(tmp_path: Path) -> None:
+    with pytest.raises(TokenError, match="cannot read the token file"):
+        TokenRegistry.load(tmp_path / "absent.yaml", environ={})
+
+
+def test_admins_may_act_for_anyone_users_for_themselves() -> None:
+    assert Principal("ops", "admin").may_act_for("alice")
+    assert Principal("alice", "user").may_act_for("alice")
+    assert not Principal("bob", "user").may_act_for("alice")
+    assert not Principal("bob", "user").may_act_for(None)  # a reservation without an owner is an admin's

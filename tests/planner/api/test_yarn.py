@@ -1,0 +1,242 @@
+"""YARN's reservation REST dialect (`/ws/v1/cluster/reservation/...`) through a real server.
+
+YARN's field names, status codes (202 submit, 200 update/delete/list, 400 with a RemoteException for
+every failure), ids `reservation_<clusterTimestamp>_<seq>`, and its idempotent submit; our decision
+record and structured error ride beside YARN's bare answers.
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from planner.store import Store
+from rdl.yarn import to_yarn
+from tests.planner.api.support import (
+    Server,
+    epoch_ms,
+    pinned,
+    post_json,
+    snapshot,
+    stored_violations,
+    submit,
+    yarn_body,
+)
+
+BASE = "/ws/v1/cluster/reservation"
+
+
+def new_id(client: httpx.Client) -> str:
+    answer = client.post(f"{BASE}/new-reservation")
+    assert answer.status_code == 200
+    return str(answer.json()["reservation-id"])
+
+
+def remote(answer: httpx.Response) -> dict[str, str]:
+    """YARN's RemoteException of an error answer."""
+    exception: dict[str, str] = answer.json()["RemoteException"]
+    assert set(exception) == {"exception", "message", "javaClassName"}
+    assert exception["javaClassName"].endswith("." + exception["exception"])
+    return exception
+
+
+def test_new_reservation_ids_have_yarns_form_and_never_repeat(api: Server) -> None:
+    with api.client("alice") as alice:
+        ids = [new_id(alice) for _ in range(3)]
+    matches = [re.fullmatch(r"reservation_(\d{13})_(\d{4,})", rid) for rid in ids]
+    assert all(matches) and len(set(ids)) == 3
+    assert len({m.group(1) for m in matches if m}) == 1  # one cluster timestamp, rising sequence numbers
+    assert [int(m.group(2)) for m in matches if m] == sorted(int(m.group(2)) for m in matches if m)
+
+
+def test_submit_is_202_and_list_speaks_yarns_field_names(api: Server) -> None:
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        body = yarn_body(rid, 60, 180, containers=8, minutes=20, memory=2048, vcores=2, gang=4)
+        answer = post_json(alice, f"{BASE}/submit", body)
+        assert answer.status_code == 202
+        assert answer.json()["reservation-id"] == rid and answer.json()["decision"]["accepted"]
+        listed = alice.get(f"{BASE}/list", params={"queue": "prod", "include-resource-allocations": "true"}).json()
+    (info,) = listed["reservations"]
+    assert info["reservation-id"] == rid and info["user"] == "alice" and info["acceptance-time"] > 0
+    definition = info["reservation-definition"]
+    assert (definition["arrival"], definition["deadline"]) == (epoch_ms(60), epoch_ms(180))
+    requests = definition["reservation-requests"]
+    assert requests["reservation-request-interpreter"] == 1
+    assert requests["reservation-request"] == [{"capability": {"memory": 2048, "vCores": 2}, "num-containers": 8,
+                                                "min-concurrency": 4, "duration": 20 * 60_000}]
+    allocations = info["resource-allocations"]
+    assert {"resource", "startTime", "endTime"} == set(allocations[0])
+    assert sum(a["resource"]["vCores"] * (a["endTime"] - a["startTime"]) for a in allocations) == \
+        8 * 2 * 20 * 60_000  # every container's vcores for its duration
+    assert all(epoch_ms(60) <= a["startTime"] < a["endTime"] <= epoch_ms(180) for a in allocations)
+    without = api.client("alice").get(f"{BASE}/list").json()["reservations"][0]
+    assert "resource-allocations" not in without or without["resource-allocations"] == []
+
+
+def test_submitting_the_same_id_and_definition_again_succeeds_without_replanning(api: Server) -> None:
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        body = yarn_body(rid, 0, 120)
+        first = post_json(alice, f"{BASE}/submit", body)
+        again = post_json(alice, f"{BASE}/submit", body)
+    assert first.status_code == again.status_code == 202
+    assert again.json()["decision"]["allocations"] == first.json()["decision"]["allocations"]
+    log = snapshot(api.state)[1]
+    assert [entry for entry in log if entry[2] == rid] == [log[0]] and len(log) == 1  # decided and logged once
+
+
+def test_the_same_id_with_another_definition_is_an_error_that_changes_nothing(api: Server) -> None:
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120))
+        before = snapshot(api.state)
+        answer = post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120, containers=6))
+    assert answer.status_code == 400
+    assert "different definition" in remote(answer)["message"]
+    assert snapshot(api.state) == before
+
+
+def test_a_rejected_submission_is_400_with_our_reason_beside_yarns_message(api: Server) -> None:
+    with api.client("alice") as alice:
+        submit(alice, pinned("full", 0, 120, 16))
+        rid = new_id(alice)
+        answer = post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120))
+        listed = alice.get(f"{BASE}/list").json()["reservations"]
+    assert answer.status_code == 400
+    assert remote(answer)["exception"] == "BadRequestException"
+    decision = answer.json()["decision"]
+    assert not decision["accepted"] and decision["reason"]["code"] == "capacity"
+    assert decision["reason"]["message"] in remote(answer)["message"]
+    assert [r["reservation-id"] for r in listed] == ["full"]  # list shows active reservations only
+
+
+def test_malformed_submissions_are_400_naming_the_json_path(api: Server) -> None:
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        body = yarn_body(rid, 0, 120)
+        body["reservation-definition"]["reservation-requests"]["reservation-request"][0]["num-containers"] = -2
+        bad_field = post_json(alice, f"{BASE}/submit", body)
+        no_id = post_json(alice, f"{BASE}/submit", yarn_body(None, 0, 120))
+        bad_id = post_json(alice, f"{BASE}/submit", {**yarn_body(None, 0, 120), "reservation-id": "res-1"})
+        not_json = alice.post(f"{BASE}/submit", content=b'{"queue": "prod",')
+        not_object = post_json(alice, f"{BASE}/submit", [1, 2])
+    path = "$.reservation-definition.reservation-requests.reservation-request[0].num-containers"
+    assert bad_field.status_code == 400 and path in remote(bad_field)["message"]
+    assert bad_field.json()["error"]["errors"][0]["json_path"] == path
+    assert no_id.status_code == 400 and "reservation-id" in remote(no_id)["message"]
+    assert "new-reservation" in no_id.json()["error"]["errors"][0]["hint"]
+    assert bad_id.status_code == 400 and "reservation_<clusterTimestamp>_<sequence>" in remote(bad_id)["message"]
+    assert not_json.status_code == 400 and "<request>:1:" in remote(not_json)["message"]
+    assert not_object.status_code == 400
+    assert snapshot(api.state)[0] == []
+
+
+def test_update_replaces_a_definition_that_fits_and_keeps_the_old_one_otherwise(api: Server) -> None:
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120, containers=4))
+        submit(alice, pinned("beside", 0, 120, 8))
+        update = {key: value for key, value in yarn_body(rid, 0, 120, containers=8).items() if key != "queue"}
+        grown = post_json(alice, f"{BASE}/update", update)
+        assert grown.status_code == 200 and grown.json()["decision"]["previous"] == "replaced"
+        before = snapshot(api.state)[2]
+        too_big = {**update, "reservation-definition": yarn_body(rid, 0, 120, containers=40,
+                                                                 vcores=4)["reservation-definition"]}
+        refused = post_json(alice, f"{BASE}/update", too_big)
+        listed = alice.get(f"{BASE}/list", params={"reservation-id": rid}).json()["reservations"]
+    assert refused.status_code == 400 and refused.json()["decision"]["previous"] == "kept"
+    assert snapshot(api.state)[2] == before
+    definition = listed[0]["reservation-definition"]
+    assert definition["reservation-requests"]["reservation-request"][0]["num-containers"] == 8
+    with Store.open(api.state) as store:
+        assert store.get(rid).queue == "prod"  # the update body has no queue: the reservation kept its own
+
+
+def test_delete_frees_the_reservation_and_a_second_or_unknown_delete_is_400(api: Server) -> None:
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120))
+        deleted = post_json(alice, f"{BASE}/delete", {"reservation-id": rid})
+        again = post_json(alice, f"{BASE}/delete", {"reservation-id": rid})
+        unknown = post_json(alice, f"{BASE}/delete", {"reservation-id": "reservation_1_0001"})
+        listed = alice.get(f"{BASE}/list").json()["reservations"]
+    assert deleted.status_code == 200 and deleted.json()["decision"]["state"] == "cancelled"
+    assert again.status_code == 400 and remote(again)["exception"] == "BadRequestException"
+    assert unknown.status_code == 400
+    assert listed == []
+    assert stored_violations(api.state) == []
+
+
+def test_a_user_cannot_update_delete_or_list_another_users_reservation(api: Server) -> None:
+    with api.client("alice") as alice, api.client("bob") as bob, api.client("ops") as ops:
+        rid = new_id(alice)
+        post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120))
+        before = snapshot(api.state)
+        update = post_json(bob, f"{BASE}/update", {"reservation-id": rid, **{
+            k: v for k, v in yarn_body(rid, 0, 120, containers=2).items() if k == "reservation-definition"}})
+        delete = post_json(bob, f"{BASE}/delete", {"reservation-id": rid})
+        resubmit = post_json(bob, f"{BASE}/submit", yarn_body(rid, 0, 120))
+        named = bob.get(f"{BASE}/list", params={"reservation-id": rid})
+        assert bob.get(f"{BASE}/list").json()["reservations"] == []
+        assert snapshot(api.state) == before
+        for answer in (update, delete, resubmit, named):
+            assert answer.status_code == 403 and remote(answer)["exception"] == "ForbiddenException"
+        assert [r["reservation-id"] for r in ops.get(f"{BASE}/list").json()["reservations"]] == [rid]
+        assert post_json(ops, f"{BASE}/delete", {"reservation-id": rid}).status_code == 200
+
+
+def test_list_keeps_reservations_holding_capacity_inside_the_time_range(api: Server) -> None:
+    with api.client("alice") as alice:
+        early, late = new_id(alice), new_id(alice)
+        post_json(alice, f"{BASE}/submit", yarn_body(early, 0, 60, containers=4, minutes=30, gang=4))
+        post_json(alice, f"{BASE}/submit", yarn_body(late, 600, 660, containers=4, minutes=30, gang=4))
+
+        def listed(**params: int) -> list[str]:
+            found = alice.get(f"{BASE}/list", params=params).json()["reservations"]
+            return [r["reservation-id"] for r in found]
+
+        assert listed() == [early, late]
+        assert listed(**{"start-time": epoch_ms(300)}) == [late]
+        assert listed(**{"start-time": 0, "end-time": epoch_ms(300)}) == [early]
+        assert alice.get(f"{BASE}/list", params={"queue": "other"}).json()["reservations"] == []
+        backwards = alice.get(f"{BASE}/list", params={"start-time": epoch_ms(300), "end-time": epoch_ms(100)})
+    assert backwards.status_code == 400 and remote(backwards)
+
+
+def test_list_shows_a_reservation_yarn_cannot_express_with_its_rdl(api: Server) -> None:
+    with api.client("alice") as alice:
+        submit(alice, pinned("native", 30, 60, 2))
+        (info,) = alice.get(f"{BASE}/list").json()["reservations"]
+    assert info["reservation-id"] == "native" and "reservation native" in info["rdl"]
+    # its window is its body's: from the submission (the plan's clock) to the window's end
+    assert (info["reservation-definition"]["arrival"], info["reservation-definition"]["deadline"]) == (
+        epoch_ms(0), epoch_ms(90))
+
+
+def test_the_example_yarn_submission_round_trips_through_submit_and_list(api: Server) -> None:
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        body = yarn_body(rid, 0, 240, containers=20, minutes=15, gang=5, interpreter=2)
+        body["reservation-definition"]["reservation-requests"]["reservation-request"].append(
+            {"capability": {"memory": 4096, "vCores": 2}, "num-containers": 4, "min-concurrency": 4,
+             "duration": 30 * 60_000})
+        assert post_json(alice, f"{BASE}/submit", body).status_code == 202
+        (info,) = alice.get(f"{BASE}/list").json()["reservations"]
+    sent = body["reservation-definition"]
+    got = info["reservation-definition"]
+    assert got["reservation-requests"] == sent["reservation-requests"]
+    assert (got["arrival"], got["deadline"], got["priority"]) == (sent["arrival"], sent["deadline"], 0)
+    with Store.open(api.state) as store:
+        assert to_yarn(store.get(rid).reservation(), rid)["reservation-definition"] == got
+
+
+@pytest.mark.parametrize("path", ["submit", "update", "delete"])
+def test_empty_or_non_json_bodies_are_400_in_yarns_style(api: Server, path: str) -> None:
+    with api.client("alice") as alice:
+        empty = alice.post(f"{BASE}/{path}", content=b"")
+        text = alice.post(f"{BASE}/{path}", content=b"reservation x {}")
+    assert empty.status_code == text.status_code == 400
+    assert remote(empty)["exception"] == remote(text)["exception"] == "BadRequestException"

@@ -325,7 +325,25 @@ class Follower:
     def round(self, plan: Plan | PlanView, now: datetime, capacity: Mapping[str, float] | None = None) -> Round:
         """The queues the plan wants at `now`; `capacity` is what the cluster really has (default: the plan's)."""
         view = plan if isinstance(plan, PlanView) else PlanView(plan)
+        clock = view.plan.clock
+        if now >= clock.at(clock.steps):
+            return self._past_horizon(view, now, capacity)
         return self._round_at(view, view.step_of(now), now, capacity)
+
+    def _past_horizon(self, view: PlanView, now: datetime, capacity: Mapping[str, float] | None) -> Round:
+        """Past the plan's horizon nothing is reserved: every reservation has ended and the default queue
+        gets what the cluster has (the plan's last capacity, unless told the real one)."""
+        plan = view.plan
+        last = plan.clock.steps - 1
+        names = plan.resources
+        real = plan.capacity[:, last] if capacity is None else np.array([capacity.get(n, 0.0) for n in names])
+        vector = _vector_maker(names)
+        usable = vector(real)
+        plan_target = QueueTarget(self.plan_queue, "plan", None, usable, None, usable)
+        default = self._target(self.default_path, "default", None, usable, usable, usable)
+        ended = tuple(r.name for r in view.open_at(last)) if last >= 0 else ()
+        return Round(now, plan.clock.steps, usable, usable, vector(np.zeros(len(names))), plan_target, default,
+                     (), ended, 1.0)
 
     def rounds(self, plan: Plan | PlanView, start: datetime, end: datetime,
                capacity: Mapping[str, float] | None = None) -> list[Round]:

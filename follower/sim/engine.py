@@ -15,11 +15,14 @@ What happens, in simulated seconds from the scenario's start:
   capacity a lease guarantees may be lent out when it starts, and preemption takes that long to
   hand it back (without the pad, a lease placed at the very end of its window would make the job
   miss its deadline by the delay);
-- a job is Spark-like: a driver container first, then its executors. Its work is
-  `executors × runtime` executor-seconds done at one unit per running executor (with its
-  driver up), so a job that gets fewer executors runs longer and one that gets all of them
-  takes exactly its `runtime`; a job without executors runs `runtime` on its driver. A lost
-  or preempted container loses no finished work (tasks are short beside containers);
+- a job is Spark-like: a driver container first, then its executors. A job whose trace gives
+  per-task times (Google) runs them in order, each idle executor taking the next (a lost
+  executor's task starts over). Otherwise its work is `executors × runtime` executor-seconds
+  done at one unit per running executor (with its driver up), so a job that gets fewer
+  executors runs longer and one that gets all of them takes exactly its `runtime`; a job
+  without executors runs `runtime` on its driver; a lost or preempted container loses no
+  finished work (tasks are short beside containers). A job killed by the follower (its
+  reservation ended and `on_expiry: kill`) ends there, unfinished;
 - nodes fail (seeded, `rate` per node per day, or as listed) and come back after `repair`.
 
 Determinism: no wall clock, no globals, one `random.Random(seed)`; events at one instant run in
@@ -31,6 +34,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -41,8 +45,8 @@ import numpy as np
 import simpy
 
 from follower.follower import Follower, PlanView, queue_name
-from follower.scenario import Scenario
-from follower.scheduler.applications import Allocation
+from follower.scenario import NO_AGENT, Scenario
+from follower.scheduler.applications import Allocation, Preemption
 from follower.scheduler.errors import PlacementRejected
 from follower.scheduler.scheduler import Scheduler
 from follower.sim.metrics import JobRecord, Usage, summarize
@@ -53,15 +57,19 @@ from planner.agents import Agent, get_agent
 from planner.planner import Planner
 from rdl.shape import step_ceil
 
-NO_AGENT = "none"
 DRIVER_PRIORITY = 1
 EXECUTOR_PRIORITY = 0
 DAY = 86400.0
+PREEMPTION_INTERVAL = 3.0  # seconds between preemption passes (YARN's preemption monitor interval)
 
 
 @dataclass
 class RunningJob:
-    """A job's application while it lives: what it holds and how much work is left."""
+    """A job's application while it lives: what it holds and how much work is left.
+
+    Jobs with per-task times (`Job.tasks`) run them one by one on their executors (`pending`,
+    `running`); the others are fluid: `work` executor-seconds done at one per running executor.
+    """
 
     job: Job
     record: JobRecord
@@ -73,13 +81,20 @@ class RunningJob:
     version: int = 0
     asks: int = 0
     executors_asked: bool = False
+    pending: deque[float] = field(default_factory=deque)
+    running: dict[str, tuple[float, int]] = field(default_factory=dict)  # executor -> (task seconds, token)
+    ended: bool = False
 
     @property
     def needs_driver(self) -> bool:
         return self.job.containers > self.job.executors
 
+    @property
+    def by_task(self) -> bool:
+        return bool(self.job.tasks) and self.job.executors > 0
+
     def speed(self) -> float:
-        """Units of work done per second with what it holds now."""
+        """Units of work done per second with what it holds now (fluid jobs)."""
         if self.needs_driver and self.driver is None:
             return 0.0
         return float(len(self.executors)) if self.job.executors else 1.0
@@ -138,6 +153,7 @@ class Simulation:
         self._cycle_due = False
         self._last_usage = 0.0
         self._wake_at: float | None = None
+        self._next_preemption = 0.0
         self._ended = 0
 
     # ---- running ---------------------------------------------------------------------------------
@@ -208,6 +224,10 @@ class Simulation:
         for action in self.follower.apply(round_, self.scheduler):
             if action.kind in ("move", "kill", "scale", "replan"):
                 self._trace(now, action.application, action.kind, action.queue, detail=action.detail)
+            if action.kind == "kill" and action.application is not None:
+                run = self.jobs[action.application]
+                run.record.killed = True
+                self._end(run)
         self._admit_waiting()
         self._kick()
 
@@ -216,12 +236,7 @@ class Simulation:
         if not self.planning or self.agent is None:
             return
         plan = self.planner.plan
-        now_step = min(plan.clock.steps, max(0, step_ceil(plan.clock.origin, self._datetime(self.env.now),
-                                                          plan.clock.step)))
-        real = np.array([self.scheduler.capacity().get(name) for name in plan.resources])
-        capacity = self.planned_capacity.copy()
-        capacity[:, now_step:] = np.minimum(capacity[:, now_step:], real[:, None])
-        adapted = with_capacity(plan, plan.cluster, capacity)
+        adapted = with_capacity(plan, plan.cluster, self._capacity_from_now())
         report = adapt(adapted, self.acceptance, self.agent)
         self.planner.plan = adapted
         self.view = PlanView(adapted)
@@ -231,18 +246,25 @@ class Simulation:
 
     def _restore(self) -> None:
         """A node came back: what the plan may count on from now is the planned capacity again (up to the nodes)."""
+        self.planner.plan.capacity = self._capacity_from_now()
+
+    def _capacity_from_now(self) -> np.ndarray:
+        """The planned capacity, capped from the current step on by what the nodes have now (the planner
+        cannot know when failed nodes return, so it assumes they stay away)."""
         plan = self.planner.plan
         now_step = min(plan.clock.steps, max(0, step_ceil(plan.clock.origin, self._datetime(self.env.now),
                                                           plan.clock.step)))
         real = np.array([self.scheduler.capacity().get(name) for name in plan.resources])
-        plan.capacity[:, now_step:] = np.minimum(self.planned_capacity[:, now_step:], real[:, None])
+        capacity = self.planned_capacity.copy()
+        capacity[:, now_step:] = np.minimum(capacity[:, now_step:], real[:, None])
+        return capacity
 
     # ---- jobs ------------------------------------------------------------------------------------
 
     def _arrive(self, job: Job) -> None:
         work = job.runtime * job.executors if job.executors else job.runtime
         record = JobRecord(job.id, job.user, job.kind, job.submit, job.runtime, job.deadline)
-        run = self.jobs[job.id] = RunningJob(job, record, work, since=self.env.now)
+        run = self.jobs[job.id] = RunningJob(job, record, work, since=self.env.now, pending=deque(job.tasks))
         if job.is_production and self.planning and self._reserve(job, record):
             self.waiting_for_queue.append(job.id)
             self._round()
@@ -288,12 +310,11 @@ class Simulation:
         job = run.job
         try:  # without a reservation, the placement rules choose (by default: the best-effort queue)
             path = self.scheduler.submit(job.id, job.user, self.env.now, reservation=reservation,
-                                         estimated_work=job.declared * max(1, job.executors), job=job.id,
-                                         tags=dict(job.tags))
+                                         estimated_work=_estimated_work(job), job=job.id, tags=dict(job.tags))
         except PlacementRejected as refused:
             self._trace(self.env.now, job.id, "refused", None, detail=refused.reason)
             run.record.refused = True
-            self._finish_record(run)
+            self._end(run)
             return
         self._trace(self.env.now, job.id, "submit", path)
         if run.needs_driver:
@@ -325,7 +346,7 @@ class Simulation:
     def _cycle(self) -> None:
         self._cycle_due = False
         now = self.env.now
-        for preemption in self.scheduler.preempt(now):
+        for preemption in self._preempt(now):
             run = self.jobs[preemption.app_id]
             self._trace(now, preemption.app_id, "preempt", preemption.victim_queue, preemption.node,
                         preemption.resources, detail=f"for {preemption.for_queue}", container=preemption.container_id)
@@ -340,6 +361,14 @@ class Simulation:
         if wake is not None and wake > now and (self._wake_at is None or wake < self._wake_at or self._wake_at <= now):
             self._wake_at = wake
             self._at(wake, self._kick)
+
+    def _preempt(self, now: float) -> list[Preemption]:
+        """Preemption runs as a monitor, every PREEMPTION_INTERVAL at most (YARN's runs every 3 s): planning
+        victims scans every node, and a queue that no victim can satisfy would otherwise re-scan at every event."""
+        if now < self._next_preemption:
+            return []
+        self._next_preemption = now + PREEMPTION_INTERVAL
+        return self.scheduler.preempt(now)
 
     def _allocated(self, allocation: Allocation) -> None:
         run = self.jobs[allocation.app_id]
@@ -358,13 +387,16 @@ class Simulation:
         self._reschedule(run)
 
     def _lose(self, run: RunningJob, container_id: str) -> None:
-        """A container of `run` went (preempted or its node failed): ask for it again."""
+        """A container of `run` went (preempted or its node failed): ask for it again (a task it ran starts over)."""
         self._progress(run)
         if container_id == run.driver:
             run.driver = None
             self._ask(run, "driver", run.job.driver, 1, DRIVER_PRIORITY)
         elif container_id in run.executors:
             run.executors.discard(container_id)
+            lost = run.running.pop(container_id, None)
+            if lost is not None:
+                run.pending.appendleft(lost[0])
             self._ask(run, "executor", run.job.executor, 1, EXECUTOR_PRIORITY)
         self._reschedule(run)
         self._kick()
@@ -377,27 +409,51 @@ class Simulation:
 
     def _reschedule(self, run: RunningJob) -> None:
         """Predict the job's end at its new rate (older predictions become stale by version)."""
+        if run.by_task:
+            self._start_tasks(run)
+            return
         run.rate = run.speed()
         run.version += 1
         if run.rate > 0:
             version = run.version
             self._at(self.env.now + max(0.0, run.work) / run.rate, lambda: self._maybe_finish(run, version))
 
+    def _start_tasks(self, run: RunningJob) -> None:
+        """Every idle executor (with the driver up) takes the next task; a job with none left and none running ends."""
+        if run.needs_driver and run.driver is None:
+            return
+        for executor in sorted(run.executors - run.running.keys()):
+            if not run.pending:
+                break
+            seconds = run.pending.popleft()
+            run.version += 1
+            run.running[executor] = (seconds, run.version)
+            self._at(self.env.now + seconds, partial(self._task_done, run, executor, run.version))
+        if not run.pending and not run.running:
+            self._maybe_finish(run, run.version)
+
+    def _task_done(self, run: RunningJob, executor: str, token: int) -> None:
+        if run.ended or run.running.get(executor, (0.0, -1))[1] != token:
+            return  # the executor was lost meanwhile: its task went back to the queue
+        del run.running[executor]
+        self._start_tasks(run)
+
     def _maybe_finish(self, run: RunningJob, version: int) -> None:
-        if version != run.version or run.record.finish is not None:
+        if version != run.version or run.ended:
             return
         self._progress(run)
         now = self.env.now
         app = self.scheduler.application(run.job.id)
         if not app.state.finished:
             self.scheduler.complete_application(run.job.id, now)
-        run.rate, run.version = 0.0, run.version + 1
         self._trace(now, run.job.id, "finish", app.queue)
         run.record.finish = now
-        self._finish_record(run)
+        self._end(run)
         self._kick()
 
-    def _finish_record(self, run: RunningJob) -> None:
+    def _end(self, run: RunningJob) -> None:
+        """The job is over (finished, refused or killed): stale predictions die, and the run may be done."""
+        run.ended, run.rate, run.version = True, 0.0, run.version + 1
         self._ended += 1
         if self._ended == len(self.workload.jobs) and not self._done.triggered:
             self._done.succeed()
@@ -462,6 +518,13 @@ class Simulation:
         if detail:
             line["detail"] = detail
         self.trace.write(json.dumps(line, sort_keys=False) + "\n")
+
+
+def _estimated_work(job: Job) -> float:
+    """What the job declares it will use, in vcore-seconds (the unit uwfq's virtual time counts)."""
+    if job.tasks and job.executors:
+        return sum(job.tasks) * float(job.executor.get("vcores") or 1.0)
+    return job.declared * float(job.total.get("vcores") or 1.0)
 
 
 def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = None, seed: int | None = None,

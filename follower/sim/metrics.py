@@ -44,6 +44,7 @@ class JobRecord:
     lost: int = 0  # containers lost with a failed node
     dropped: bool = False  # its reservation was dropped when capacity shrank
     refused: bool = False  # no queue took its application
+    killed: bool = False  # ended unfinished by the follower (its reservation ended, `on_expiry: kill`)
 
     @property
     def response(self) -> float | None:

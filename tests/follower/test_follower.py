@@ -109,11 +109,21 @@ def test_rounds_every_few_steps_report_what_ended_between_them() -> None:
     assert rounds[1].time == minute(10)
 
 
-def test_a_time_outside_the_horizon_is_an_error() -> None:
-    with pytest.raises(FollowerError, match="outside the plan's horizon"):
-        Follower().round(plan_of(), minute(120))
+def test_a_time_before_the_plan_is_an_error() -> None:
     with pytest.raises(FollowerError, match="outside the plan's horizon"):
         Follower().round(plan_of(), minute(-1))
+
+
+def test_past_the_horizon_nothing_is_reserved_and_open_queues_are_retired() -> None:
+    fake, follower, plan = scheduler(), Follower(), plan_of(*OVERLAPPING)
+    follower.follow(plan, minute(30), fake)
+    fake.submit("app-1", "root.plan.b")
+    late = follower.round(plan, minute(500))
+    assert late.reservations == () and late.scale == 1.0
+    assert late.default.guaranteed == late.plan.guaranteed == late.plan_capacity
+    follower.apply(late, fake)
+    assert fake.applications == {"app-1": "root.plan.default"}
+    assert [path for path in fake.queues if path.startswith("root.plan.") and path != "root.plan.default"] == []
 
 
 def test_lost_capacity_that_still_fits_shrinks_only_the_default_queue() -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import io
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from follower.scenario import Scenario, load_scenario, parse_scenario
-from follower.sim.engine import Result, simulate
+from follower.sim.engine import Result, Simulation, simulate
+from follower.workloads.job import Workload
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "scenarios"
 
@@ -163,3 +165,47 @@ def test_the_json_has_the_documented_figures() -> None:
     assert {"utilization", "preemptions", "per_user", "simulated_s", "wall_s"} <= set(document)
     assert set(document["per_user"]) == {"alice", "bob", "carol"}
     json.dumps(document)
+
+
+def test_a_job_killed_when_its_reservation_ends_stays_unfinished() -> None:
+    text = (EXAMPLES / "tiny.yaml").read_text().replace("on_expiry: move", "on_expiry: kill")
+    text = text.replace("runtime: 20m, declared: 15m, deadline: 40m", "runtime: 30m, declared: 15m, deadline: 20m")
+    result, events = run(parse_scenario(text, "tiny.yaml"))
+    late = next(record for record in result.records if record.job_id == "late")
+    assert late.killed and late.finish is None
+    assert [e["event"] for e in events if e["application"] == "late"][-1] == "kill"
+    assert result.summary["production"]["completed"] == 1
+
+
+def test_a_run_that_outlasts_the_plan_horizon_goes_on_without_reservations() -> None:
+    text = (EXAMPLES / "tiny.yaml").read_text().replace("horizon: 1d", "horizon: 20m").replace("deadline: 40m",
+                                                                                                 "deadline: 19m")
+    result, events = run(parse_scenario(text, "tiny.yaml"))
+    late = next(record for record in result.records if record.job_id == "late")
+    assert late.accepted and late.finish == 22 * 60.0  # ran 20m from 2m, past the 20m horizon
+    assert ("late", "move") in {(e["application"], e["event"]) for e in events}
+
+
+TASKS = """
+name: tasks
+start: 2026-11-23T00:00:00Z
+agent: none
+policy: fifo
+cluster:
+  nodes: [{name: worker, count: 1, memory: 8GiB, vcores: 1}]
+  step: 1s
+  horizon: 1h
+workload:
+  jobs:
+    - {id: uneven, user: a, submit: 0s, executors: 2, executor: {memory: 1GiB, vcores: 1}, runtime: 100s}
+"""
+
+
+def test_per_task_jobs_run_their_tasks_on_the_executors_they_get() -> None:
+    # Room for one executor only: the truth is 100 s + 1 s, not twice the two-executor makespan.
+    scenario = parse_scenario(TASKS, "tasks.yaml")
+    [job] = scenario.load_workload().jobs
+    workload = Workload.of("tasks", [replace(job, tasks=(100.0, 1.0))])
+    result = Simulation(scenario, workload=workload).run()
+    [record] = result.records
+    assert record.finish == 101.0

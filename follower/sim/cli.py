@@ -77,6 +77,7 @@ def _summary_rows(result: Result) -> list[list[Any]]:
         ["production jobs", production["jobs"]],
         ["  accepted", production["accepted"]],
         ["  met deadline", production["met_deadline"]],
+        ["  still open at the end", production["open"]],
         ["  SLA attainment", pct(production["sla_attainment"])],
         ["best-effort jobs", best["jobs"]],
         ["  completed", best["completed"]],

@@ -171,7 +171,8 @@ class Simulation:
         self.env.process(self._rounds())
         self.env.run(until=self._all_done() if limit is None else self._all_done_or(limit))
         self._account(self.env.now)
-        summary = summarize((run.record for run in self.jobs.values()), self.usage, self.scheduler.preemptions)
+        summary = summarize((run.record for run in self.jobs.values()), self.usage, self.scheduler.preemptions,
+                            float(self.env.now))
         return Result(self.scenario.name, self.scenario.agent, self.scenario.policy, self.scenario.seed, summary,
                       [run.record for run in self.jobs.values()], self.events, float(self.env.now),
                       time.perf_counter() - began)

@@ -1,7 +1,9 @@
 """What a simulation measured: per-job records in, the figures of `rayon simulate --json` out.
 
 Definitions (kept here so the report and the tests read the same ones):
-- SLA attainment: production jobs that finished by their deadline ÷ production jobs.
+- SLA attainment: production jobs that finished by their deadline ÷ production jobs whose fate
+  is known when the run ends (finished, or deadline passed); those still running with a deadline
+  beyond the end are counted as `open`, not as misses.
 - Response time: finish − submit; slowdown: response ÷ the job's run time alone
   (its actual duration with no waiting), at least 1.
 - Size buckets (UWFQ paper): jobs ranked by their run time alone; the 0–80, 80–95 and
@@ -14,6 +16,7 @@ Definitions (kept here so the report and the tests read the same ones):
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -86,14 +89,14 @@ class Usage:
                 for name, total in self.available.items()}
 
 
-def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int) -> dict[str, Any]:
-    """The simulation's figures in the `--json` shape: production, best effort, use, users."""
+def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end: float = math.inf) -> dict[str, Any]:
+    """The simulation's figures in the `--json` shape: production, best effort, use, users (`end`: when it stopped)."""
     jobs = list(records)
     production = [job for job in jobs if job.kind == PRODUCTION]
     best_effort = [job for job in jobs if job.kind == BEST_EFFORT]
     utilization = usage.utilization()
     return {
-        "production": _production(production),
+        "production": _production(production, end),
         "best_effort": responses(best_effort),
         "utilization": _headline(utilization),
         "utilization_by_resource": utilization,
@@ -104,14 +107,16 @@ def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int) -> d
     }
 
 
-def _production(jobs: list[JobRecord]) -> dict[str, Any]:
+def _production(jobs: list[JobRecord], end: float) -> dict[str, Any]:
     met = sum(job.met_deadline for job in jobs)
     accepted = [job for job in jobs if job.accepted]
+    open_ = sum(job.finish is None and job.deadline is not None and job.deadline > end for job in jobs)
     return {
         "jobs": len(jobs),
         "accepted": len(accepted),
         "met_deadline": met,
-        "sla_attainment": _ratio(met, len(jobs)),
+        "open": open_,
+        "sla_attainment": _ratio(met, len(jobs) - open_),
         "accepted_met_deadline": sum(job.met_deadline for job in accepted),
         "completed": sum(job.finish is not None for job in jobs),
         "dropped": sum(job.dropped for job in jobs),

@@ -2,6 +2,7 @@
 
     python benchmarks/scheduler.py [--nodes 1000] [--queues 50] [--apps 10000] [--cycles 200] [--seed 7]
                                    [--policies fifo,fair,stateaware,drf,uwfq] [--node-policy fair] [--json]
+    python benchmarks/scheduler.py --preemption [--nodes 1000] [--share 0.02] [--size 1] [--seed 7] [--json]
 
 A cluster of `--nodes` nodes (64 GiB, 32 vcores each) under `--queues` leaf queues (five parents,
 guarantees splitting the cluster evenly), and `--apps` applications submitted up front, spread over
@@ -12,6 +13,12 @@ simulator would between events. Times count `schedule()` only. Prints, per polic
 (filling) cycle's allocations and seconds, then the steady cycles' cycles/s and allocations/s, the
 total allocations/s over every cycle (wall clock), and the same per CPU-second of this process
 (steadier on a shared machine).
+
+`--preemption` measures preemption planning instead: the nodes are filled with best-effort executors
+(4 GiB, 2 vcores) in ten waves a second apart (so victims differ in age), then a reservation queue
+guaranteed `--share` of the cluster asks for that much in containers of `--size` executors each;
+once the delay has passed, one `preempt()` call plans every claim. Prints the claims, the victims,
+and the seconds of that call.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import random
 import time
 from typing import Any
 
-from follower.scheduler import Scheduler
+from follower.scheduler import Resources, Scheduler
 
 NODE = {"memory": 64 * 1024.0, "vcores": 32.0}
 DRIVER = {"memory": 2048.0, "vcores": 1.0}
@@ -81,6 +88,38 @@ def run(policy: str, node_policy: str, nodes: int, queues: int, apps: int, cycle
     }
 
 
+def preemption_run(nodes: int, share: float, seed: int, size: int = 1) -> dict[str, Any]:
+    """Fill the cluster with best effort, starve a reservation queue of `share` of it (in containers of `size`
+    executors each), time one preempt()."""
+    rules = [{"rule": "specified", "create": False}, {"rule": "reject"}]
+    scheduler = Scheduler({"queues": {"plan": {"parent": True}, "besteffort": {}}, "placement": rules,
+                           "preemption": {"delay": "30s"}})
+    for index in range(nodes):
+        scheduler.add_node(f"node{index:05d}", NODE, 0.0)
+    rng = random.Random(seed)
+    per_node = int(NODE["vcores"] // EXECUTOR["vcores"])
+    waves = 10
+    for wave in range(waves):
+        for index in range(nodes * per_node // waves // 16):
+            app = f"be{wave}_{index:05d}"
+            scheduler.submit(app, f"user{rng.randrange(10)}", float(wave), queue="besteffort")
+            scheduler.add_ask(app, "executors", EXECUTOR, float(wave), count=16)
+        scheduler.schedule(float(wave))
+    executors = round(share * nodes * per_node / size)
+    wanted = Resources({name: amount * executors * size for name, amount in EXECUTOR.items()})
+    scheduler.ensure_queue("root.plan.nightly", wanted)
+    scheduler.submit("prod", "ops", 10.0, reservation="nightly")
+    scheduler.add_ask("prod", "executors", {name: amount * size for name, amount in EXECUTOR.items()}, 10.0,
+                      count=executors)
+    scheduler.schedule(10.0)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    taken = scheduler.preempt(40.0)
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    served = len(scheduler.schedule(40.0))
+    return {"nodes": nodes, "containers": len(scheduler.containers), "asked": executors, "victims": len(taken),
+            "served": served, "preempt_seconds": round(seconds, 3), "preempt_cpu_seconds": round(cpu_seconds, 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -91,7 +130,17 @@ def main() -> None:
     parser.add_argument("--policies", default="fifo,fair,stateaware,drf,uwfq")
     parser.add_argument("--node-policy", default="fair")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--preemption", action="store_true", help="measure preemption planning instead")
+    parser.add_argument("--share", type=float, default=0.02, help="with --preemption: the starved queue's share")
+    parser.add_argument("--size", type=int, default=1, help="with --preemption: executors per container asked")
     args = parser.parse_args()
+    if args.preemption:
+        found = preemption_run(args.nodes, args.share, args.seed, args.size)
+        print(json.dumps(found, indent=2) if args.json else
+              f"{found['nodes']} nodes full of best effort; a reservation queue asks {found['asked']} executors: "
+              f"{found['victims']} victims planned in {found['preempt_seconds']} s "
+              f"({found['preempt_cpu_seconds']} CPU s), {found['served']} served next cycle")
+        return
     results = [run(policy, args.node_policy, args.nodes, args.queues, args.apps, args.cycles, args.seed)
                for policy in args.policies.split(",")]
     if args.json:

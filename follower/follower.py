@@ -42,6 +42,7 @@ from typing import Any as AnyType
 
 import numpy as np
 
+from follower.scheduler.placement import reservation_queue
 from follower.scheduler.resources import Resources as Quantities
 from planner.agents import DEFAULT_AGENT
 from planner.compile import compile_reservation
@@ -122,7 +123,7 @@ def get_max_policy(name: str) -> MaxPolicy:
 
 def queue_name(reservation: str) -> str:
     """The leaf name of a reservation's queue: its name, with each `.` written `_dot_`."""
-    return reservation.replace(".", DOT)
+    return reservation_queue(reservation)
 
 
 def to_scheduler(resources: Mapping[str, float]) -> Quantities:

@@ -17,6 +17,7 @@
     stateaware: {starting_timeout: 5m}
     user_limits: {max_running_apps: 20, users: {alice: 50}}
     plan_queue: root.plan
+    default_queue: default        # the plan's default leaf (`plan_queue.default`): no reservation's queue
 
 Queue keys: `guaranteed`, `max` (resource maps: memory with units, counts plain), `weight`,
 `policy` (fifo, fair, stateaware, drf, uwfq), `priority_sort` (bool, default true),
@@ -40,12 +41,14 @@ from follower.scheduler.resources import Resources
 from rdl import units
 from rdl.parser import did_you_mean
 
-TOP_KEYS = ("queues", "placement", "node_policy", "preemption", "stateaware", "user_limits", "plan_queue")
+TOP_KEYS = ("queues", "placement", "node_policy", "preemption", "stateaware", "user_limits", "plan_queue",
+            "default_queue")
 QUEUE_KEYS = ("guaranteed", "max", "weight", "policy", "priority_sort", "max_running_apps", "parent",
               "child_template", "policy_options", "queues")
 RULE_KEYS = ("rule", "create", "parent", "queue", "nested")
 DEFAULT_STARTING_TIMEOUT = 300.0  # five minutes, as the YuniKorn design fixes it
 DEFAULT_PREEMPTION_DELAY = 30.0
+DEFAULT_PLAN_DEFAULT_QUEUE = "default"  # as the plan follower names it (follower.follower.DEFAULT_QUEUE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,7 @@ class SchedulerConfig:
     starting_timeout: float = DEFAULT_STARTING_TIMEOUT
     user_limits: UserLimits = field(default_factory=UserLimits)
     plan_queue: str = "root.plan"
+    default_queue: str = DEFAULT_PLAN_DEFAULT_QUEUE
 
 
 def load_config(data: Mapping[str, Any] | None, where: str = "scheduler") -> SchedulerConfig:
@@ -98,18 +102,29 @@ class _Reader:
         self.queue_tree(data.get("queues", {}), f"{where}.queues", ROOT, queues)
         policy, weights = self.node_policy(data.get("node_policy", "fair"), f"{where}.node_policy")
         enabled, delay = self.preemption(data.get("preemption", {}), f"{where}.preemption")
-        plan_queue = data.get("plan_queue", "root.plan")
-        if not isinstance(plan_queue, str) or not plan_queue:
-            self.bad(f"{where}.plan_queue", "must be a queue path such as `root.plan`")
-            plan_queue = "root.plan"
+        plan_queue, default_queue = self.plan_queues(data, where)
         return SchedulerConfig(
             queues=tuple(queues),
             placement=self.placement(data.get("placement"), f"{where}.placement"),
             node_policy=policy, node_weights=weights, preemption=enabled, preemption_delay=delay,
             starting_timeout=self.starting_timeout(data.get("stateaware", {}), f"{where}.stateaware"),
             user_limits=self.user_limits(data.get("user_limits", {}), f"{where}.user_limits"),
-            plan_queue=plan_queue if plan_queue.startswith(ROOT + ".") else f"{ROOT}.{plan_queue}",
+            plan_queue=plan_queue, default_queue=default_queue,
         )
+
+    def plan_queues(self, data: Mapping[str, Any], where: str) -> tuple[str, str]:
+        """The plan queue's path and the name of the plan's default leaf below it."""
+        plan_queue = data.get("plan_queue", "root.plan")
+        if not isinstance(plan_queue, str) or not plan_queue:
+            self.bad(f"{where}.plan_queue", "must be a queue path such as `root.plan`")
+            plan_queue = "root.plan"
+        plan_queue = plan_queue if plan_queue.startswith(ROOT + ".") else f"{ROOT}.{plan_queue}"
+        default_queue = data.get("default_queue", DEFAULT_PLAN_DEFAULT_QUEUE)
+        if not isinstance(default_queue, str) or not default_queue or "." in default_queue:
+            self.bad(f"{where}.default_queue", f"must be one queue name without `.` (the leaf {plan_queue}.NAME), "
+                                               f"got {default_queue!r}")
+            default_queue = DEFAULT_PLAN_DEFAULT_QUEUE
+        return plan_queue, default_queue
 
     def queue_tree(self, data: Any, path: str, parent: str, out: list[tuple[str, QueueSettings]]) -> None:
         if not isinstance(data, Mapping):

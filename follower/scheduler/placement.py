@@ -11,7 +11,8 @@ Rules (Hadoop FairScheduler docs, "queuePlacementPolicy"):
 - `reject`: refuse the application.
 
 `create` (default true) lets a rule create a missing queue under an existing parent; when false a
-missing queue passes to the next rule. Periods in user and group names become `_dot_`. A rule list
+missing queue passes to the next rule. Periods in user and group names become `_dot_`, and so do
+those in reservation names (`reservation_queue`): `.` separates queues. A rule list
 is valid only when its last rule always answers (`default`, `reject`, `user` or `primaryGroup` with
 `create`, `nestedUserQueue` with `create` around a nested rule that always answers) and no rule
 follows one that always answers.
@@ -27,6 +28,7 @@ from follower.scheduler.queues import ROOT, QueueTree
 
 RULES = ("specified", "user", "primaryGroup", "secondaryGroupExistingQueue", "nestedUserQueue", "default", "reject")
 DEFAULT_QUEUE = "root.default"
+DOT = "_dot_"  # stands for `.` in a queue name made from a user, group or reservation name (YARN, YuniKorn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +95,17 @@ def check_rules(rules: Sequence[Rule]) -> list[tuple[int, str]]:
 
 def clean(name: str) -> str:
     """A user or group name as a queue name (YARN: periods become `_dot_`)."""
-    return name.replace(".", "_dot_")
+    return name.replace(".", DOT)
+
+
+def reservation_queue(reservation: str) -> str:
+    """The leaf name of a reservation's queue under the plan queue: its name, each `.` written `_dot_`."""
+    return reservation.replace(".", DOT)
+
+
+def reservation_of_queue(name: str) -> str:
+    """The reservation a plan leaf named `name` stands for: `reservation_queue` undone (exact unless it has `_dot_`)."""
+    return name.replace(DOT, ".")
 
 
 class Placement:

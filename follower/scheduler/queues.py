@@ -118,7 +118,8 @@ class QueueTree:
 
     def find(self, path: str) -> Queue | None:
         """The queue at `path`, or None."""
-        return self._by_path.get(self.normalise(path))
+        queue = self._by_path.get(path)  # most callers pass a full path already
+        return queue if queue is not None else self._by_path.get(self.normalise(path))
 
     def get(self, path: str) -> Queue:
         """The queue at `path`; QueueError when there is none."""

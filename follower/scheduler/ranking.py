@@ -18,7 +18,7 @@ T = TypeVar("T")
 class Ranked(Generic[T]):
     """Items ranked by `key` (smallest first, ties by `ident`); `alive` items only are offered."""
 
-    __slots__ = ("_alive", "_dirty", "_heap", "_ident", "_items", "_key", "_parked", "_version")
+    __slots__ = ("_alive", "_dirty", "_heap", "_ident", "_items", "_key", "_parked", "_stamp", "_version")
 
     def __init__(self, key: Callable[[T], Any], ident: Callable[[T], str],
                  alive: Callable[[T], bool] = lambda item: True) -> None:
@@ -27,8 +27,9 @@ class Ranked(Generic[T]):
         self._alive = alive
         self._heap: list[tuple[Any, str, int]] = []
         self._items: dict[str, T] = {}
-        self._version: dict[str, int] = {}
-        self._parked: list[str] = []
+        self._version: dict[str, int] = {}  # each item's live entry; a stamp is never reused, so old entries stay stale
+        self._stamp = 0
+        self._parked: list[tuple[Any, str, int]] = []  # heap entries `first` set aside, pushed back by `unpark`
         self._dirty = False
 
     def __len__(self) -> int:
@@ -45,7 +46,7 @@ class Ranked(Generic[T]):
         """Add `item`, or re-rank it after its key or liveness changed."""
         name = self._ident(item)
         self._items[name] = item
-        version = self._version.get(name, 0) + 1
+        self._stamp = version = self._stamp + 1
         self._version[name] = version
         if not self._dirty:
             heapq.heappush(self._heap, (self._key(item), name, version))
@@ -77,8 +78,7 @@ class Ranked(Generic[T]):
                 heapq.heappop(heap)  # put() brings it back when it comes alive again
                 continue
             if accept is not None and not accept(item):
-                heapq.heappop(heap)
-                self._parked.append(name)
+                self._parked.append(heapq.heappop(heap))
                 continue
             return item
         return None
@@ -91,12 +91,13 @@ class Ranked(Generic[T]):
         return [self._items[name] for _, name in sorted(live)]
 
     def unpark(self) -> None:
-        """Put back every item `first` parked."""
+        """Put back every item `first` parked (its entry as it was, unless the item was put or discarded since)."""
         parked, self._parked = self._parked, []
-        for name in parked:
-            item = self._items.get(name)
-            if item is not None:
-                self.put(item)
+        version = self._version
+        heap = self._heap
+        for entry in parked:
+            if version.get(entry[1]) == entry[2]:
+                heapq.heappush(heap, entry)
 
     def rebuild(self, items: Iterable[T] | None = None) -> None:
         """Re-rank everything now (optionally replacing the held items)."""
@@ -106,7 +107,7 @@ class Ranked(Generic[T]):
         self._rebuild()
 
     def _compact(self) -> None:
-        """Drop stale entries (parked items have none, so they stay parked)."""
+        """Drop stale entries (parked entries are not in the heap, so they stay parked)."""
         version = self._version
         self._heap = [entry for entry in self._heap if version.get(entry[1]) == entry[2]]
         heapq.heapify(self._heap)
@@ -116,7 +117,7 @@ class Ranked(Generic[T]):
         self._parked.clear()
         entries = []
         for name, item in self._items.items():
-            version = self._version.get(name, 0) + 1
+            self._stamp = version = self._stamp + 1
             self._version[name] = version
             entries.append((self._key(item), name, version))
         heapq.heapify(entries)

@@ -72,6 +72,8 @@ class Resources(Mapping[str, float]):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):
             return NotImplemented
+        if isinstance(other, Resources) and self._values == other._values:
+            return True  # the usual case, without the per-name tolerance
         names = set(self._values) | set(other)
         return all(math.isclose(self.get(n), float(other.get(n, 0.0)), rel_tol=1e-12, abs_tol=EPSILON) for n in names)
 

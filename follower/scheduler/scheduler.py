@@ -26,7 +26,7 @@ from follower.scheduler.config import SchedulerConfig, load_config
 from follower.scheduler.errors import PlacementRejected, QueueError, SchedulerError, UnknownError
 from follower.scheduler.limits import Limits
 from follower.scheduler.nodes import Node, NodeSet
-from follower.scheduler.placement import Placement, Refused, Submission
+from follower.scheduler.placement import Placement, Refused, Submission, reservation_of_queue, reservation_queue
 from follower.scheduler.policies import Ordering, PolicyContext, get_policy
 from follower.scheduler.queues import Queue, QueueSettings, QueueTree, fair_key
 from follower.scheduler.ranking import Ranked
@@ -66,7 +66,7 @@ class Scheduler:
         self._seq = itertools.count()
         self._timeouts: list[tuple[float, int, str]] = []
         self._holds: list[tuple[str, str, str]] = []
-        self._ended_reservations: set[str] = set()
+        self._ended_reservations: set[str] = set()  # reservation ids (not queue names) whose queue was removed
         self._shapes: Counter[Resources] = Counter()  # pending containers per ask shape, to end a full cycle early
         self._setup(self.tree.root)
         for path, settings in self.config.queues:
@@ -155,9 +155,8 @@ class Scheduler:
         if container is None:
             raise UnknownError("container", container_id)
         node = self.nodes.by_name[container.node]
-        node.used = node.used - container.resources
         del node.containers[container_id]
-        self.nodes.ranked.put(node)
+        self.nodes.give_back(node, container.resources)
         app = self.apps[container.app_id]
         del app.containers[container_id]
         app.used = app.used - container.resources
@@ -220,6 +219,8 @@ class Scheduler:
             return []
         due = sorted((since, path) for path, since in self.starved_since.items()
                      if now - since >= self.config.preemption_delay - 1e-9)
+        if not due:
+            return []
         starved = [self.tree.get(path) for _, path in due]
         queue_of = {queue.path: queue for queue in self.tree.queues()}
         done: list[Preemption] = []
@@ -234,12 +235,20 @@ class Scheduler:
         return done
 
     def next_event_time(self) -> float | None:
-        """The next time something happens without a call: a starting timeout or a preemption falling due."""
+        """The next time after the clock when something happens without a call: a starting timeout or a
+        preemption falling due (one already due but not satisfied is not an event to come)."""
+        now = self.now
         times = [deadline for deadline, _, app_id in self._timeouts
-                 if app_id in self.apps and self.apps[app_id].state is AppState.STARTING]
+                 if deadline > now and app_id in self.apps and self.apps[app_id].state is AppState.STARTING]
         if self.config.preemption:
-            times += [since + self.config.preemption_delay for since in self.starved_since.values()]
+            times += [due for since in self.starved_since.values()
+                      if (due := since + self.config.preemption_delay) > now]
         return min(times) if times else None
+
+    def advance(self, now: float) -> None:
+        """Move the clock to `now` (never back) and do what falls due by then: starting timeouts, policy clocks."""
+        self._tick(now)
+        self._advance(self.now)
 
     # ---- QueueControl ------------------------------------------------------------------------
 
@@ -250,16 +259,16 @@ class Scheduler:
 
     def ensure_queue(self, path: str, guaranteed: Resources, maximum: Resources | None = None) -> None:
         """Create the leaf (and parents) if missing, else set its guaranteed and max; applications stay."""
-        guaranteed = Resources(guaranteed)
-        maximum = Resources(maximum) if maximum is not None else None
+        guaranteed = guaranteed if isinstance(guaranteed, Resources) else Resources(guaranteed)
+        maximum = maximum if maximum is None or isinstance(maximum, Resources) else Resources(maximum)
+        queue = self.tree.find(path)
+        if queue is not None and queue.settings.guaranteed == guaranteed and queue.settings.maximum == maximum:
+            return  # the follower re-states every queue each round: most rounds change nothing (checked before)
         if maximum is not None and not guaranteed.fits_in(maximum):
             raise QueueError(path, f"guaranteed {guaranteed} is more than max {maximum}")
-        queue = self.tree.find(path)
         if queue is None:
             self._create(path, None, guaranteed, maximum)
             return
-        if queue.settings.guaranteed == guaranteed and queue.settings.maximum == maximum:
-            return  # the follower re-states every queue each round: most rounds change nothing
         queue.settings = replace(queue.settings, guaranteed=guaranteed, maximum=maximum)
         if queue.parent is not None and queue.parent.ranked is not None:
             queue.parent.ranked.put(queue)
@@ -274,7 +283,7 @@ class Scheduler:
             queue.parent.ranked.discard(queue)
         self.starved_since.pop(queue.path, None)
         if queue.parent is not None and queue.parent.path == self.config.plan_queue:
-            self._ended_reservations.add(queue.name)
+            self._ended_reservations.add(reservation_of_queue(queue.name))
 
     def applications_in(self, path: str) -> list[str]:
         """The ids of the applications in the leaf at `path`, oldest first."""
@@ -334,20 +343,28 @@ class Scheduler:
     def _resolve(self, app_id: str, user: str, groups: tuple[str, ...], queue: str | None,
                  reservation: str | None) -> str:
         if reservation is not None:
-            path = f"{self.config.plan_queue}.{reservation}"
-            found = self.tree.find(path)
-            if found is not None and found.is_leaf and reservation != "default":
-                return found.path
-            reason = (f"reservation `{reservation}` is no longer active (its window has ended)"
-                      if reservation in self._ended_reservations else
-                      f"reservation `{reservation}` is not active: no queue `{path}` (unknown, or not started yet)")
-            self.rejected[app_id] = reason
-            raise PlacementRejected(app_id, reason)
+            return self._reservation_leaf(app_id, reservation)
         answer = self.placement.place(Submission(app_id, user, tuple(groups), queue), self.tree)
         if isinstance(answer, Refused):
             self.rejected[app_id] = answer.reason
             raise PlacementRejected(app_id, answer.reason)
         return answer.path
+
+    def _reservation_leaf(self, app_id: str, reservation: str) -> str:
+        """The path of the reservation's leaf under the plan queue; PlacementRejected when it is not open."""
+        name = reservation_queue(reservation)
+        path = f"{self.config.plan_queue}.{name}"
+        found = self.tree.find(path)
+        if found is not None and found.is_leaf and name != self.config.default_queue:
+            return found.path
+        if name == self.config.default_queue:
+            reason = f"reservation `{reservation}` would be the plan's default queue `{path}`, not a reservation's"
+        elif reservation in self._ended_reservations:
+            reason = f"reservation `{reservation}` is no longer active (its window has ended)"
+        else:
+            reason = f"reservation `{reservation}` is not active: no queue `{path}` (unknown, or not started yet)"
+        self.rejected[app_id] = reason
+        raise PlacementRejected(app_id, reason)
 
     def _create(self, path: str, settings: QueueSettings | None, guaranteed: Resources | None = None,
                 maximum: Resources | None = None) -> Queue:
@@ -477,9 +494,8 @@ class Scheduler:
         container = Container(f"{app.id}/c{app.allocations + 1}", app.id, ask.id, node.name, amount, leaf.path,
                               now, next(self._seq))
         self.containers[container.id] = container
-        node.used = node.used + amount
         node.containers[container.id] = container
-        self.nodes.ranked.put(node)
+        self.nodes.take(node, amount)
         app.containers[container.id] = container
         app.used = app.used + amount
         app.allocations += 1

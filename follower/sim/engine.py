@@ -222,6 +222,7 @@ class Simulation:
         now = self.env.now
         capacity = {name: self.scheduler.capacity().get(name) for name in self.resource_names}
         round_ = self.follower.round(self.view, self._datetime(now), capacity)
+        self.scheduler.advance(now)  # moves and kills below are stamped with this round's time
         for action in self.follower.apply(round_, self.scheduler):
             if action.kind in ("move", "kill", "scale", "replan"):
                 self._trace(now, action.application, action.kind, action.queue, detail=action.detail)
@@ -297,7 +298,7 @@ class Simulation:
             run = self.jobs[job_id]
             path = f"{self.follower.plan_queue}.{queue_name(job_id)}"
             if self.scheduler.tree.find(path) is not None:
-                self._submit(run, reservation=queue_name(job_id))
+                self._submit(run, reservation=job_id)
             elif job_id not in self.planner.plan.accepted or self._window_over(run.job):
                 self._submit(run, reservation=None)
             else:
@@ -364,8 +365,8 @@ class Simulation:
             self._at(wake, self._kick)
 
     def _preempt(self, now: float) -> list[Preemption]:
-        """Preemption runs as a monitor, every PREEMPTION_INTERVAL at most (YARN's runs every 3 s): planning
-        victims scans every node, and a queue that no victim can satisfy would otherwise re-scan at every event."""
+        """Preemption runs as a monitor, every PREEMPTION_INTERVAL at most (YARN's runs every 3 s), not at
+        every event: a starved queue that no victim can satisfy would otherwise be re-planned each time."""
         if now < self._next_preemption:
             return []
         self._next_preemption = now + PREEMPTION_INTERVAL

@@ -42,6 +42,7 @@ def scheduler_config(scenario: Scenario) -> dict[str, Any]:
         "placement": [{"rule": "specified", "create": False}, {"rule": "default", "queue": BEST_EFFORT_QUEUE}],
         "preemption": {"enabled": True, "delay": "30s"},
         "plan_queue": plan_queue,
+        "default_queue": str(follower["default_queue"]),
     }
     given = copy.deepcopy(dict(scenario.scheduler.data))
     config["queues"].update(given.pop("queues", None) or {})  # the scenario's queues join the default ones

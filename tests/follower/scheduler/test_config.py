@@ -69,3 +69,10 @@ def test_defaults_give_a_working_scheduler_configuration() -> None:
     config = load_config(None)
     assert config.starting_timeout == 300.0 and config.preemption_delay == 30.0 and config.node_policy == "fair"
     assert [rule.name for rule in config.placement] == ["specified", "default"]
+
+
+def test_the_plans_default_queue_name_is_read_and_must_be_one_name() -> None:
+    assert load_config(None).default_queue == "default"
+    assert load_config({"default_queue": "shared"}).default_queue == "shared"
+    assert problems({"plan_queue": "plan", "default_queue": "a.b"}) == [
+        "scheduler.default_queue: must be one queue name without `.` (the leaf root.plan.NAME), got 'a.b'"]

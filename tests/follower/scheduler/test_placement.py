@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from follower.follower import queue_name
 from follower.scheduler import AppState, ConfigError, PlacementRejected, Resources, Scheduler
+from follower.scheduler.placement import reservation_of_queue, reservation_queue
 
 QUEUES = {"default": {}, "users": {"parent": True}, "engineering": {"parent": True, "queues": {"alice": {}}},
           "analytics": {}, "plan": {"parent": True}}
@@ -99,3 +101,34 @@ def test_an_unknown_or_ended_reservation_is_refused_with_a_clear_reason() -> Non
     scheduler.remove_queue("root.plan.done")
     with pytest.raises(PlacementRejected, match="reservation `done` is no longer active"):
         scheduler.submit("b", "u", 1.0, reservation="done")
+
+
+def test_a_reservation_with_a_dot_goes_to_the_queue_the_follower_made_for_it() -> None:
+    scheduler = Scheduler({"queues": QUEUES, "placement": [{"rule": "reject"}]})
+    scheduler.ensure_queue(f"root.plan.{queue_name('etl.nightly')}", Resources({"vcores": 4}))
+    assert scheduler.submit("job", "u", 0.0, reservation="etl.nightly") == "root.plan.etl_dot_nightly"
+    assert scheduler.application("job").reservation == "etl.nightly"
+
+
+def test_the_follower_names_reservation_queues_with_the_schedulers_mapping() -> None:
+    for name in ("nightly", "etl.nightly", "a.b.c"):
+        assert queue_name(name) == reservation_queue(name)
+        assert reservation_of_queue(reservation_queue(name)) == name
+
+
+def test_an_ended_reservation_with_a_dot_is_refused_as_no_longer_active() -> None:
+    scheduler = Scheduler({"queues": QUEUES})
+    scheduler.ensure_queue("root.plan.etl_dot_nightly", Resources({"vcores": 1}))
+    scheduler.remove_queue("root.plan.etl_dot_nightly")
+    with pytest.raises(PlacementRejected, match=r"reservation `etl\.nightly` is no longer active"):
+        scheduler.submit("late", "u", 1.0, reservation="etl.nightly")
+    assert "etl.nightly" in scheduler.rejected["late"]
+
+
+def test_no_reservation_submits_into_the_plans_configured_default_queue() -> None:
+    scheduler = Scheduler({"queues": QUEUES, "default_queue": "shared"})
+    scheduler.ensure_queue("root.plan.shared", Resources({"vcores": 4}))
+    scheduler.ensure_queue("root.plan.default", Resources({"vcores": 4}))  # a reservation named `default` here
+    with pytest.raises(PlacementRejected, match=r"would be the plan's default queue `root\.plan\.shared`"):
+        scheduler.submit("sneaky", "u", 0.0, reservation="shared")
+    assert scheduler.submit("job", "u", 0.0, reservation="default") == "root.plan.default"

@@ -81,3 +81,13 @@ def test_a_queue_below_guarantee_with_free_room_needs_no_victims() -> None:
     scheduler.add_ask("prod", "work", UNIT, 0.0, count=2)
     assert scheduler.preempt(0.0) == []
     assert len(scheduler.schedule(0.0)) == 2
+
+
+def test_a_due_preemption_no_victim_can_serve_is_not_reported_as_an_event_to_come() -> None:
+    scheduler = setup({"guaranteed": {"memory": 8192, "vcores": 8}})  # besteffort at its guarantee: no victim
+    assert scheduler.preempt(40.0) == []
+    assert scheduler.next_event_time() is None
+    scheduler.release("greedy/c8", 41.0)
+    assert [a.app_id for a in scheduler.schedule(41.0)] == ["prod"]  # Starting now, still starved
+    assert scheduler.next_event_time() == 341.0  # its starting timeout, not the past preemption time 40
+

@@ -178,3 +178,26 @@ def test_scheduler_implements_the_follower_queue_control_protocol() -> None:
         got = inspect.signature(getattr(Scheduler, name))
         assert list(got.parameters) == list(wanted.parameters), name
         assert [p.default for p in got.parameters.values()] == [p.default for p in wanted.parameters.values()], name
+
+
+def test_advance_moves_the_clock_so_a_kill_is_recorded_at_that_time() -> None:
+    scheduler = cluster({**TWO, "queues": {"a": {}}})
+    app(scheduler, "job", 0.0)
+    scheduler.schedule(1.0)
+    scheduler.advance(50.0)
+    scheduler.kill_application("job", "reservation r1 ended")
+    record = scheduler.application("job")
+    assert scheduler.now == 50.0 and record.state_since == 50.0
+
+
+def test_advance_fires_the_starting_timeouts_that_fall_due_and_never_goes_back() -> None:
+    scheduler = cluster({**TWO, "queues": {"a": {}}})
+    app(scheduler, "job", 0.0)
+    scheduler.schedule(1.0)
+    assert scheduler.application("job").state is AppState.STARTING
+    scheduler.advance(301.0)
+    assert scheduler.application("job").state is AppState.RUNNING
+    assert scheduler.application("job").state_since == 301.0 and scheduler.next_event_time() is None
+    scheduler.advance(100.0)
+    assert scheduler.now == 301.0
+

@@ -31,6 +31,7 @@ the order they were scheduled; the same scenario and seed give the same trace, b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -44,6 +45,7 @@ from typing import Any, TextIO
 import numpy as np
 import simpy
 
+import planner.milp  # noqa: F401  (registers the `milp` agent)
 from follower.follower import Follower, PlanView, queue_name
 from follower.scenario import NO_AGENT, Scenario
 from follower.scheduler.applications import Allocation, Preemption
@@ -60,6 +62,7 @@ from rdl.shape import step_ceil
 DRIVER_PRIORITY = 1
 EXECUTOR_PRIORITY = 0
 DAY = 86400.0
+MILP_TIME_LIMIT = 2.0  # seconds the `milp` agent may spend on one arrival's decision (greedy start included)
 PREEMPTION_INTERVAL = 3.0  # seconds between preemption passes (YARN's preemption monitor interval)
 
 
@@ -136,7 +139,7 @@ class Simulation:
         cluster = scenario.plan_cluster(self.workload)
         self.step = float(cluster.step.total_seconds()) if isinstance(cluster.step, timedelta) else float(cluster.step)
         self.planning = scenario.agent != NO_AGENT
-        self.agent = agent or (get_agent(scenario.agent) if self.planning else None)
+        self.agent = agent or (simulation_agent(scenario.agent) if self.planning else None)
         self.planner = Planner(cluster, self.start)
         self.planned_capacity = self.planner.plan.capacity.copy()
         self.view = PlanView(self.planner.plan)
@@ -520,6 +523,14 @@ class Simulation:
         if detail:
             line["detail"] = detail
         self.trace.write(json.dumps(line, sort_keys=False) + "\n")
+
+
+def simulation_agent(name: str) -> Agent:
+    """The agent by name; the MILP decides each arrival within MILP_TIME_LIMIT (admission is online here)."""
+    agent = get_agent(name)
+    if dataclasses.is_dataclass(agent) and hasattr(agent, "time_limit"):
+        agent = dataclasses.replace(agent, time_limit=MILP_TIME_LIMIT)  # type: ignore[type-var]
+    return agent
 
 
 def _estimated_work(job: Job) -> float:

@@ -209,3 +209,10 @@ def test_per_task_jobs_run_their_tasks_on_the_executors_they_get() -> None:
     result = Simulation(scenario, workload=workload).run()
     [record] = result.records
     assert record.finish == 101.0
+
+
+def test_the_milp_agent_decides_each_arrival_within_the_simulators_limit() -> None:
+    from follower.sim.engine import MILP_TIME_LIMIT, simulation_agent
+
+    assert simulation_agent("milp").time_limit == MILP_TIME_LIMIT  # type: ignore[attr-defined]
+    assert simulation_agent("gree-l").name == "gree-l"

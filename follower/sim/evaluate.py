@@ -95,12 +95,13 @@ def with_slack(scenario: Scenario, mean: float) -> Scenario:
 
 
 def run_one(run: Run) -> tuple[Run, dict[str, Any], list[JobRecord], float]:
-    """Simulate one grid point; returns its summary and records (for DVR/DSR) and its wall time."""
+    """Simulate one grid point; returns it (with the agent and policy the scenario chose filled in), its summary,
+    its records (for DVR/DSR) and its wall time."""
     scenario = load_scenario(run.path)
     if run.slack is not None:
         scenario = with_slack(scenario, run.slack)
     result: Result = simulate(scenario, agent=run.agent, policy=run.policy, seed=run.seed)
-    return run, result.summary, result.records, result.wall_s
+    return replace(run, agent=result.agent, policy=result.policy), result.summary, result.records, result.wall_s
 
 
 def run_grid(grid: Grid, workers: int | None = None,
@@ -128,7 +129,7 @@ def run_grid(grid: Grid, workers: int | None = None,
 
 def cells(results: Sequence[tuple[Run, dict[str, Any], list[JobRecord]]]) -> tuple[list[Cell], list[Cell]]:
     """The report's rows: reservation cells, and fairness cells with DVR/DSR against `userfair`."""
-    reservations = [Cell(run.study, run.label, run.agent or "", "", run.slack, summary)
+    reservations = [Cell(run.study, run.label, run.agent or "", run.policy or "", run.slack, summary)
                     for run, summary, _ in results if run.study == "reservations"]
     baselines = {run.label: records for run, _, records in results
                  if run.study == "fairness" and run.policy == USER_FAIR}

@@ -60,7 +60,7 @@ def test_a_tiny_grid_writes_a_report_with_both_studies(small: str, tmp_path: Pat
     report = evaluate(tmp_path / "report", grid, workers=1)
     text = report.read_text()
     assert "## Reservations" in text and "## Fairness" in text
-    assert "| small | 3 | none |" in text and "| small | 3 | gree-l |" in text
+    assert "| small | 3 | none | fair |" in text and "| small | 3 | gree-l | fair |" in text
     assert "| uwfq_super_small | userfair |" in text
     assert (tmp_path / "report" / "sla.png").stat().st_size > 1000
     assert (tmp_path / "report" / "buckets.png").stat().st_size > 1000

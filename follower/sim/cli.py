@@ -186,7 +186,7 @@ def evaluate_command(out: str, reservations: str, agents: str, slacks: str, fair
     def progress(run: Run, wall: float) -> None:
         nonlocal finished
         finished += 1
-        option = run.agent or run.policy
+        option = run.agent if run.study == "reservations" else run.policy
         slack = "" if run.slack is None else f" slack {run.slack:g}"
         click.echo(f"[{finished}/{total}] {run.label} {option}{slack}: {wall:.1f} s", err=True)
 

@@ -1,17 +1,24 @@
 """The MILP agent against the greedy agents on seeded random batches, demand about 1.3x capacity.
 
-    python benchmarks/milp.py [--sizes 50x96,200x288] [--backends highs] [--time-limit 60] [--seed 3]
+    python benchmarks/milp.py [--sizes 50x96,200x288] [--backends highs] [--approaches plain,coarse]
+                              [--time-limit 60] [--bound-limit 300] [--seed 3]
 
-For each size (N reservations x T steps of one day) it prints, per approach: build and
-solve time, solver status, accepted value, the LP-relaxation bound of accepted value,
-and value as a share of that bound, next to GREE and GREE-L submitting one by one.
-Approaches: `milp` (acceptance, then smoothing with the acceptances fixed) and
-`milp-nosmooth` (acceptance only). Solver versions are printed with the figures.
+For each size (N reservations x T steps of one day) it prints the LP-relaxation bound of
+accepted value (or `missing` when its LP is not solved within --bound-limit), GREE and
+GREE-L submitting one by one, and per backend and approach: the greedy start, build and
+total time, the slot length, model size, solver status, accepted value and its share of
+the bound, whose plan was kept, and the smoothing status. Approaches:
+- `plain`: the model at the plan step (acceptance, then smoothing with acceptances fixed);
+- `coarse`: slots chosen from the model's size and the limit, then the greedy repair;
+- `coarse:K`: slots of K plan steps;
+- a `-nosmooth` suffix on any of them skips the smoothing solve.
+Solver versions and the machine's load average are printed with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 from datetime import UTC, datetime, timedelta
@@ -75,43 +82,74 @@ def greedy_value(plan: Plan, reservations: list[Reservation], flat: bool) -> tup
     return value, time.perf_counter() - started
 
 
-def run(count: int, steps: int, backends: list[str], time_limit: float, seed: int) -> None:
+def agent_for(approach: str, backend: str, time_limit: float) -> MilpAgent:
+    """`plain`, `coarse` or `coarse:K`, with an optional `-nosmooth` suffix."""
+    name, _, smooth = approach.partition("-")
+    kind, _, step = name.partition(":")
+    if kind not in ("plain", "coarse") or smooth not in ("", "nosmooth"):
+        raise SystemExit(f"unknown approach `{approach}`; choose plain, coarse or coarse:K, optionally -nosmooth")
+    coarsen = 1 if kind == "plain" else int(step) if step else None
+    return MilpAgent(backend=backend, time_limit=time_limit, smooth=not smooth, coarsen=coarsen)
+
+
+def share(value: float, bound: float | None) -> str:
+    return "  n/a " if bound is None else f"{value / bound:6.1%}"
+
+
+def run(count: int, steps: int, backends: list[str], approaches: list[str], time_limit: float, bound_limit: float,
+        seed: int) -> None:
     cluster = parse_cluster(cluster_text(steps), "benchmark-cluster.yaml")
     reservations = batch(count, steps, seed)
     total = sum(r.value for r in reservations)
-    bound, bound_seconds = lp_bound(Plan(cluster), [(r, START) for r in reservations])
-    print(f"\n== N={count} T={steps} (step {1440 // steps} min): total value {total:g}, "
-          f"LP bound {bound:.1f} ({bound_seconds:.1f} s)")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    bound: float | None = None
+    if bound_limit > 0:
+        bound, bound_seconds = lp_bound(Plan(cluster), [(r, START) for r in reservations], bound_limit)
+        said = f"{bound:.1f}" if bound is not None else "missing (LP not solved in time)"
+        said += f" ({bound_seconds:.1f} s)"
+    else:
+        said = "not computed"
+    print(f"\n== N={count} T={steps} (step {1440 // steps} min): total value {total:g}, LP bound {said}; "
+          f"load {load}", flush=True)
     for flat in (False, True):
         value, seconds = greedy_value(Plan(cluster), reservations, flat)
         name = "gree-l" if flat else "gree"
-        print(f"  {name:<22} value {value:7.1f}  {value / bound:6.1%} of bound  {seconds:7.2f} s")
+        print(f"  {name:<26} value {value:7.1f}  {share(value, bound)} of bound  {seconds:7.2f} s", flush=True)
     for backend in backends:
-        for smooth in (False, True):
-            agent = MilpAgent(backend=backend, time_limit=time_limit, smooth=smooth)
+        for approach in approaches:
+            agent = agent_for(approach, backend, time_limit)
             started = time.perf_counter()
             result = agent.decide(Plan(cluster), [(r, START) for r in reservations])
             seconds = time.perf_counter() - started
             value = sum(r.value for r, d in zip(reservations, result.decisions, strict=True) if d.accepted)
             report = result.report
-            label = f"milp{'' if smooth else '-nosmooth'} [{backend}]"
-            print(f"  {label:<22} value {value:7.1f}  {value / bound:6.1%} of bound  {seconds:7.2f} s  "
-                  f"(build {report.build_seconds:.1f} s, {report.variables} vars, status {report.status}, "
-                  f"gap {report.gap if report.gap is None else round(report.gap, 4)}, smoothing {report.smoothing}, "
-                  f"kept {report.chosen}; greedy start {report.greedy} {report.greedy_value:g})")
+            gap = None if report.gap is None else round(report.gap, 4)
+            label = f"{approach} [{backend}]"
+            print(f"  {label:<26} value {value:7.1f}  {share(value, bound)} of bound  {seconds:7.2f} s  "
+                  f"(greedy start {report.greedy_value:g} in {report.greedy_seconds:.1f} s; slots of {report.step} "
+                  f"steps, {report.left_out} left out; build {report.build_seconds:.1f} s, {report.variables} vars, "
+                  f"{report.constraints} rows; status {report.status}, solver value {report.milp_value}, gap {gap}; "
+                  f"after repair {report.repaired_value}; plan-step solve {report.plan_step}; "
+                  f"smoothing {report.smoothing}; kept {report.chosen}; "
+                  f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())})", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="50x96,200x96,50x288,200x288", help="NxT pairs, comma-separated")
     parser.add_argument("--backends", default="highs", help="comma-separated: highs, cbc, cpsat")
+    parser.add_argument("--approaches", default="plain,coarse", help="comma-separated: plain, coarse, coarse:K, "
+                        "each optionally with -nosmooth")
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--bound-limit", type=float, default=300.0, help="seconds for the LP bound (0: skip it)")
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
-    print(f"pulp {version('pulp')}, highspy {version('highspy')}, ortools {version('ortools')}")
+    print(f"pulp {version('pulp')}, highspy {version('highspy')}, ortools {version('ortools')}; "
+          f"time limit {args.time_limit:g} s", flush=True)
     for size in args.sizes.split(","):
         count, steps = (int(x) for x in size.split("x"))
-        run(count, steps, args.backends.split(","), args.time_limit, args.seed)
+        run(count, steps, args.backends.split(","), args.approaches.split(","), args.time_limit, args.bound_limit,
+            args.seed)
 
 
 if __name__ == "__main__":

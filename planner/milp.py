@@ -1,17 +1,46 @@
 """The offline `milp` agent: decide a batch of reservations together, and re-plan accepted ones.
 
-Approach (measured on this machine: the smoothness term is what makes the model hard):
+Approach (each step measured on this machine with `benchmarks/milp.py`; figures in the
+issue note):
 1. Greedy first: the batch is submitted one by one with GREE and GREE-L (in submission
    order and by value), and the best of those plans is the incumbent.
-2. Acceptance: one MILP (`planner.model`) maximising accepted value with a small
-   load-weighted cost, warm-started from the incumbent, bounded by the time limit.
-3. Smoothing: with the accepted set fixed, the same model minimises step-to-step changes
-   of every atom's allocation, warm-started from step 2, in the time left.
-4. Never worse than greedy: the answer is the better of the solver's plan and the
-   incumbent by accepted value (the output says which), and reservations the solver
-   left out are offered to the greedy agent once more on the final plan. A solver's
-   "infeasible" never rejects anything on its own: the acceptance model always has the
-   empty plan, so such an answer is an error and the incumbent stands.
+2. Size the model: a model with more lease starts than `start_budget` allows (it grows
+   with the time limit and the number of atoms) is solved on slots of `k` plan steps
+   (`planner.coarsen`), `k` the fewest steps that bring it within budget and, among up
+   to twice that, the one that wastes least in lanes. Why: at the plan step HiGHS did
+   not improve on the greedy start in 60 s at N=50/T=1440, N=200/T=288, N=200/T=1440 and
+   N=1000/T=288 (its root LP alone takes 12-80 s), while on slots it reaches 0.985-0.996
+   of the LP bound at the last three and proves the slots' optimum at the first (180
+   against 172; the LP bound is loose at N=50: at T=96 the proven optimum is 0.827 of
+   it); the plan-step model of N=1000/T=1440 (~0.5 M starts) takes minutes to build.
+   Waste matters: N=1000/T=288 on slots of 3, 4, 6 and 9 steps reached 0.968, 0.994,
+   0.977 and 0.978 of the bound (leases of 1, 2 and 4 steps fill 4-step slots exactly).
+3. Acceptance: one MILP (`planner.model`) maximising accepted value with a small
+   load-weighted cost, warm-started from the incumbent (on slots: from GREE/GREE-L run on
+   the slots), bounded by the time limit. Short leases hold sums of starts rather than
+   variables of their own, and implied capacity rows are left out (half the LP).
+4. Smoothing: with the accepted set fixed, the same model minimises step-to-step changes
+   of every atom's allocation, warm-started from step 3, in the time left.
+5. Back to the plan step and repair: a plan on slots maps to a feasible plan at the plan
+   step (lanes, see `planner.coarsen`); then what is left out (including reservations the
+   slots cannot hold) is offered to GREE and GREE-L, most valuable first, and the better
+   fill is kept. This recovers what slot-rounded windows lose. When the slots were solved
+   with `LADDER_SECONDS` to spare and the plan-step model has at most `LADDER_STARTS`
+   starts, the plan-step model is solved from that plan too (smoothing moves there), and
+   kept when it is worth as much (N=1000/T=96 on 4-step slots: 0.979 -> 0.999).
+6. Never worse than greedy: the answer is the better of that plan and the incumbent by
+   accepted value (the output says which; at equal value the solver's plan, if it got
+   there on its own, for being smoother), and reservations still left out are offered to
+   the greedy agent once more on the final plan. A solver's "infeasible" never rejects
+   anything on its own: the acceptance model always has the empty plan, so such an answer
+   is an error and the incumbent stands. The time limit covers every step: the solver
+   gets what is left after the greedy start and the build, less what handing the model
+   over and the repair are expected to take.
+Tried and dropped: more HiGHS heuristic effort (`mip_heuristic_effort` 0.3 and 0.8 found
+nothing better than the greedy start at N=200/T=288 in 60 s); LP-guided greedy order
+(submitting by the LP relaxation's accept values gained 3 of 923 on N=200/T=288, not worth
+an LP solve); the LP relaxation is nearly integral in accepts there (158 ones, 39 zeros,
+3 fractional), so the gap is in placing, which is what the slots make tractable.
 """
 
 from __future__ import annotations
@@ -25,6 +54,7 @@ from typing import Any as AnyType
 import pulp
 
 from planner.agents import GreedyAgent, Outcome, register
+from planner.coarsen import atom_count, choose_step, coarse_free, coarse_greedy, coarsen, lease_starts, refine
 from planner.compile import compile_reservation
 from planner.decision import Decision, Reason
 from planner.explain import window_reason
@@ -38,6 +68,17 @@ from rdl.tree import Reservation
 DEFAULT_TIME_LIMIT = 30.0
 DEFAULT_GAP = 1e-4
 DEFAULT_COST_WEIGHT = 0.01
+LADDER_STARTS = 150_000  # a plan-step model this large still builds in seconds (N=1000/T=288: 106k, 5 s)
+LADDER_SECONDS = 10.0  # time left after the slots that makes a plan-step solve worth starting
+# How hard the acceptance model is grows with its lease starts times the starts per atom (long windows make the LP
+# slow): measured, HiGHS solves it well in 60 s up to about 0.8 M of that product (N=1000/T=96 at the plan step:
+# 0.8 M, 0.999 of the bound; N=200/T=288: 1.8 M, stuck at the greedy start; on 2-step slots 0.45 M, 0.996).
+DIFFICULTY_PER_SECOND = 13_000
+
+
+def start_budget(time_limit: float, atoms: int) -> int:
+    """Lease starts a model of `atoms` atoms may have to be solved well within `time_limit` (beyond: coarsen)."""
+    return max(2000, int(math.sqrt(DIFFICULTY_PER_SECOND * time_limit * max(1, atoms))))
 
 
 @dataclass
@@ -53,7 +94,12 @@ class MilpReport:
     gap: float | None = None
     status: str = "error"
     smoothing: str | None = None
+    step: int = 1
+    plan_step: str | None = None
+    left_out: int = 0
+    repaired_value: float | None = None
     seconds: float = 0.0
+    greedy_seconds: float = 0.0
     build_seconds: float = 0.0
     variables: int = 0
     constraints: int = 0
@@ -81,6 +127,7 @@ class MilpAgent:
     cost_weight: float = DEFAULT_COST_WEIGHT
     smooth: bool = True
     dump_model: str | None = None
+    coarsen: int | None = None  # plan steps per slot; None chooses from the model's size and the time limit
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
         """One reservation on the current plan (what online submission asks of every agent)."""
@@ -98,13 +145,13 @@ class MilpAgent:
         incumbent_name, incumbent = best_greedy(plan, batch)
         report.greedy = incumbent_name
         report.greedy_value = _value(batch, incumbent)
+        report.greedy_seconds = time.perf_counter() - started
         chosen = incumbent
         if items:
-            solved = self._solve(plan, items, incumbent, report, started)
-            if solved is not None and _value(batch, solved) > report.greedy_value + 1e-9:
-                chosen, report.chosen = solved, "milp"
-            elif solved is not None and _value(batch, solved) >= report.greedy_value - 1e-9:
-                chosen, report.chosen = solved, "milp"  # as good, and smoother
+            solved, own = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
+            better = solved is not None and _value(batch, solved) > report.greedy_value + 1e-9
+            if solved is not None and (better or own >= report.greedy_value - 1e-9):
+                chosen, report.chosen = solved, "milp"  # more value, or as much on its own and smoother
         report.seconds = time.perf_counter() - started
         return self._finish(plan, batch, chosen, reasons, report, commit)
 
@@ -121,10 +168,47 @@ class MilpAgent:
             items.append(Item(reservation.name, reservation.value, instances))
         return items, reasons
 
+    def _ladder(self, plan: Plan, batch: list[tuple[Reservation, datetime]], items: list[Item],
+                incumbent: dict[str, list[Allocation]], skip: set[str], report: MilpReport,
+                started: float) -> tuple[dict[str, list[Allocation]] | None, float]:
+        """The solver's plan after the greedy repair, and the value it reached on its own: on slots when the model
+        is large, then at the plan step from there when the slots were solved early and that model is not huge."""
+        k = self.coarsen or choose_step(items, start_budget(self.time_limit, atom_count(items)), plan.clock.steps)
+        report.step = k
+        finer = self.coarsen is None and k > 1 and lease_starts(items) <= LADDER_STARTS
+        solved, finer = self._solve(plan, items, incumbent, report, started, k, finer)
+        if solved is None:
+            return None, 0.0
+        own = _value(batch, solved)
+        solved = repair(plan, batch, solved, skip)
+        report.repaired_value = _value(batch, solved)
+        if finer:
+            stage = MilpReport(self.backend, greedy_seconds=report.greedy_seconds)
+            fine, _ = self._solve(plan, items, solved, stage, started, 1, False)
+            report.plan_step = stage.status
+            if fine is not None:
+                own = max(own, _value(batch, fine))
+                fine = repair(plan, batch, fine, skip)
+                if _value(batch, fine) >= _value(batch, solved) - 1e-9:
+                    solved, report.repaired_value = fine, _value(batch, fine)
+                    report.smoothing = stage.smoothing
+        return solved, own
+
     def _solve(self, plan: Plan, items: list[Item], incumbent: dict[str, list[Allocation]], report: MilpReport,
-               started: float) -> dict[str, list[Allocation]] | None:
+               started: float, k: int, finer: bool) -> tuple[dict[str, list[Allocation]] | None, bool]:
+        """The solver's plan at the plan step (solved on slots of `k` steps, then mapped back), or None; and whether
+        to solve at the plan step from it (when `finer` and the slots were solved with time to spare: then the
+        smoothing is left to that solve)."""
+        free, capacity, coarse = plan.free(), plan.capacity, None
+        if k > 1:
+            coarse = coarsen(items, k)
+            report.left_out = len(coarse.left_out)
+            items, free, capacity = coarse.items, coarse_free(free, k), coarse_free(capacity, k)
+            incumbent = coarse_greedy(items, free, capacity)
+            if not items:
+                return None, False
         build_started = time.perf_counter()
-        model = build(items, plan.free(), plan.capacity, self.cost_weight)
+        model = build(items, free, capacity, self.cost_weight)
         report.build_seconds = time.perf_counter() - build_started
         report.variables = len(model.problem.variables())
         report.constraints = len(model.problem.constraints())
@@ -132,25 +216,28 @@ class MilpAgent:
         if self.dump_model:
             write_model(model.problem, self.dump_model)
         backend = get_backend(self.backend)
-        # Handing a model to a solver and reading its answer back cost about what building it did:
-        # keep that much of the limit in hand so the whole answer comes within the limit.
-        margin = max(0.2, report.build_seconds)
+        # Handing a model to a solver and reading its answer back cost about what building it did, and the greedy
+        # repair and the final decisions afterwards at most what the greedy start did: keep that much in hand
+        # (measured: N=1000/T=1440 ended 0.9 s inside a 300 s limit with a third of the greedy start kept).
+        margin = max(0.2, report.build_seconds) + report.greedy_seconds
         remaining = self.time_limit - (time.perf_counter() - started) - margin
         if remaining < 0.1:
             report.status = "timeout"
-            return None
+            return None, False
         first = backend(model.problem, remaining * (0.7 if self.smooth else 1.0), self.gap, True)
         report.status, report.bound, report.gap = first.status, first.bound, first.gap
         if not first.has_solution:
-            return None
+            return None, False
         accepted = {name for name, var in model.accept.items() if (var.varValue or 0) > 0.5}
         report.milp_value = sum(i.value for i in items if i.name in accepted)
         solution = read_back(model, accepted)
-        if self.smooth and accepted:
+        left = started + self.time_limit - time.perf_counter()
+        finer = finer and first.status == "optimal" and left >= LADDER_SECONDS
+        if self.smooth and accepted and not finer:
             smoothed = self._smooth(model, accepted, started + self.time_limit - 2 * margin, report)
             if smoothed is not None:
                 solution = smoothed
-        return solution
+        return (solution if coarse is None else refine(coarse, solution)), finer
 
     def _smooth(self, model: Model, accepted: set[str], deadline: float,
                 report: MilpReport) -> dict[str, list[Allocation]] | None:
@@ -206,13 +293,18 @@ class MilpAgent:
         return BatchResult(decisions, report, chosen)
 
 
-def lp_bound(plan: Plan, batch: list[tuple[Reservation, datetime]], time_limit: float = 300.0) -> tuple[float, float]:
-    """The LP relaxation's accepted value: no plan can accept more value. Returns (bound, seconds)."""
+def lp_bound(plan: Plan, batch: list[tuple[Reservation, datetime]],
+             time_limit: float = 300.0) -> tuple[float | None, float]:
+    """The LP relaxation's accepted value: no plan can accept more value. Returns (bound, seconds); the bound is
+    None when the LP is not solved to optimality within `time_limit` (building the model is not bounded)."""
     started = time.perf_counter()
     items, _ = MilpAgent()._items(plan, batch)
     model = build(items, plan.free(), plan.capacity, cost_weight=0.0)
-    model.problem.solve(pulp.HiGHS(mip=False, msg=False, timeLimit=time_limit))
-    return float(pulp.value(model.problem.objective) or 0.0), time.perf_counter() - started
+    left = max(1.0, time_limit - (time.perf_counter() - started))
+    # The interior point method: measured, 4 s where dual simplex takes 40-80 s on N=200/T=288.
+    model.problem.solve(pulp.HiGHS(mip=False, msg=False, timeLimit=left, solver="ipm", run_crossover="off"))
+    solved = model.problem.status == pulp.LpStatusOptimal
+    return (float(pulp.value(model.problem.objective) or 0.0) if solved else None), time.perf_counter() - started
 
 
 def _within_policy(plan: Plan, reservation: Reservation, allocations: list[Allocation]) -> bool:
@@ -248,6 +340,32 @@ def best_greedy(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[
     return best[1], best[2]
 
 
+def repair(plan: Plan, batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]],
+           skip: set[str]) -> dict[str, list[Allocation]]:
+    """`placed`, and what GREE or GREE-L (the better) still fits of the rest, most valuable first, at the plan step."""
+    best: tuple[float, dict[str, list[Allocation]]] | None = None
+    rest = sorted(((r, when) for r, when in batch if r.name not in placed and r.name not in skip),
+                  key=lambda item: -item[0].value)
+    base = plan.copy()
+    for reservation, submitted in batch:
+        if reservation.name in placed:
+            base.add(Accepted(reservation, submitted, placed[reservation.name]))
+    for agent in (GreedyAgent("gree", flat=False), GreedyAgent("gree-l", flat=True)):
+        scratch, found = base.copy(), dict(placed)
+        for reservation, submitted in rest:
+            outcome = agent.place(scratch, reservation, submitted)
+            if outcome.allocations is not None:
+                found[reservation.name] = list(outcome.allocations)
+                scratch.add(Accepted(reservation, submitted, found[reservation.name]))
+        value = _value(batch, found)
+        if best is None or value > best[0] + 1e-9:
+            best = (value, found)
+        if len(rest) == 0:
+            break
+    assert best is not None
+    return best[1]
+
+
 def _value(batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]]) -> float:
     return sum(r.value for r, _ in batch if r.name in placed)
 
@@ -275,7 +393,8 @@ def warm_start(model: Model, placed: dict[str, list[Allocation]]) -> None:
             x.setInitialValue(gangs.get((*key, s), 0))
         for t, held in model.held[key].items():
             running += gangs.get((*key, t), 0) - gangs.get((*key, t - task.length), 0)
-            held.setInitialValue(running)
+            if isinstance(held, pulp.LpVariable):  # short leases hold a sum of starts, set above
+                held.setInitialValue(running)
     _warm_choices(model, gangs)
     _warm_splits(model, gangs)
 

@@ -18,13 +18,13 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from follower.follower import Follower, FollowerError
+from follower.follower import PLAN_QUEUE, Follower, FollowerError
 from follower.scenario import Scenario
 from follower.scheduler.policies import APP_POLICIES
 from rdl.parser import did_you_mean
 
-PLAN_QUEUE = "root.plan"
-BEST_EFFORT_QUEUE = "root.besteffort"
+BEST_EFFORT = "besteffort"  # below root
+BEST_EFFORT_QUEUE = f"root.{BEST_EFFORT}"
 USER_FAIR = "userfair"
 SIMULATION_POLICIES = (*APP_POLICIES, USER_FAIR)
 FOLLOWER_KEYS = ("plan_queue", "default_queue", "on_expiry", "round_steps", "max_policy")
@@ -37,8 +37,7 @@ def scheduler_config(scenario: Scenario) -> dict[str, Any]:
     follower = {**DEFAULT_FOLLOWER, **dict(scenario.follower.data)}
     plan_queue = str(follower["plan_queue"])
     config: dict[str, Any] = {
-        "queues": {plan_queue.split(".", 1)[1]: {"parent": True, "child_template": {}},
-                   BEST_EFFORT_QUEUE.split(".", 1)[1]: {}},
+        "queues": {BEST_EFFORT: {}},  # the plan queue is added below, with its parents
         "placement": [{"rule": "specified", "create": False}, {"rule": "default", "queue": BEST_EFFORT_QUEUE}],
         "preemption": {"enabled": True, "delay": "30s"},
         "plan_queue": plan_queue,
@@ -50,9 +49,9 @@ def scheduler_config(scenario: Scenario) -> dict[str, Any]:
     policy = "fair" if scenario.policy == USER_FAIR else scenario.policy
     template = _plan_entry(config, plan_queue).setdefault("child_template", {})
     template["policy"] = policy
-    best_effort = config["queues"].get(BEST_EFFORT_QUEUE.split(".", 1)[1])
+    best_effort = config["queues"].get(BEST_EFFORT)
     if scenario.policy == USER_FAIR:
-        config["queues"][BEST_EFFORT_QUEUE.split(".", 1)[1]] = {"parent": True, "child_template": {"policy": policy}}
+        config["queues"][BEST_EFFORT] = {"parent": True, "child_template": {"policy": policy}}
         config["placement"] = [{"rule": "specified", "create": False},
                                {"rule": "user", "parent": BEST_EFFORT_QUEUE, "create": True}]
     elif isinstance(best_effort, dict):

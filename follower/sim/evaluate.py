@@ -32,7 +32,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 AGENTS = ("none", "gree", "gree-l", "milp")
 SLACKS = (1.5, 3.0, 10.0)
 POLICIES = ("fifo", "fair", USER_FAIR, "uwfq")
-RESERVATION_SCENARIOS = ("synthetic_mix", "ricc_2days", "alibaba_2days")  # the week slices: see docs/evaluation
+RESERVATION_SCENARIOS = ("synthetic_mix", "ricc_week", "alibaba_2days")  # Alibaba: two days, see its scenario
 FAIRNESS_SCENARIOS = ("uwfq_power_small", "uwfq_super_small", "google_homo", "google_hetero")
 
 PUBLISHED = """## Published figures, for comparison

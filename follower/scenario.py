@@ -47,7 +47,7 @@ from follower.workloads.swf import SwfParams, read_swf
 from follower.workloads.synthetic import UWFQ_SCENARIOS, SyntheticParams, generate_synthetic
 from planner.agents import AGENTS, DEFAULT_AGENT
 from rdl import units
-from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, parse_cluster
+from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, parse_cluster, positive_duration
 from rdl.errors import Span
 from rdl.parser import did_you_mean
 
@@ -195,13 +195,6 @@ def _seed(text: str) -> int:
     return int(text)
 
 
-def _positive_duration(text: str) -> float:
-    seconds = units.parse_duration(text)
-    if seconds <= 0:
-        raise ValueError(f"must be positive, got `{text}`")
-    return seconds
-
-
 def load_scenario(path: str | Path, policies: tuple[str, ...] = POLICIES) -> Scenario:
     """Read and check a scenario file; raises RDLErrors naming every problem with `FILE:LINE:COL`."""
     path = Path(path)
@@ -226,7 +219,7 @@ def parse_scenario(text: str, file: str = "<scenario>", folder: Path | None = No
     start = reader.time(entries["start"][1], None, "`start`") if "start" in entries else DEFAULT_START
     values: dict[str, Any] = {
         "seed": get("seed", _seed, 0),
-        "duration": get("duration", _positive_duration, None),
+        "duration": get("duration", positive_duration, None),
         "agent": get("agent", lambda t: _choice(t, agent_names()), DEFAULT_AGENT),
         "policy": get("policy", lambda t: _choice(t, policies), DEFAULT_POLICY),
         "name": get("name", str, Path(file).name.split(".")[0]),

@@ -326,18 +326,23 @@ def best_greedy(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[
               "by value": sorted(batch, key=lambda item: -item[0].value)}
     for agent in (GreedyAgent("gree", flat=False), GreedyAgent("gree-l", flat=True)):
         for label, order in orders.items():
-            scratch = plan.copy()
-            placed: dict[str, list[Allocation]] = {}
-            for reservation, submitted in order:
-                outcome = agent.place(scratch, reservation, submitted)
-                if outcome.allocations is not None:
-                    placed[reservation.name] = list(outcome.allocations)
-                    scratch.add(Accepted(reservation, submitted, placed[reservation.name]))
+            placed = _fill(agent, plan.copy(), order, {})
             value = _value(batch, placed)
             if best is None or value > best[0] + 1e-9:
                 best = (value, f"{agent.name} ({label})", placed)
     assert best is not None
     return best[1], best[2]
+
+
+def _fill(agent: GreedyAgent, scratch: Plan, order: list[tuple[Reservation, datetime]],
+          placed: dict[str, list[Allocation]]) -> dict[str, list[Allocation]]:
+    """Submit `order` one by one to `agent` on `scratch` (changed in place); `placed` gains what fits."""
+    for reservation, submitted in order:
+        outcome = agent.place(scratch, reservation, submitted)
+        if outcome.allocations is not None:
+            placed[reservation.name] = list(outcome.allocations)
+            scratch.add(Accepted(reservation, submitted, placed[reservation.name]))
+    return placed
 
 
 def repair(plan: Plan, batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]],
@@ -351,12 +356,7 @@ def repair(plan: Plan, batch: list[tuple[Reservation, datetime]], placed: dict[s
         if reservation.name in placed:
             base.add(Accepted(reservation, submitted, placed[reservation.name]))
     for agent in (GreedyAgent("gree", flat=False), GreedyAgent("gree-l", flat=True)):
-        scratch, found = base.copy(), dict(placed)
-        for reservation, submitted in rest:
-            outcome = agent.place(scratch, reservation, submitted)
-            if outcome.allocations is not None:
-                found[reservation.name] = list(outcome.allocations)
-                scratch.add(Accepted(reservation, submitted, found[reservation.name]))
+        found = _fill(agent, base.copy(), rest, dict(placed))
         value = _value(batch, found)
         if best is None or value > best[0] + 1e-9:
             best = (value, found)

@@ -156,7 +156,8 @@ def _positive_int(text: str) -> int:
     return int(value)
 
 
-def _positive_duration(text: str) -> float:
+def positive_duration(text: str) -> float:
+    """A duration in seconds that must be above zero (ValueError otherwise)."""
     value = units.parse_duration(text)
     if value <= 0:
         raise ValueError(f"must be positive, got `{text}`")
@@ -189,8 +190,8 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     if "start" not in entries:
         reader.sink.add(Span(file, 1, 1), "the cluster file needs `start`", hint="the plan's origin, e.g. "
                         "`start: 2026-11-23T00:00:00Z`")
-    step = reader.scalar(entries["step"][1], _positive_duration, "`step`") if "step" in entries else DEFAULT_STEP
-    horizon = reader.scalar(entries["horizon"][1], _positive_duration, "`horizon`") if "horizon" in entries \
+    step = reader.scalar(entries["step"][1], positive_duration, "`step`") if "step" in entries else DEFAULT_STEP
+    horizon = reader.scalar(entries["horizon"][1], positive_duration, "`horizon`") if "horizon" in entries \
         else 7 * 86400.0
     capacity, nodes = _capacity(reader, entries, file)
     changes = _changes(reader, entries, start, capacity)

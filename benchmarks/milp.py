@@ -4,7 +4,8 @@
                               [--time-limit 60] [--bound-limit 300] [--seed 3]
 
 For each size (N reservations x T steps of one day) it prints the LP-relaxation bound of
-accepted value (or `missing` when its LP is not solved within --bound-limit), GREE and
+accepted value (or `missing` when its LP is not solved within --bound-limit) and the
+volume bound (`planner.bound`; shares are of it when the LP bound is missing), GREE and
 GREE-L submitting one by one, and per backend and approach: the greedy start, build and
 total time, the slot length, model size, solver status, accepted value and its share of
 the bound, whose plan was kept, and the smoothing status. Approaches:
@@ -25,7 +26,8 @@ from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 
 from planner.agents import GreedyAgent
-from planner.milp import MilpAgent, lp_bound
+from planner.bound import lp_bound, volume_bound
+from planner.milp import MilpAgent, batch_items
 from planner.plan import Accepted, Plan
 from rdl import parse_cluster, parse_text
 from rdl.tree import Reservation
@@ -102,15 +104,19 @@ def run(count: int, steps: int, backends: list[str], approaches: list[str], time
     reservations = batch(count, steps, seed)
     total = sum(r.value for r in reservations)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    bound: float | None = None
+    plan = Plan(cluster)
+    items, _ = batch_items(plan, [(r, START) for r in reservations])
+    volume = volume_bound(items, plan.free(), bound_limit or 60.0)
+    said = f"volume bound {volume.value} (slots of {volume.step}, {volume.seconds:.1f} s)"
+    bound, kind = volume.value, "volume"
     if bound_limit > 0:
-        bound, bound_seconds = lp_bound(Plan(cluster), [(r, START) for r in reservations], bound_limit)
-        said = f"{bound:.1f}" if bound is not None else "missing (LP not solved in time)"
-        said += f" ({bound_seconds:.1f} s)"
-    else:
-        said = "not computed"
-    print(f"\n== N={count} T={steps} (step {1440 // steps} min): total value {total:g}, LP bound {said}; "
-          f"load {load}", flush=True)
+        exact = lp_bound(items, plan.free(), plan.capacity, bound_limit)
+        lp_said = "missing (not solved in time)" if exact.value is None else f"{exact.value:.1f}"
+        said = f"LP bound {lp_said} ({exact.seconds:.1f} s), {said}"
+        if exact.value is not None:
+            bound, kind = exact.value, "LP"
+    print(f"\n== N={count} T={steps} (step {1440 // steps} min): total value {total:g}, {said}; load {load}; "
+          f"shares below are of the {kind} bound", flush=True)
     for flat in (False, True):
         value, seconds = greedy_value(Plan(cluster), reservations, flat)
         name = "gree-l" if flat else "gree"

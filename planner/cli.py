@@ -175,6 +175,9 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
             report = extra["solver"]
             click.echo(f"solver {report['backend']}: {report['status']}, gap {report['gap']}, kept the "
                        f"{report['chosen']} plan (greedy start: {report['greedy']}, value {report['greedy_value']:g})")
+            if report["value_bound"] is not None:
+                click.echo(f"accepted value {report['value']:g} of at most {report['value_bound']:.6g} "
+                           f"(within {report['optimality_gap']:.1%} of optimal)")
 
 
 COMMANDS = [plan_command]

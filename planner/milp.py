@@ -36,6 +36,10 @@ issue note):
    is an error and the incumbent stands. The time limit covers every step: the solver
    gets what is left after the greedy start and the build, less what handing the model
    over and the repair are expected to take.
+7. How far from optimal: the solver's own bound and gap are of the model it saw (on
+   slots, not the real problem), so the answer's gap is taken against the volume bound
+   (`planner.bound`), computed first in at most a tenth of the time limit (0.6 s at
+   N=1000/T=1440, where the LP relaxation does not solve in 300 s).
 Tried and dropped: more HiGHS heuristic effort (`mip_heuristic_effort` 0.3 and 0.8 found
 nothing better than the greedy start at N=200/T=288 in 60 s); LP-guided greedy order
 (submitting by the LP relaxation's accept values gained 3 of 923 on N=200/T=288, not worth
@@ -54,6 +58,7 @@ from typing import Any as AnyType
 import pulp
 
 from planner.agents import GreedyAgent, Outcome, register
+from planner.bound import volume_bound
 from planner.coarsen import atom_count, choose_step, coarse_free, coarse_greedy, coarsen, lease_starts, refine
 from planner.compile import compile_reservation
 from planner.decision import Decision, Reason
@@ -68,6 +73,7 @@ from rdl.tree import Reservation
 DEFAULT_TIME_LIMIT = 30.0
 DEFAULT_GAP = 1e-4
 DEFAULT_COST_WEIGHT = 0.01
+BOUND_SECONDS = 10.0  # at most this long (and a tenth of the time limit) for the value bound; N=1000/T=1440: 0.6 s
 LADDER_STARTS = 150_000  # a plan-step model this large still builds in seconds (N=1000/T=288: 106k, 5 s)
 LADDER_SECONDS = 10.0  # time left after the slots that makes a plan-step solve worth starting
 # How hard the acceptance model is grows with its lease starts times the starts per atom (long windows make the LP
@@ -87,10 +93,14 @@ class MilpReport:
 
     backend: str
     chosen: str = "greedy"
+    value: float = 0.0  # accepted value of the answer
+    value_bound: float | None = None  # no plan accepts more (`planner.bound.volume_bound`)
+    value_bound_step: int = 1
+    optimality_gap: float | None = None  # 1 - value / value_bound: how far from optimal the answer can be
     greedy: str = ""
     greedy_value: float = 0.0
     milp_value: float | None = None
-    bound: float | None = None
+    bound: float | None = None  # the solver's, for the model it saw (on slots: the slots' problem) and its objective
     gap: float | None = None
     status: str = "error"
     smoothing: str | None = None
@@ -141,7 +151,9 @@ class MilpAgent:
         """Decide a batch together; accepted reservations are added to the plan when `commit`."""
         started = time.perf_counter()
         report = MilpReport(self.backend)
-        items, reasons = self._items(plan, batch)
+        items, reasons = batch_items(plan, batch)
+        bound = volume_bound(items, plan.free(), min(BOUND_SECONDS, 0.1 * self.time_limit))
+        report.value_bound, report.value_bound_step = bound.value, bound.step
         incumbent_name, incumbent = best_greedy(plan, batch)
         report.greedy = incumbent_name
         report.greedy_value = _value(batch, incumbent)
@@ -156,17 +168,6 @@ class MilpAgent:
         return self._finish(plan, batch, chosen, reasons, report, commit)
 
     # -- the model -----------------------------------------------------------------------
-
-    def _items(self, plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[list[Item], dict[str, Reason]]:
-        items, reasons = [], {}
-        for reservation, submitted in batch:
-            instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
-            reason = next((r for i in instances if (r := window_reason(i, plan, reservation)) is not None), None)
-            if reason is not None:
-                reasons[reservation.name] = reason
-                continue
-            items.append(Item(reservation.name, reservation.value, instances))
-        return items, reasons
 
     def _ladder(self, plan: Plan, batch: list[tuple[Reservation, datetime]], items: list[Item],
                 incumbent: dict[str, list[Allocation]], skip: set[str], report: MilpReport,
@@ -183,9 +184,9 @@ class MilpAgent:
         solved = repair(plan, batch, solved, skip)
         report.repaired_value = _value(batch, solved)
         if finer:
-            stage = MilpReport(self.backend, greedy_seconds=report.greedy_seconds)
+            stage = MilpReport(self.backend, greedy_seconds=report.greedy_seconds, value_bound=report.value_bound)
             fine, _ = self._solve(plan, items, solved, stage, started, 1, False)
-            report.plan_step = stage.status
+            report.plan_step, report.value_bound = stage.status, stage.value_bound
             if fine is not None:
                 own = max(own, _value(batch, fine))
                 fine = repair(plan, batch, fine, skip)
@@ -226,6 +227,9 @@ class MilpAgent:
             return None, False
         first = backend(model.problem, remaining * (0.7 if self.smooth else 1.0), self.gap, True)
         report.status, report.bound, report.gap = first.status, first.bound, first.gap
+        if coarse is None and first.bound is not None and first.backend != "cpsat":
+            # At the plan step the solver's bound bounds value too (CP-SAT's is of an objective rounded to integers).
+            report.value_bound = min(first.bound + model.cost_slack, report.value_bound or math.inf)
         if not first.has_solution:
             return None, False
         accepted = {name for name, var in model.accept.items() if (var.varValue or 0) > 0.5}
@@ -286,6 +290,9 @@ class MilpAgent:
                 decisions.append(Decision(name, True, tuple(chosen[name]), extra={"agent": self.name}))
             else:
                 decisions.append(Decision(name, False, reason=reasons[name], extra={"agent": self.name}))
+        report.value = _value(batch, chosen)
+        if report.value_bound is not None:
+            report.optimality_gap = max(0.0, 1.0 - report.value / report.value_bound) if report.value_bound > 0 else 0.0
         if commit:
             for reservation, submitted in batch:
                 if reservation.name in chosen:
@@ -293,18 +300,17 @@ class MilpAgent:
         return BatchResult(decisions, report, chosen)
 
 
-def lp_bound(plan: Plan, batch: list[tuple[Reservation, datetime]],
-             time_limit: float = 300.0) -> tuple[float | None, float]:
-    """The LP relaxation's accepted value: no plan can accept more value. Returns (bound, seconds); the bound is
-    None when the LP is not solved to optimality within `time_limit` (building the model is not bounded)."""
-    started = time.perf_counter()
-    items, _ = MilpAgent()._items(plan, batch)
-    model = build(items, plan.free(), plan.capacity, cost_weight=0.0)
-    left = max(1.0, time_limit - (time.perf_counter() - started))
-    # The interior point method: measured, 4 s where dual simplex takes 40-80 s on N=200/T=288.
-    model.problem.solve(pulp.HiGHS(mip=False, msg=False, timeLimit=left, solver="ipm", run_crossover="off"))
-    solved = model.problem.status == pulp.LpStatusOptimal
-    return (float(pulp.value(model.problem.objective) or 0.0) if solved else None), time.perf_counter() - started
+def batch_items(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[list[Item], dict[str, Reason]]:
+    """The batch compiled for the model, and why those whose windows cannot be met are rejected."""
+    items, reasons = [], {}
+    for reservation, submitted in batch:
+        instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
+        reason = next((r for i in instances if (r := window_reason(i, plan, reservation)) is not None), None)
+        if reason is not None:
+            reasons[reservation.name] = reason
+            continue
+        items.append(Item(reservation.name, reservation.value, instances))
+    return items, reasons
 
 
 def _within_policy(plan: Plan, reservation: Reservation, allocations: list[Allocation]) -> bool:

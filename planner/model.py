@@ -61,6 +61,7 @@ class Model:
     splits: list[tuple[list[AtomKey], dict[int, pulp.LpVariable]]] = field(default_factory=list)
     usage: dict[int, list[tuple[np.ndarray, Linear, int]]] = field(default_factory=lambda: defaultdict(list))
     value_terms: list[tuple[float, pulp.LpVariable]] = field(default_factory=list)
+    cost_slack: float = 0.0  # the cost term never exceeds this: value <= objective + cost_slack
 
 
 class _Builder:
@@ -222,6 +223,7 @@ def build(items: list[Item], free: np.ndarray, capacity: np.ndarray, cost_weight
     cost = _cost_terms(model, free, capacity)
     values = [v for v, _ in model.value_terms if v > 0] or [1.0]
     scale = cost_weight * min(values) / max(1.0, _cost_ceiling(model, capacity))
+    model.cost_slack = scale * max(1.0, _cost_ceiling(model, capacity))
     model.problem += pulp.lpSum(v * a for v, a in model.value_terms) - scale * cost
     return model
 

@@ -101,8 +101,8 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
 def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool) -> SolveResult:
     """CBC as bundled with PuLP (its limit covers the search only: the model file round trip and its
     presolve come on top, so it is given half of what is left)."""
-    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=max(1, math.floor(time_limit / 2)), gapRel=gap, warmStart=warm,
-                               threads=1)
+    search = max(1, math.floor(time_limit / 2))
+    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=search, gapRel=gap, warmStart=warm, threads=1)
     started = time.perf_counter()
     try:
         code = problem.solve(solver)
@@ -116,9 +116,9 @@ def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool
     elif code == pulp.LpStatusInfeasible:
         status = "infeasible"
     elif has_solution:
-        status = "timeout" if seconds >= time_limit * 0.95 else "feasible"
-    else:
-        status = "timeout" if seconds >= time_limit * 0.95 else "error"
+        status = "timeout" if seconds >= search * 0.95 else "feasible"
+    else:  # out of its search time without a solution is a timeout, not an error
+        status = "timeout" if seconds >= search * 0.95 else "error"
     bound = objective if status == "optimal" else None
     return SolveResult("cbc", status, objective, bound, relative_gap(objective, bound), seconds)
 

@@ -196,6 +196,8 @@ def test_cli_milp_json_accepts_both_and_reports_the_solver(batch_files: tuple[Pa
     assert solver["greedy_value"] == 1
     assert solver["gap"] is None or solver["gap"] >= 0
     assert solver["bound"] is None or isinstance(solver["bound"], int | float)
+    assert solver["value"] == 2 and solver["value_bound"] >= 2 - 1e-6  # both accepted, worth 1 each
+    assert solver["optimality_gap"] == pytest.approx(1 - 2 / solver["value_bound"])
 
 
 @pytest.mark.parametrize("greedy", ["gree", "gree-l"])
@@ -215,6 +217,7 @@ def test_cli_milp_text_output_names_the_solver(batch_files: tuple[Path, Path, Cl
     assert result.exit_code == 0, result.stderr
     assert "2 of 2 accepted by milp" in result.stdout
     assert "solver highs" in result.stdout and "kept the milp plan" in result.stdout
+    assert "accepted value 2 of at most 2" in result.stdout, result.stdout  # both accepted: proven optimal
 
 
 def test_cli_rejects_an_unknown_solver(batch_files: tuple[Path, Path, Cluster]) -> None:

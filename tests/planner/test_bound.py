@@ -146,5 +146,6 @@ def test_the_milp_report_says_how_far_from_optimal_its_answer_can_be(seed: int) 
     assert report.value == pytest.approx(decided.value)
     assert report.value_bound is not None and report.value_bound >= decided.value - EPS
     assert report.optimality_gap == pytest.approx(1 - decided.value / report.value_bound)
-    if report.step == 1 and report.status == "optimal" and report.optimality_gap is not None:  # proven at the plan step: within the cost weight
+    if report.step == 1 and report.status == "optimal" and report.optimality_gap is not None:
+        # proven at the plan step: within the cost weight
         assert report.optimality_gap <= 0.01 * min(r.value for r in reservations) / decided.value + 1e-4

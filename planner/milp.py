@@ -19,16 +19,14 @@ issue note):
    load-weighted cost, warm-started from the incumbent (on slots: from GREE/GREE-L run on
    the slots), bounded by the time limit. Short leases hold sums of starts rather than
    variables of their own, and implied capacity rows are left out (half the LP).
-4. Smoothing: with the accepted set fixed, the same model minimises step-to-step changes
-   of every atom's allocation, warm-started from step 3, in the time left.
-5. Back to the plan step and repair: a plan on slots maps to a feasible plan at the plan
+4. Back to the plan step and repair: a plan on slots maps to a feasible plan at the plan
    step (lanes, see `planner.coarsen`); then what is left out (including reservations the
    slots cannot hold) is offered to GREE and GREE-L, most valuable first, and the better
    fill is kept. This recovers what slot-rounded windows lose. When the slots were solved
    with `LADDER_SECONDS` to spare and the plan-step model has at most `LADDER_STARTS`
-   starts, the plan-step model is solved from that plan too (smoothing moves there), and
-   kept when it is worth as much (N=1000/T=96 on 4-step slots: 0.979 -> 0.999).
-6. Never worse than greedy: the answer is the better of that plan and the incumbent by
+   starts, the plan-step model is solved from that plan too, and kept when it is worth
+   as much (N=1000/T=96 on 4-step slots: 0.979 -> 0.999).
+5. Never worse than greedy: the answer is the better of that plan and the incumbent by
    accepted value (the output says which; at equal value the solver's plan, if it got
    there on its own, for being smoother), and reservations still left out are offered to
    the greedy agent once more on the final plan. A solver's "infeasible" never rejects
@@ -36,6 +34,13 @@ issue note):
    is an error and the incumbent stands. The time limit covers every step: the solver
    gets what is left after the greedy start and the build, less what handing the model
    over and the repair are expected to take.
+6. Smoothing, last (`planner.smooth`): with the accepted set fixed, each accepted
+   reservation (then groups of neighbours) is re-placed by a model of its own to cut its
+   allocation changes, in the time left. One model of the whole batch, minimising every
+   atom's changes at once (what this step was before), did not improve on the acceptance
+   answer in 20 s at N=200/T=96 and N=200/T=288, where the local moves removed 44% and
+   18% of the changes (`benchmarks/smooth.py`; at N=50/T=96 the whole model removed 80%,
+   the local moves 77%).
 7. How far from optimal: the solver's own bound and gap are of the model it saw (on
    slots, not the real problem), so the answer's gap is taken against the volume bound
    (`planner.bound`), computed first in at most a tenth of the time limit (0.6 s at
@@ -63,11 +68,11 @@ from planner.coarsen import atom_count, choose_step, coarse_free, coarse_greedy,
 from planner.compile import compile_reservation
 from planner.decision import Decision, Reason
 from planner.explain import window_reason
-from planner.model import Item, Model, build, smoothness
+from planner.model import Item, build, read_back, warm_start
 from planner.plan import Accepted, Allocation, Plan
 from planner.planner import earliest_deadline
-from planner.policy import check
-from planner.solvers import DEFAULT_BACKEND, SolveResult, get_backend
+from planner.smooth import smooth
+from planner.solvers import DEFAULT_BACKEND, get_backend
 from rdl.tree import Reservation
 
 DEFAULT_TIME_LIMIT = 30.0
@@ -103,7 +108,9 @@ class MilpReport:
     bound: float | None = None  # the solver's, for the model it saw (on slots: the slots' problem) and its objective
     gap: float | None = None
     status: str = "error"
-    smoothing: str | None = None
+    smoothing: str | None = None  # "done" (a pass moved nothing), "time up", or None (not asked)
+    changes_before: int | None = None  # allocation changes of the accepted, before and after smoothing
+    changes_after: int | None = None
     step: int = 1
     plan_step: str | None = None
     left_out: int = 0
@@ -164,8 +171,7 @@ class MilpAgent:
             better = solved is not None and _value(batch, solved) > report.greedy_value + 1e-9
             if solved is not None and (better or own >= report.greedy_value - 1e-9):
                 chosen, report.chosen = solved, "milp"  # more value, or as much on its own and smoother
-        report.seconds = time.perf_counter() - started
-        return self._finish(plan, batch, chosen, reasons, report, commit)
+        return self._finish(plan, batch, chosen, reasons, report, commit, started)
 
     # -- the model -----------------------------------------------------------------------
 
@@ -192,14 +198,12 @@ class MilpAgent:
                 fine = repair(plan, batch, fine, skip)
                 if _value(batch, fine) >= _value(batch, solved) - 1e-9:
                     solved, report.repaired_value = fine, _value(batch, fine)
-                    report.smoothing = stage.smoothing
         return solved, own
 
     def _solve(self, plan: Plan, items: list[Item], incumbent: dict[str, list[Allocation]], report: MilpReport,
                started: float, k: int, finer: bool) -> tuple[dict[str, list[Allocation]] | None, bool]:
         """The solver's plan at the plan step (solved on slots of `k` steps, then mapped back), or None; and whether
-        to solve at the plan step from it (when `finer` and the slots were solved with time to spare: then the
-        smoothing is left to that solve)."""
+        to solve at the plan step from it (when `finer` and the slots were solved with time to spare)."""
         free, capacity, coarse = plan.free(), plan.capacity, None
         if k > 1:
             coarse = coarsen(items, k)
@@ -237,42 +241,21 @@ class MilpAgent:
         solution = read_back(model, accepted)
         left = started + self.time_limit - time.perf_counter()
         finer = finer and first.status == "optimal" and left >= LADDER_SECONDS
-        if self.smooth and accepted and not finer:
-            smoothed = self._smooth(model, accepted, started + self.time_limit - 2 * margin, report)
-            if smoothed is not None:
-                solution = smoothed
         return (solution if coarse is None else refine(coarse, solution)), finer
 
-    def _smooth(self, model: Model, accepted: set[str], deadline: float,
-                report: MilpReport) -> dict[str, list[Allocation]] | None:
-        """Fix the accepted set, then minimise allocation changes (warm-started from the acceptance answer)."""
-        for name, var in model.accept.items():
-            model.problem += (var == (1 if name in accepted else 0), f"fixed_{var.name}")
-        changes = smoothness(model)
-        model.problem.sense = pulp.LpMinimize
-        model.problem.setObjective(changes)
-        seconds = deadline - time.perf_counter()  # measured after building the smoothing terms, which takes time
-        if seconds < 0.5:
-            report.smoothing = "skipped: no time left"
-            return None
-        result: SolveResult = get_backend(self.backend)(model.problem, seconds, self.gap, True)
-        report.smoothing = result.status
-        if not result.has_solution:
-            return None
-        return read_back(model, accepted)
-
     def _finish(self, plan: Plan, batch: list[tuple[Reservation, datetime]], chosen: dict[str, list[Allocation]],
-                reasons: dict[str, Reason], report: MilpReport, commit: bool) -> BatchResult:
-        """Decisions in submission order; the left-out get one more greedy try on the final plan."""
+                reasons: dict[str, Reason], report: MilpReport, commit: bool, started: float) -> BatchResult:
+        """Decisions in submission order: the left-out get one more greedy try on the final plan, then the accepted
+        are smoothed in the time left, then the rejected learn the earliest deadline they could have had."""
         scratch = plan.copy()
         for reservation, submitted in batch:
             if reservation.name in chosen:
-                if not _within_policy(scratch, reservation, chosen[reservation.name]):
+                if not scratch.within_policy(reservation, chosen[reservation.name]):
                     del chosen[reservation.name]  # the model knows no user limits: the greedy retry below does
                     continue
                 scratch.add(Accepted(reservation, submitted, chosen[reservation.name]))
         greedy = GreedyAgent("gree", flat=False)
-        decisions = []
+        retried = set()  # rejected on the final plan (the others' windows could not be met at all)
         for reservation, submitted in batch:
             name = reservation.name
             if name not in chosen and name not in reasons:
@@ -281,18 +264,29 @@ class MilpAgent:
                     chosen[name] = list(outcome.allocations)
                     scratch.add(Accepted(reservation, submitted, chosen[name]))
                 else:
-                    reason = outcome.reason or Reason("capacity", "no room on the final plan")
-                    if reason.code == "capacity":
-                        reason = replace(reason, earliest_deadline=earliest_deadline(scratch, greedy, reservation,
-                                                                                     submitted))
-                    reasons[name] = reason
+                    reasons[name] = outcome.reason or Reason("capacity", "no room on the final plan")
+                    retried.add(name)
+        if self.smooth and chosen:
+            # What is left, less what the rejections' earliest deadlines are expected to take (a greedy pass each).
+            left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
+            smoothed = smooth(scratch, list(chosen), max(0.0, left), self.backend, self.gap)
+            chosen = {name: scratch.accepted[name].allocations for name in chosen}
+            report.changes_before, report.changes_after = smoothed.changes_before, smoothed.changes_after
+            report.smoothing = "done" if smoothed.finished else "time up"
+        decisions = []
+        for reservation, submitted in batch:
+            name = reservation.name
             if name in chosen:
                 decisions.append(Decision(name, True, tuple(chosen[name]), extra={"agent": self.name}))
-            else:
-                decisions.append(Decision(name, False, reason=reasons[name], extra={"agent": self.name}))
+                continue
+            reason = reasons[name]
+            if reason.code == "capacity" and name in retried:
+                reason = replace(reason, earliest_deadline=earliest_deadline(scratch, greedy, reservation, submitted))
+            decisions.append(Decision(name, False, reason=reason, extra={"agent": self.name}))
         report.value = _value(batch, chosen)
         if report.value_bound is not None:
             report.optimality_gap = max(0.0, 1.0 - report.value / report.value_bound) if report.value_bound > 0 else 0.0
+        report.seconds = time.perf_counter() - started
         if commit:
             for reservation, submitted in batch:
                 if reservation.name in chosen:
@@ -311,15 +305,6 @@ def batch_items(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[
             continue
         items.append(Item(reservation.name, reservation.value, instances))
     return items, reasons
-
-
-def _within_policy(plan: Plan, reservation: Reservation, allocations: list[Allocation]) -> bool:
-    """Whether adding these allocations keeps the reservation's user within the sharing policy."""
-    if not plan.policy.limited:
-        return True
-    added = plan.use_of(allocations)
-    user = reservation.user
-    return check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added) is None
 
 
 # -- greedy incumbent ---------------------------------------------------------------------
@@ -377,68 +362,6 @@ def _value(batch: list[tuple[Reservation, datetime]], placed: dict[str, list[All
 
 
 # -- to and from the solver ------------------------------------------------------------------
-
-
-def warm_start(model: Model, placed: dict[str, list[Allocation]]) -> None:
-    """Set every variable to the incumbent plan's values (what the backends start from)."""
-    for variable in model.problem.variables():
-        variable.setInitialValue(0)
-    gangs: dict[tuple[str, int, str, int], int] = {}
-    for name, allocations in placed.items():
-        for a in allocations:
-            lease = (name, a.instance, a.atom, a.start)
-            task = model.tasks.get((name, a.instance, a.atom))
-            if task is not None:
-                gangs[lease] = gangs.get(lease, 0) + a.bundles // task.gang
-    for name, var in model.accept.items():
-        var.setInitialValue(1 if name in placed else 0)
-    for key, starts in model.starts.items():
-        running = 0
-        task = model.tasks[key]
-        for s, x in starts.items():
-            x.setInitialValue(gangs.get((*key, s), 0))
-        for t, held in model.held[key].items():
-            running += gangs.get((*key, t), 0) - gangs.get((*key, t - task.length), 0)
-            if isinstance(held, pulp.LpVariable):  # short leases hold a sum of starts, set above
-                held.setInitialValue(running)
-    _warm_choices(model, gangs)
-    _warm_splits(model, gangs)
-
-
-def _warm_choices(model: Model, gangs: dict[tuple[str, int, str, int], int]) -> None:
-    """An `any` child is chosen when some atom under it holds leases."""
-    used = {(k[0], k[1], k[2]) for k, v in gangs.items() if v}
-    for choice, keys in model.choices.values():
-        choice.setInitialValue(1 if any(k in used for k in keys) else 0)
-
-
-def _warm_splits(model: Model, gangs: dict[tuple[str, int, str, int], int]) -> None:
-    """An order's split sits where its earlier stage's last lease ends."""
-    last_end: dict[tuple[str, int, str], int] = {}
-    for (name, instance, label, start), count in gangs.items():
-        key = (name, instance, label)
-        if count and key in model.tasks:
-            last_end[key] = max(last_end.get(key, 0), start + model.tasks[key].length)
-    for earlier, split in model.splits:
-        ends = [last_end[k] for k in earlier if k in last_end]
-        sigma = max(ends) if ends else None
-        for t, var in split.items():
-            var.setInitialValue(1 if sigma is not None and t <= sigma else 0)
-
-
-def read_back(model: Model, accepted: set[str]) -> dict[str, list[Allocation]]:
-    """Allocations from the solver's values: one per atom, instance and start with gangs > 0."""
-    placed: dict[str, list[Allocation]] = {name: [] for name in accepted}
-    for (name, instance, label), starts in model.starts.items():
-        if name not in accepted:
-            continue
-        task = model.tasks[(name, instance, label)]
-        for s, x in starts.items():
-            count = round(x.varValue or 0)
-            if count > 0:
-                placed[name].append(Allocation(label, s, s + task.length, count * task.gang, task.atom.bundle,
-                                               instance))
-    return {name: sorted(a, key=lambda x: (x.instance, x.start, x.atom)) for name, a in placed.items()}
 
 
 def write_model(problem: pulp.LpProblem, path: str) -> None:

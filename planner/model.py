@@ -32,6 +32,7 @@ import numpy as np
 import pulp
 
 from planner.compile import AtomTask, GroupTask, Instance, Task
+from planner.plan import Allocation
 
 AtomKey = tuple[str, int, str]  # reservation, instance, atom label
 Linear: TypeAlias = pulp.LpVariable | pulp.LpAffineExpression
@@ -61,6 +62,7 @@ class Model:
     splits: list[tuple[list[AtomKey], dict[int, pulp.LpVariable]]] = field(default_factory=list)
     usage: dict[int, list[tuple[np.ndarray, Linear, int]]] = field(default_factory=lambda: defaultdict(list))
     value_terms: list[tuple[float, pulp.LpVariable]] = field(default_factory=list)
+    cost: pulp.LpAffineExpression | None = None  # the load-weighted cost, unscaled
     cost_slack: float = 0.0  # the cost term never exceeds this: value <= objective + cost_slack
 
 
@@ -220,7 +222,7 @@ def build(items: list[Item], free: np.ndarray, capacity: np.ndarray, cost_weight
         for instance in item.instances:
             _Builder(model, item.name, instance.index).add(instance.task, accept)
     _capacity(model, free)
-    cost = _cost_terms(model, free, capacity)
+    cost = model.cost = _cost_terms(model, free, capacity)
     values = [v for v, _ in model.value_terms if v > 0] or [1.0]
     scale = cost_weight * min(values) / max(1.0, _cost_ceiling(model, capacity))
     model.cost_slack = scale * max(1.0, _cost_ceiling(model, capacity))
@@ -296,3 +298,68 @@ def smoothness(model: Model) -> pulp.LpAffineExpression:
             model.problem += (change >= held[before] - held[after], _safe(f"down_{key}_{after}"))
             terms.append(change)
     return pulp.lpSum(terms)
+
+
+# -- to and from the solver ------------------------------------------------------------------
+
+
+def warm_start(model: Model, placed: dict[str, list[Allocation]]) -> None:
+    """Set every variable to the incumbent plan's values (what the backends start from)."""
+    for variable in model.problem.variables():
+        variable.setInitialValue(0)
+    gangs: dict[tuple[str, int, str, int], int] = {}
+    for name, allocations in placed.items():
+        for a in allocations:
+            lease = (name, a.instance, a.atom, a.start)
+            task = model.tasks.get((name, a.instance, a.atom))
+            if task is not None:
+                gangs[lease] = gangs.get(lease, 0) + a.bundles // task.gang
+    for name, var in model.accept.items():
+        var.setInitialValue(1 if name in placed else 0)
+    for key, starts in model.starts.items():
+        running = 0
+        task = model.tasks[key]
+        for s, x in starts.items():
+            x.setInitialValue(gangs.get((*key, s), 0))
+        for t, held in model.held[key].items():
+            running += gangs.get((*key, t), 0) - gangs.get((*key, t - task.length), 0)
+            if isinstance(held, pulp.LpVariable):  # short leases hold a sum of starts, set above
+                held.setInitialValue(running)
+    _warm_choices(model, gangs)
+    _warm_splits(model, gangs)
+
+
+def _warm_choices(model: Model, gangs: dict[tuple[str, int, str, int], int]) -> None:
+    """An `any` child is chosen when some atom under it holds leases."""
+    used = {(k[0], k[1], k[2]) for k, v in gangs.items() if v}
+    for choice, keys in model.choices.values():
+        choice.setInitialValue(1 if any(k in used for k in keys) else 0)
+
+
+def _warm_splits(model: Model, gangs: dict[tuple[str, int, str, int], int]) -> None:
+    """An order's split sits where its earlier stage's last lease ends."""
+    last_end: dict[tuple[str, int, str], int] = {}
+    for (name, instance, label, start), count in gangs.items():
+        key = (name, instance, label)
+        if count and key in model.tasks:
+            last_end[key] = max(last_end.get(key, 0), start + model.tasks[key].length)
+    for earlier, split in model.splits:
+        ends = [last_end[k] for k in earlier if k in last_end]
+        sigma = max(ends) if ends else None
+        for t, var in split.items():
+            var.setInitialValue(1 if sigma is not None and t <= sigma else 0)
+
+
+def read_back(model: Model, accepted: set[str]) -> dict[str, list[Allocation]]:
+    """Allocations from the solver's values: one per atom, instance and start with gangs > 0."""
+    placed: dict[str, list[Allocation]] = {name: [] for name in accepted}
+    for (name, instance, label), starts in model.starts.items():
+        if name not in accepted:
+            continue
+        task = model.tasks[(name, instance, label)]
+        for s, x in starts.items():
+            count = round(x.varValue or 0)
+            if count > 0:
+                placed[name].append(Allocation(label, s, s + task.length, count * task.gang, task.atom.bundle,
+                                               instance))
+    return {name: sorted(a, key=lambda x: (x.instance, x.start, x.atom)) for name, a in placed.items()}

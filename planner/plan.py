@@ -13,7 +13,7 @@ from datetime import datetime
 import numpy as np
 
 from planner.compile import Clock
-from planner.policy import parse_policy
+from planner.policy import check, parse_policy
 from rdl.cluster import Cluster
 from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation, Resources
@@ -106,6 +106,14 @@ class Plan:
         use = np.zeros_like(self.capacity)
         self._accumulate(use, allocations, +1)
         return use
+
+    def within_policy(self, reservation: Reservation, allocations: list[Allocation]) -> bool:
+        """Whether adding these allocations keeps the reservation's user within the sharing policy."""
+        if not self.policy.limited:
+            return True
+        added = self.use_of(allocations)
+        user = reservation.user
+        return check(self.policy, user, self.capacity, self.used_by(user) + added, added=added) is None
 
     def add(self, accepted: Accepted) -> None:
         """Record an accepted reservation and its use; its name must be new."""

@@ -1,0 +1,172 @@
+"""Smoothing a plan one reservation at a time: fewer allocation changes, then lighter-loaded steps.
+
+An allocation change is a step where an atom's held bundles differ from the step before
+(counted by how many bundles start or stop: each is a container started or preempted).
+Smoothing the whole batch in one model, with the acceptances fixed, did not finish on
+this machine beyond small batches (`benchmarks/smooth.py`), so each accepted reservation
+is taken out of the plan in turn and re-placed by a model of its own (the others fixed):
+minimise its changes, then its load-weighted cost, warm-started from where it is. A move
+is kept only when it lowers the reservation's changes, or keeps them and lowers its cost,
+so the plan only ever gets smoother, stays feasible (the model places it in what the
+others leave free) and keeps every acceptance; passes repeat, most changes first, until
+one moves nothing or time is up. Reservations holding leases before the plan's current
+step are left where they are (their windows are clipped to the future).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pulp
+
+from planner.compile import compile_reservation
+from planner.model import Item, build, read_back, smoothness, warm_start
+from planner.plan import Accepted, Allocation, Plan
+from planner.solvers import DEFAULT_BACKEND, Backend, get_backend
+
+SUBPROBLEM_SECONDS = 1.0  # most one reservation's model may take
+GROUP = 8  # at most this many reservations re-placed together: the seed and those sharing most of its steps
+SLOW_PASS = 0.05  # a pass that removes less than this share of the changes: the groups grow
+TIE_BREAK = 0.5  # the cost term, scaled to at most this many changes: it only breaks ties
+
+
+@dataclass
+class SmoothReport:
+    """What smoothing did: allocation changes before and after, who moved, how many models were solved."""
+
+    changes_before: int = 0
+    changes_after: int = 0
+    moved: list[str] = field(default_factory=list)
+    solved: int = 0
+    passes: int = 0
+    seconds: float = 0.0
+    finished: bool = False  # a whole pass in the largest groups moved nothing (else time ran out)
+    group: int = 1  # reservations re-placed together in the last pass
+
+
+def changes(allocations: list[Allocation]) -> int:
+    """Bundles started or stopped from step to step, per atom and instance (ramping up and down counted)."""
+    held: dict[tuple[int, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for a in allocations:
+        profile = held[(a.instance, a.atom)]
+        profile[a.start] += a.bundles
+        profile[a.end] -= a.bundles
+    total = 0
+    for profile in held.values():
+        total += sum(abs(delta) for delta in profile.values())
+    return total
+
+
+def cost(plan: Plan, allocations: list[Allocation]) -> float:
+    """Each bundle-step's share of capacity times (1 + how loaded the step is by the rest of the plan)."""
+    capacity = plan.capacity
+    with np.errstate(divide="ignore", invalid="ignore"):
+        load = np.where(capacity > 0, 1.0 - plan.free() / capacity, 1.0)
+        share = np.where(capacity > 0, plan.use_of(allocations) / capacity, 0.0)
+    return float((share * (1.0 + load)).sum())
+
+
+def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0, backend: str = DEFAULT_BACKEND,
+           gap: float = 1e-4, group: int = GROUP) -> SmoothReport:
+    """Smooth `names` (default: every accepted reservation) in `plan`, in place, within `time_limit` seconds."""
+    started = time.perf_counter()
+    deadline = started + time_limit
+    names = [n for n in (plan.accepted if names is None else names) if n in plan.accepted]
+    movable = [n for n in names if all(a.start >= plan.now_step for a in plan.accepted[n].allocations)]
+    report = SmoothReport()
+    report.changes_before = sum(changes(plan.accepted[n].allocations) for n in names)
+    solve = get_backend(backend)
+    moved: set[str] = set()
+    size = 1
+    report.finished = not movable
+    while movable and time.perf_counter() < deadline - 0.05:
+        report.passes += 1
+        start = sum(changes(plan.accepted[n].allocations) for n in movable)
+        changed = _pass(plan, movable, size, deadline, solve, gap, moved, report)
+        if time.perf_counter() >= deadline - 0.05:
+            break  # cut short: whether it converged is unknown
+        if not changed and size >= group:
+            report.finished = True
+            break
+        if not changed or start - sum(changes(plan.accepted[n].allocations) for n in movable) < SLOW_PASS * start:
+            size = min(group, 2 * size)  # little moves alone any more: re-place neighbours together
+    report.group = size
+    report.moved = sorted(moved)
+    report.changes_after = sum(changes(plan.accepted[n].allocations) for n in names)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _pass(plan: Plan, movable: list[str], size: int, deadline: float, solve: Backend, gap: float, moved: set[str],
+          report: SmoothReport) -> bool:
+    """One pass over the movable reservations, most changes first, in groups of `size`; whether anything moved."""
+    any_moved = False
+    allowed = set(movable)
+    for name in sorted(movable, key=lambda n: -changes(plan.accepted[n].allocations)):
+        left = deadline - time.perf_counter()
+        if left < 0.05:
+            break
+        if changes(plan.accepted[name].allocations) == 0:
+            continue
+        together = [n for n in neighbours(plan, name, size) if n in allowed]
+        report.solved += 1
+        if _move(plan, together, min(left, SUBPROBLEM_SECONDS), solve, gap):
+            moved.update(together)
+            any_moved = True
+    return any_moved
+
+
+def neighbours(plan: Plan, name: str, count: int) -> list[str]:
+    """`name` and the `count - 1` other movable reservations sharing the most bundle-steps of its span with it."""
+    if count <= 1:
+        return [name]
+    mine = plan.accepted[name].allocations
+    lo, hi = min(a.start for a in mine), max(a.end for a in mine)
+    overlap = []
+    for other, accepted in plan.accepted.items():
+        if other == name:
+            continue
+        shared = sum(a.bundles * (min(hi, a.end) - max(lo, a.start)) for a in accepted.allocations
+                     if a.start < hi and a.end > lo)
+        if shared > 0:
+            overlap.append((-shared, other))
+    return [name] + [other for _, other in sorted(overlap)[:count - 1]]
+
+
+def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: float) -> bool:
+    """Re-place these reservations together with the rest of the plan fixed; keep the move only when smoother."""
+    current = {name: plan.remove(name) for name in names}
+    try:
+        items = [Item(name, a.reservation.value, compile_reservation(a.reservation, a.submitted, plan.clock,
+                                                                     plan.now_step, plan.resources), fixed=True)
+                 for name, a in current.items()]
+        model = build(items, plan.free(), plan.capacity, 0.0)
+        ceiling = max(1.0, 2.0 * plan.capacity.shape[0] * max(1, len(model.usage)))
+        model.problem.setObjective(smoothness(model) + (TIE_BREAK / ceiling) * (model.cost or 0))
+        model.problem.sense = pulp.LpMinimize
+        warm_start(model, {name: a.allocations for name, a in current.items()})
+        result = solve(model.problem, seconds, gap, True)
+        if not result.has_solution:
+            return False
+        placed = read_back(model, set(names))
+        before = _score(plan, [a.allocations for a in current.values()])
+        after = _score(plan, list(placed.values()))
+        if not (after[0] < before[0] or (after[0] == before[0] and after[1] < before[1] - 1e-9)):
+            return False
+        trial = plan.copy()
+        for name, allocations in placed.items():
+            if not trial.within_policy(current[name].reservation, allocations):
+                return False
+            trial.add(Accepted(current[name].reservation, current[name].submitted, allocations))
+        current = {name: Accepted(a.reservation, a.submitted, placed[name]) for name, a in current.items()}
+        return True
+    finally:
+        for accepted in current.values():
+            plan.add(accepted)
+
+
+def _score(plan: Plan, placements: list[list[Allocation]]) -> tuple[int, float]:
+    return sum(changes(p) for p in placements), cost(plan, [a for p in placements for a in p])

@@ -1,0 +1,117 @@
+"""Smoothing a plan (planner.smooth): fewer allocation changes, the same acceptances, always a valid plan."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from planner.check import check_plan
+from planner.decision import allocation_json
+from planner.milp import MilpAgent
+from planner.plan import Accepted, Allocation, Plan
+from planner.replan import replan
+from planner.smooth import changes, neighbours, smooth
+from rdl.cluster import Cluster
+from rdl.tree import Reservation
+from tests.planner.support import instant, make_cluster, parse
+from tests.planner.test_milp import random_batch
+
+pytestmark = pytest.mark.filterwarnings("ignore:PULP_CBC_CMD is deprecated:DeprecationWarning")
+
+START = instant(0)
+
+
+def records(plan: Plan, reservations: list[Reservation]) -> list[dict[str, object]]:
+    accepted = plan.accepted
+    return [{"reservation": r.name, "accepted": r.name in accepted,
+             "allocations": [allocation_json(a, plan.clock) for a in accepted[r.name].allocations]
+             if r.name in accepted else []} for r in reservations]
+
+
+def pinned_plan(cluster: Cluster, text: str, starts: dict[str, list[int]]) -> tuple[Plan, list[Reservation]]:
+    """A plan holding each reservation's one-step leases at the given steps (placed by hand, however jagged)."""
+    reservations = parse(text)
+    plan = Plan(cluster)
+    for reservation in reservations:
+        placed = MilpAgent(time_limit=5, smooth=False).place(plan.copy(), reservation, START).allocations
+        assert placed, reservation.name
+        template = placed[0]
+        allocations = [replace(template, start=s, end=s + 1, bundles=1) for s in starts[reservation.name]]
+        plan.add(Accepted(reservation, START, allocations))
+    assert check_plan(cluster, reservations, records(plan, reservations)) == []
+    return plan, reservations
+
+
+def test_changes_count_bundles_started_and_stopped() -> None:
+    bundle = {"vcores": 1.0}
+    assert changes([]) == 0
+    assert changes([Allocation("a", 0, 3, 2, bundle)]) == 4  # two up, two down
+    assert changes([Allocation("a", 0, 1, 1, bundle), Allocation("a", 1, 2, 1, bundle)]) == 2  # back to back: one run
+    assert changes([Allocation("a", 0, 1, 1, bundle), Allocation("a", 2, 3, 1, bundle)]) == 4
+    assert changes([Allocation("a", 0, 2, 1, bundle), Allocation("b", 0, 2, 1, bundle)]) == 4  # per atom
+    assert changes([Allocation("a", 0, 2, 1, bundle, 0), Allocation("a", 2, 4, 1, bundle, 1)]) == 4  # per instance
+
+
+def test_a_jagged_reservation_becomes_one_block() -> None:
+    cluster = make_cluster({"vcores": 2}, 10)
+    plan, reservations = pinned_plan(cluster, "reservation r { atom(b={vcores: 1}, l=1m, w=4m) }",
+                                     {"r": [0, 2, 5, 8]})
+    report = smooth(plan, time_limit=10)
+    assert (report.changes_before, report.changes_after) == (8, 2)
+    assert report.moved == ["r"] and report.finished
+    assert check_plan(cluster, reservations, records(plan, reservations)) == []
+
+
+def test_neighbours_that_cannot_move_alone_move_together() -> None:
+    # Capacity 1, both windows the first four steps, interleaved: alone neither can move (every step is full);
+    # re-placed together, each becomes one block.
+    cluster = make_cluster({"vcores": 1}, 4)
+    text = ("reservation a { atom(b={vcores: 1}, l=1m, w=2m) }\n"
+            "reservation b { atom(b={vcores: 1}, l=1m, w=2m) }")
+    plan, reservations = pinned_plan(cluster, text, {"a": [0, 2], "b": [1, 3]})
+    assert neighbours(plan, "a", 2) == ["a", "b"]
+    alone = plan.copy()
+    assert smooth(alone, time_limit=10, group=1).changes_after == 8
+    report = smooth(plan, time_limit=10)
+    assert (report.changes_before, report.changes_after) == (8, 4)
+    assert check_plan(cluster, reservations, records(plan, reservations)) == []
+
+
+def test_reservations_already_running_stay_where_they_are() -> None:
+    cluster = make_cluster({"vcores": 2}, 10)
+    plan = Plan(cluster, now=instant(1))
+    jagged, _ = pinned_plan(cluster, "reservation r { atom(b={vcores: 1}, l=1m, w=4m) }",
+                                       {"r": [0, 2, 5, 8]})
+    plan.add(jagged.accepted["r"])
+    before = list(plan.accepted["r"].allocations)
+    report = smooth(plan, time_limit=5)
+    assert plan.accepted["r"].allocations == before and report.moved == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_smoothing_a_random_plan_keeps_it_valid_and_never_adds_changes(seed: int) -> None:
+    cluster, reservations = random_batch(random.Random(seed))
+    plan = Plan(cluster)
+    MilpAgent(time_limit=5, smooth=False).decide(plan, [(r, START) for r in reservations])
+    accepted = set(plan.accepted)
+    per_reservation = {name: changes(a.allocations) for name, a in plan.accepted.items()}
+    report = smooth(plan, time_limit=1.5)
+    assert set(plan.accepted) == accepted
+    assert report.changes_after <= report.changes_before == sum(per_reservation.values())
+    assert report.changes_after == sum(changes(a.allocations) for a in plan.accepted.values())
+    assert check_plan(cluster, reservations, records(plan, reservations)) == []
+    for name, a in plan.accepted.items():
+        if name not in report.moved:
+            assert changes(a.allocations) == per_reservation[name]
+
+
+def test_replan_smooths_and_reports_the_changes() -> None:
+    cluster = make_cluster({"vcores": 2}, 10)
+    plan, reservations = pinned_plan(cluster, "reservation r { atom(b={vcores: 1}, l=1m, w=4m) }",
+                                     {"r": [0, 2, 5, 8]})
+    report = replan(plan, time_limit=10)
+    assert report.moved == ["r"] and (report.changes_before, report.changes_after) == (8, 2)
+    assert report.status == "feasible"
+    assert check_plan(cluster, reservations, records(plan, reservations)) == []

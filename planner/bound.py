@@ -74,7 +74,7 @@ def volume_bound(items: list[Item], free: np.ndarray, time_limit: float = 60.0,
 
 def volume_step(items: list[Item], columns: int = VOLUME_COLUMNS) -> int:
     """The fewest plan steps per slot that keep the volume LP under `columns` columns."""
-    atoms = [atom for item in items for instance in item.instances for atom in _atoms(instance.task)]
+    atoms = [atom for item in items for instance in item.instances for atom in atoms_of(instance.task)]
     steps = sum(max(0, atom.hi - atom.lo) for atom in atoms)
     k = max(1, math.ceil(steps / max(1, columns - len(atoms))))
     while k > 1 and sum(_slots(atom.lo, atom.hi, k - 1) for atom in atoms) <= columns:
@@ -82,10 +82,11 @@ def volume_step(items: list[Item], columns: int = VOLUME_COLUMNS) -> int:
     return k
 
 
-def _atoms(task: Task) -> list[AtomTask]:
+def atoms_of(task: Task) -> list[AtomTask]:
+    """Every atom under a task."""
     if isinstance(task, AtomTask):
         return [task]
-    return [atom for child in task.children for atom in _atoms(child)]
+    return [atom for child in task.children for atom in atoms_of(child)]
 
 
 def _slots(lo: int, hi: int, k: int) -> int:

@@ -12,6 +12,7 @@ from typing import Any as AnyType
 import click
 
 from planner.agents import AGENTS, DEFAULT_AGENT, get_agent
+from planner.coarsen import MAX_STEP
 from planner.compile import Clock
 from planner.decision import Decision
 from planner.explain import format_span
@@ -129,10 +130,16 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
               help="Seconds the MILP agent may take in all, greedy start included.")
 @click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
               help="Relative optimality gap at which the MILP stops.")
+@click.option("--coarsen", type=click.IntRange(min=1, max=MAX_STEP), default=None,
+              help="Solve the MILP on slots of this many plan steps, then repair at the plan step (default: chosen "
+              "from the batch's size and the time limit; 1 = at the plan step).")
+@click.option("--smooth/--no-smooth", default=True, show_default=True,
+              help="Spend the MILP's time left on fewer allocation changes (the accepted set stays).")
 @click.option("--dump-model", type=click.Path(dir_okay=False, writable=True),
               help="Write the MILP (.mps for MPS, else LP format) for debugging.")
 def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: datetime | None, as_json: bool,
-                 solver: str, time_limit: float, gap: float, dump_model: str | None) -> None:
+                 solver: str, time_limit: float, gap: float, coarsen: int | None, smooth: bool,
+                 dump_model: str | None) -> None:
     """Plan reservation files against a cluster, in order, each against the plan the earlier ones left.
 
     PATHS are .rdl, .json or YARN JSON files, or folders of them. Exit status: 0 when
@@ -160,8 +167,8 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
         sys.exit(EXIT_BAD_INPUT)
     if not reservations:
         click.echo("warning: no reservations found in " + ", ".join(paths), err=True)
-    milp = MilpAgent(backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model) if agent == "milp" \
-        else None
+    milp = MilpAgent(backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
+                     smooth=smooth) if agent == "milp" else None
     try:
         planner, decisions, extra = plan_reservations(cluster, reservations, agent, now, milp)
     except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document
@@ -175,9 +182,12 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
             report = extra["solver"]
             click.echo(f"solver {report['backend']}: {report['status']}, gap {report['gap']}, kept the "
                        f"{report['chosen']} plan (greedy start: {report['greedy']}, value {report['greedy_value']:g})")
+            if report["changes_before"] is not None:
+                click.echo(f"smoothing ({report['smoothing']}): allocation changes {report['changes_before']} -> "
+                           f"{report['changes_after']}")
             if report["value_bound"] is not None:
                 click.echo(f"accepted value {report['value']:g} of at most {report['value_bound']:.6g} "
-                           f"(within {report['optimality_gap']:.1%} of optimal)")
+                           f"(at most {report['optimality_gap']:.2%} below the optimum)")
 
 
 COMMANDS = [plan_command]

@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
+from planner.bound import atoms_of
 from planner.compile import compile_reservation
 from planner.model import Item, build, read_back, smoothness, warm_start
 from planner.plan import Accepted, Allocation, Plan
 from planner.solvers import DEFAULT_BACKEND, Backend, get_backend
 
-SUBPROBLEM_SECONDS = 1.0  # most one reservation's model may take
+SUBPROBLEM_SECONDS = 1.0  # what one group's model may take at least, when the pass's time left allows
 GROUP = 8  # at most this many reservations re-placed together: the seed and those sharing most of its steps
 SLOW_PASS = 0.05  # a pass that removes less than this share of the changes: the groups grow
 TIE_BREAK = 0.5  # the cost term, scaled to at most this many changes: it only breaks ties
@@ -75,24 +76,25 @@ def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0,
     started = time.perf_counter()
     deadline = started + time_limit
     names = [n for n in (plan.accepted if names is None else names) if n in plan.accepted]
-    movable = [n for n in names if all(a.start >= plan.now_step for a in plan.accepted[n].allocations)]
+    movable = [n for n in names if all(a.start >= plan.now_step for a in plan.accepted[n].allocations)
+               and changes(plan.accepted[n].allocations) > fewest_changes(plan, plan.accepted[n])]
     report = SmoothReport()
     report.changes_before = sum(changes(plan.accepted[n].allocations) for n in names)
     solve = get_backend(backend)
     moved: set[str] = set()
-    size = 1
+    size, stuck = 1, set[str]()  # stuck: moved nothing at this size since its neighbours last moved
     report.finished = not movable
     while movable and time.perf_counter() < deadline - 0.05:
         report.passes += 1
         start = sum(changes(plan.accepted[n].allocations) for n in movable)
-        changed = _pass(plan, movable, size, deadline, solve, gap, moved, report)
+        changed = _pass(plan, movable, size, deadline, solve, gap, moved, stuck, report)
         if time.perf_counter() >= deadline - 0.05:
             break  # cut short: whether it converged is unknown
         if not changed and size >= group:
             report.finished = True
             break
         if not changed or start - sum(changes(plan.accepted[n].allocations) for n in movable) < SLOW_PASS * start:
-            size = min(group, 2 * size)  # little moves alone any more: re-place neighbours together
+            size, stuck = min(group, 2 * size), set()  # little moves alone any more: re-place neighbours together
     report.group = size
     report.moved = sorted(moved)
     report.changes_after = sum(changes(plan.accepted[n].allocations) for n in names)
@@ -100,22 +102,32 @@ def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0,
     return report
 
 
+def fewest_changes(plan: Plan, accepted: Accepted) -> int:
+    """Changes no placement can go below: each atom it holds runs at least one gang, started and stopped once."""
+    instances = compile_reservation(accepted.reservation, accepted.submitted, plan.clock, 0, plan.resources)
+    gangs = {(instance.index, atom.label): atom.gang for instance in instances for atom in atoms_of(instance.task)}
+    return sum(2 * gangs.get(key, 1) for key in {(a.instance, a.atom) for a in accepted.allocations})
+
+
 def _pass(plan: Plan, movable: list[str], size: int, deadline: float, solve: Backend, gap: float, moved: set[str],
-          report: SmoothReport) -> bool:
+          stuck: set[str], report: SmoothReport) -> bool:
     """One pass over the movable reservations, most changes first, in groups of `size`; whether anything moved."""
     any_moved = False
     allowed = set(movable)
-    for name in sorted(movable, key=lambda n: -changes(plan.accepted[n].allocations)):
+    order = [n for n in sorted(movable, key=lambda n: -changes(plan.accepted[n].allocations)) if n not in stuck]
+    for index, name in enumerate(order):
         left = deadline - time.perf_counter()
         if left < 0.05:
             break
-        if changes(plan.accepted[name].allocations) == 0:
-            continue
         together = [n for n in neighbours(plan, name, size) if n in allowed]
         report.solved += 1
-        if _move(plan, together, min(left, SUBPROBLEM_SECONDS), solve, gap):
+        seconds = min(left, max(SUBPROBLEM_SECONDS, left / (len(order) - index)))  # the time left, shared
+        if _move(plan, together, seconds, solve, gap):
             moved.update(together)
+            stuck.difference_update(together)
             any_moved = True
+        else:
+            stuck.add(name)
     return any_moved
 
 

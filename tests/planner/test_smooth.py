@@ -62,6 +62,8 @@ def test_a_jagged_reservation_becomes_one_block() -> None:
     assert (report.changes_before, report.changes_after) == (8, 2)
     assert report.moved == ["r"] and report.finished
     assert check_plan(cluster, reservations, records(plan, reservations)) == []
+    again = smooth(plan, time_limit=10)  # one block of one bundle: no placement has fewer changes
+    assert again.finished and again.solved == 0 and again.changes_after == 2
 
 
 def test_neighbours_that_cannot_move_alone_move_together() -> None:

@@ -8,6 +8,10 @@ translated to integers. Each backend maps its own statuses once, here.
 from __future__ import annotations
 
 import math
+import os
+import shlex
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,15 +103,35 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
 
 
 def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool) -> SolveResult:
-    """CBC as bundled with PuLP (its limit covers the search only: the model file round trip and its
-    presolve come on top, so it is given half of what is left)."""
+    """CBC as bundled with PuLP. Its own limit covers the search only (on a large model its presolve and root LP
+    alone ran for minutes), so it searches for half the time and is killed when the whole of it is up."""
     search = max(1, math.floor(time_limit / 2))
-    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=search, gapRel=gap, warmStart=warm, threads=1)
+    with tempfile.TemporaryDirectory(prefix="rayon-cbc-") as folder:
+        solver = pulp.COIN_CMD(path=_cbc_within(time_limit, folder), msg=False, timeLimit=search, gapRel=gap,
+                               warmStart=warm, threads=1)
+        return _run_cbc(problem, solver, search)
+
+
+def _cbc_within(seconds: float, folder: str) -> str:
+    """The bundled CBC, behind a wrapper that kills it after `seconds` (coreutils `timeout`; without it, unbounded)."""
+    cbc = pulp.PULP_CBC_CMD(msg=False).path
+    stopper = shutil.which("timeout")
+    if stopper is None:
+        return str(cbc)
+    wrapper = os.path.join(folder, "cbc")
+    with open(wrapper, "w", encoding="utf-8") as out:
+        out.write(f'#!/bin/sh\nexec {shlex.quote(stopper)} --foreground -s KILL {max(1.0, seconds):.2f} {shlex.quote(cbc)} "$@"\n')
+    os.chmod(wrapper, 0o700)
+    return wrapper
+
+
+def _run_cbc(problem: pulp.LpProblem, solver: pulp.LpSolver, search: float) -> SolveResult:
     started = time.perf_counter()
     try:
         code = problem.solve(solver)
-    except pulp.PulpSolverError:
-        return SolveResult("cbc", "error", None, None, None, time.perf_counter() - started)
+    except pulp.PulpSolverError:  # killed at the time limit, or failed
+        seconds = time.perf_counter() - started
+        return SolveResult("cbc", "timeout" if seconds >= search else "error", None, None, None, seconds)
     seconds = time.perf_counter() - started
     has_solution = problem.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     objective = pulp.value(problem.objective) if has_solution else None

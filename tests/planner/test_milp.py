@@ -480,17 +480,12 @@ def day_batch(seed: int = 1, count: int = 40) -> tuple[Cluster, str]:
 
 TIME_LIMIT = 2.0
 
-CBC_OVERRUNS = ("solve_cbc cannot honour the limit at the plan step: CBC's root LP on this 18k-variable model takes "
-                "~7-9 s whatever `seconds` says (its timeLimit covers the search only), so decide() takes ~9 s for "
-                "time_limit=2; on the slots the agent chooses by itself the model is small enough")
-
-
 @pytest.mark.parametrize(("backend", "coarsen"), [
     ("highs", None),
     ("highs", 1),
     pytest.param("cpsat", None, marks=[pytest.mark.slow, pytest.mark.skipif(not HAS_CPSAT, reason=CPSAT_MISSING)]),
     pytest.param("cbc", None, marks=pytest.mark.slow),
-    pytest.param("cbc", 1, marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason=CBC_OVERRUNS)]),
+    pytest.param("cbc", 1, marks=pytest.mark.slow),  # CBC's root LP alone takes ~8 s here: killed at the limit
 ])
 def test_time_limit_is_respected(backend: str, coarsen: int | None) -> None:
     cluster, text = day_batch()

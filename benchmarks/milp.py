@@ -8,11 +8,12 @@ accepted value (or `missing` when its LP is not solved within --bound-limit) and
 volume bound (`planner.bound`; shares are of it when the LP bound is missing), GREE and
 GREE-L submitting one by one, and per backend and approach: the greedy start, build and
 total time, the slot length, model size, solver status, accepted value and its share of
-the bound, whose plan was kept, and the smoothing status. Approaches:
-- `plain`: the model at the plan step (acceptance, then smoothing with acceptances fixed);
-- `coarse`: slots chosen from the model's size and the limit, then the greedy repair;
+the bound, whose plan was kept, the smoothing status and the allocation changes it
+removed, and the agent's own value bound and gap. Approaches:
+- `plain`: the model at the plan step, then smoothing (`planner.smooth`) in the time left;
+- `coarse`: slots chosen from the model's size and the limit, the greedy repair, smoothing;
 - `coarse:K`: slots of K plan steps;
-- a `-nosmooth` suffix on any of them skips the smoothing solve.
+- a `-nosmooth` suffix on any of them skips the smoothing and gives acceptance all the time.
 Solver versions and the machine's load average are printed with the figures.
 """
 
@@ -136,7 +137,9 @@ def run(count: int, steps: int, backends: list[str], approaches: list[str], time
                   f"steps, {report.left_out} left out; build {report.build_seconds:.1f} s, {report.variables} vars, "
                   f"{report.constraints} rows; status {report.status}, solver value {report.milp_value}, gap {gap}; "
                   f"after repair {report.repaired_value}; plan-step solve {report.plan_step}; "
-                  f"smoothing {report.smoothing}; kept {report.chosen}; "
+                  f"smoothing {report.smoothing} (changes {report.changes_before} -> {report.changes_after}); "
+                  f"kept {report.chosen}; value bound {report.value_bound} (slots of {report.value_bound_step}), "
+                  f"gap to it {report.optimality_gap}; "
                   f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())})", flush=True)
 
 

@@ -49,7 +49,9 @@ Tried and dropped: more HiGHS heuristic effort (`mip_heuristic_effort` 0.3 and 0
 nothing better than the greedy start at N=200/T=288 in 60 s); LP-guided greedy order
 (submitting by the LP relaxation's accept values gained 3 of 923 on N=200/T=288, not worth
 an LP solve); the LP relaxation is nearly integral in accepts there (158 ones, 39 zeros,
-3 fractional), so the gap is in placing, which is what the slots make tractable.
+3 fractional), so the gap is in placing, which is what the slots make tractable; a
+tighter `h` row (held gangs at most `h` times the atom's presence, what makes the volume
+bound tight) left N=200/T=288 and N=1000/T=288 exactly where they were, plain and on slots.
 """
 
 from __future__ import annotations

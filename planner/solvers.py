@@ -120,7 +120,8 @@ def _cbc_within(seconds: float, folder: str) -> str:
         return str(cbc)
     wrapper = os.path.join(folder, "cbc")
     with open(wrapper, "w", encoding="utf-8") as out:
-        out.write(f'#!/bin/sh\nexec {shlex.quote(stopper)} --foreground -s KILL {max(1.0, seconds):.2f} {shlex.quote(cbc)} "$@"\n')
+        kill = f"{shlex.quote(stopper)} --foreground -s KILL {max(1.0, seconds):.2f}"
+        out.write(f'#!/bin/sh\nexec {kill} {shlex.quote(cbc)} "$@"\n')
     os.chmod(wrapper, 0o700)
     return wrapper
 

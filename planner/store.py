@@ -179,10 +179,13 @@ class ReplanOutcome:
     moved: dict[str, tuple[Allocation, ...]] = field(default_factory=dict)
     previous: dict[str, tuple[Allocation, ...]] = field(default_factory=dict)
     running: tuple[str, ...] = ()  # started before the clock, so left where they are
+    changes_before: int = 0  # allocation changes (bundles started or stopped) of those it could move, before and after
+    changes_after: int = 0
 
     def to_json(self, clock: Clock) -> dict[str, AnyType]:
         return {"status": self.status, "solver": self.backend, "seconds": round(self.seconds, 3),
                 "changed": bool(self.moved), "running": list(self.running),
+                "changes_before": self.changes_before, "changes_after": self.changes_after,
                 "moved": [{"reservation": name, "allocations": [allocation_json(a, clock) for a in allocations],
                            "previous": [allocation_json(a, clock) for a in self.previous.get(name, ())]}
                           for name, allocations in self.moved.items()]}
@@ -477,7 +480,7 @@ class Store:
             outcome = ReplanOutcome(report.status, backend, report.seconds,
                                     {name: tuple(plan.accepted[name].allocations) for name in report.moved},
                                     {name: tuple(before[name].allocations) for name in report.moved},
-                                    tuple(running))
+                                    tuple(running), report.changes_before, report.changes_after)
             with self._lock:
                 with self._session(write=True) as (connection, meta):
                     if (meta["plan_id"], meta["plan_version"]) != seen:

@@ -345,9 +345,11 @@ def echo_capacity(report: CapacityReport, clock: Clock) -> None:
 @state_option
 @json_option
 def replan_command(time_limit: float, solver: str, gap: float, state_path: str | None, as_json: bool) -> None:
-    """Re-optimise the stored plan (MILP): accepted reservations stay accepted and may move within their windows.
+    """Re-optimise the stored plan: accepted reservations stay accepted and move within their windows to fewer
+    allocation changes (each re-placed by a MILP of its own, then with its neighbours; planner.smooth).
 
-    What moved is written back in one transaction; if the solver finds nothing better, nothing changes.
+    Reservations already running stay where they are. What moved is written back in one transaction; if
+    nothing gets smoother in the time given, nothing changes.
     """
     with opened(state_path) as store:
         if not as_json:
@@ -361,7 +363,8 @@ def replan_command(time_limit: float, solver: str, gap: float, state_path: str |
 
 
 def echo_replan(outcome: ReplanOutcome, clock: Clock) -> None:
-    click.echo(f"solver {outcome.backend}: {outcome.status} in {outcome.seconds:.2f}s")
+    click.echo(f"solver {outcome.backend}: {outcome.status} in {outcome.seconds:.2f}s; allocation changes "
+               f"{outcome.changes_before} -> {outcome.changes_after}")
     if not outcome.moved:
         click.echo("nothing moved: the plan is unchanged")
         return

@@ -211,6 +211,18 @@ def test_cli_greedy_json_has_no_solver_report(batch_files: tuple[Path, Path, Clu
     assert check_plan(cluster, parse(BATCH), document["decisions"]) == []
 
 
+def test_cli_milp_options_reach_the_agent(batch_files: tuple[Path, Path, Cluster]) -> None:
+    cluster_path, rdl, cluster = batch_files
+    result = _rayon("plan", "--cluster", cluster_path, "--agent", "milp", "--time-limit", "10", "--coarsen", "2",
+                    "--no-smooth", "--json", rdl)
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["solver"]["step"] == 2 and document["solver"]["smoothing"] is None
+    assert check_plan(cluster, parse(BATCH), document["decisions"]) == []
+    bad = _rayon("plan", "--cluster", cluster_path, "--agent", "milp", "--coarsen", "0", rdl)
+    assert bad.exit_code == 2 and "--coarsen" in bad.stderr
+
+
 def test_cli_milp_text_output_names_the_solver(batch_files: tuple[Path, Path, Cluster]) -> None:
     cluster_path, rdl, _ = batch_files
     result = _rayon("plan", "--cluster", cluster_path, "--agent", "milp", "--time-limit", "10", rdl)

@@ -367,6 +367,8 @@ def test_replan_keeps_every_reservation_and_writes_back_what_moved(store: Store,
     for name in set(before) - set(outcome.moved):
         assert after[name].allocations == before[name].allocations
     assert store.log()[-1].action == "replan" and store.log()[-1].decision["moved"] == list(outcome.moved)
+    assert outcome.changes_after <= outcome.changes_before
+    assert (outcome.changes_after < outcome.changes_before) == bool(outcome.moved)  # moves only to be smoother
     assert violations(store) == []
     same_plan_when_reopened(store, path)
 

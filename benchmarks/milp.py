@@ -5,7 +5,7 @@
 
 For each size (N reservations x T steps of one day) it prints the LP-relaxation bound of
 accepted value (or `missing` when its LP is not solved within --bound-limit) and the
-volume bound (`planner.bound`; shares are of it when the LP bound is missing), GREE and
+volume bound (`planner.bound`; shares are of the tighter of the two), GREE and
 GREE-L submitting one by one, and per backend and approach: the greedy start, build and
 total time, the slot length, model size, solver status, accepted value and its share of
 the bound, whose plan was kept, the smoothing status and the allocation changes it
@@ -114,8 +114,8 @@ def run(count: int, steps: int, backends: list[str], approaches: list[str], time
         exact = lp_bound(items, plan.free(), plan.capacity, bound_limit)
         lp_said = "missing (not solved in time)" if exact.value is None else f"{exact.value:.1f}"
         said = f"LP bound {lp_said} ({exact.seconds:.1f} s), {said}"
-        if exact.value is not None:
-            bound, kind = exact.value, "LP"
+        if exact.value is not None and (bound is None or exact.value < bound):
+            bound, kind = exact.value, "LP"  # the tighter of the two
     print(f"\n== N={count} T={steps} (step {1440 // steps} min): total value {total:g}, {said}; load {load}; "
           f"shares below are of the {kind} bound", flush=True)
     for flat in (False, True):

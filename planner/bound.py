@@ -68,7 +68,7 @@ def volume_bound(items: list[Item], free: np.ndarray, time_limit: float = 60.0,
         accept = lp.column(item.value, 1.0 if item.fixed else 0.0, 1.0)
         for instance in item.instances:
             lp.add(instance.task, accept)
-    value = lp.solve(max(0.5, time_limit - (time.perf_counter() - started)))
+    value = lp.solve(max(0.5, time_limit - (time.perf_counter() - started))) if lp.cost else 0.0  # nothing to accept
     return Bound(value, time.perf_counter() - started, "volume", k)
 
 

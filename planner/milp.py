@@ -233,8 +233,9 @@ class MilpAgent:
             return None, False
         first = backend(model.problem, remaining * (0.7 if self.smooth else 1.0), self.gap, True)
         report.status, report.bound, report.gap = first.status, first.bound, first.gap
-        if coarse is None and first.bound is not None and first.backend != "cpsat":
-            # At the plan step the solver's bound bounds value too (CP-SAT's is of an objective rounded to integers).
+        if coarse is None and first.bound is not None and first.backend == "highs":
+            # At the plan step HiGHS's dual bound bounds value too (CBC reports its answer as the bound when it
+            # stops within the gap; CP-SAT's is of an objective rounded to integers).
             report.value_bound = min(first.bound + model.cost_slack, report.value_bound or math.inf)
         if not first.has_solution:
             return None, False

@@ -19,7 +19,7 @@ from planner.compile import compile_reservation
 from planner.milp import DEFAULT_COST_WEIGHT, DEFAULT_GAP, DEFAULT_TIME_LIMIT
 from planner.model import Item, build, read_back, warm_start
 from planner.plan import Accepted, Allocation, Plan
-from planner.smooth import smooth
+from planner.smooth import changes, smooth
 from planner.solvers import DEFAULT_BACKEND, get_backend
 from rdl.tree import Reservation
 
@@ -42,30 +42,32 @@ def replan(plan: Plan, admit: list[tuple[Reservation, datetime]] | None = None, 
            time_limit: float = DEFAULT_TIME_LIMIT, gap: float = DEFAULT_GAP) -> ReplanReport:
     """Re-optimise every accepted reservation of `plan` (in place), admitting what of `admit` fits.
 
-    Status: the admission solve's when there was something to admit and it found no plan; otherwise
-    `feasible` when smoothing converged and `timeout` when its time ran out first."""
+    Status: the admission solve's when there was something to admit and it answered with no plan;
+    otherwise `feasible` when smoothing converged and `timeout` when its time ran out first."""
     started = time.perf_counter()
     before = {name: list(a.allocations) for name, a in plan.accepted.items()}
-    admitted: list[str] = []
+    changes_before = sum(changes(a) for a in before.values())
     status: str | None = None
+    admitted: list[str] = []
     candidates = [(r, when) for r, when in admit or [] if r.name not in plan.accepted]
     if candidates:
         admitted, status = _admit(plan, candidates, backend, time_limit * ADMIT_SHARE, gap)
     left = time_limit - (time.perf_counter() - started)
     smoothed = smooth(plan, list(plan.accepted), max(0.0, left), backend, gap)
-    if status is None or admitted:
+    if status is None:
         status = "feasible" if smoothed.finished else "timeout"
     moved = sorted(name for name, allocations in before.items() if _moved(allocations, plan.accepted[name].allocations))
-    return ReplanReport(status, moved, admitted, time.perf_counter() - started, smoothed.changes_before,
-                        smoothed.changes_after)
+    after = sum(changes(plan.accepted[name].allocations) for name in before)
+    return ReplanReport(status, moved, admitted, time.perf_counter() - started, changes_before, after)
 
 
 def _admit(plan: Plan, admit: list[tuple[Reservation, datetime]], backend: str, time_limit: float,
-           gap: float) -> tuple[list[str], str]:
-    """Admit what fits of `admit`, moving the accepted ones if need be (all stay accepted); nothing changes
-    unless the solver answers with a plan. Returns the admitted names and the solver's status."""
+           gap: float) -> tuple[list[str], str | None]:
+    """Admit what fits of `admit`, moving the accepted ones if need be (all stay accepted). Nothing changes
+    unless the solver answers with a plan that admits someone and keeps every user within the sharing
+    policy. Returns the admitted names, and the solver's status when it answered with no plan (else None)."""
     kept = {name: plan.remove(name) for name in list(plan.accepted)}
-    placed = None
+    placed: dict[str, list[Allocation]] | None = None
     try:
         items = [Item(name, a.reservation.value, _instances(plan, a.reservation, a.submitted), fixed=True)
                  for name, a in kept.items()]
@@ -75,17 +77,33 @@ def _admit(plan: Plan, admit: list[tuple[Reservation, datetime]], backend: str, 
         result = get_backend(backend)(model.problem, time_limit, gap, True)
         if result.has_solution:
             placed = read_back(model, {name for name, var in model.accept.items() if (var.varValue or 0) > 0.5})
+            placed = _within_policy(plan, kept, admit, placed)
     finally:
         for name, accepted in kept.items():
             allocations = placed[name] if placed is not None else accepted.allocations
             plan.add(Accepted(accepted.reservation, accepted.submitted, allocations))
     admitted = []
     for reservation, submitted in admit:
-        if placed is not None and reservation.name in placed and plan.within_policy(reservation,
-                                                                                     placed[reservation.name]):
+        if placed is not None and reservation.name in placed:
             plan.add(Accepted(reservation, submitted, placed[reservation.name]))
             admitted.append(reservation.name)
-    return admitted, result.status
+    return admitted, None if result.has_solution else result.status
+
+
+def _within_policy(plan: Plan, kept: dict[str, Accepted], admit: list[tuple[Reservation, datetime]],
+                   placed: dict[str, list[Allocation]]) -> dict[str, list[Allocation]] | None:
+    """`placed` when it admits someone and every reservation in it keeps its user within the sharing policy
+    (the model knows no user limits), else None (the plan stays as it was)."""
+    new = [(r, when) for r, when in admit if r.name in placed]
+    if not new:
+        return None  # admitting nobody is no reason to move anyone
+    trial = plan.copy()
+    everyone = [(a.reservation, a.submitted) for a in kept.values()] + new
+    for reservation, submitted in everyone:
+        if not trial.within_policy(reservation, placed[reservation.name]):
+            return None
+        trial.add(Accepted(reservation, submitted, placed[reservation.name]))
+    return placed
 
 
 def _instances(plan: Plan, reservation: Reservation, submitted: datetime) -> list:  # type: ignore[type-arg]

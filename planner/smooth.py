@@ -6,8 +6,9 @@ Smoothing the whole batch in one model, with the acceptances fixed, did not fini
 this machine beyond small batches (`benchmarks/smooth.py`), so each accepted reservation
 is taken out of the plan in turn and re-placed by a model of its own (the others fixed):
 minimise its changes, then its load-weighted cost, warm-started from where it is. A move
-is kept only when it lowers the reservation's changes, or keeps them and lowers its cost,
-so the plan only ever gets smoother, stays feasible (the model places it in what the
+is kept only when it lowers the group's changes, or keeps them and spreads the plan's load
+(lower `crowding`, a function of the whole plan, so moves never cycle): the plan only ever
+gets smoother, stays feasible (the model places it in what the
 others leave free) and keeps every acceptance; passes repeat, most changes first, until
 one moves nothing or time is up. Reservations holding leases before the plan's current
 step are left where they are (their windows are clipped to the future).
@@ -22,8 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
-from planner.bound import atoms_of
-from planner.compile import compile_reservation
+from planner.compile import AtomTask, Task, compile_reservation
 from planner.model import Item, build, read_back, smoothness, warm_start
 from planner.plan import Accepted, Allocation, Plan
 from planner.solvers import DEFAULT_BACKEND, Backend, get_backend
@@ -61,13 +61,14 @@ def changes(allocations: list[Allocation]) -> int:
     return total
 
 
-def cost(plan: Plan, allocations: list[Allocation]) -> float:
-    """Each bundle-step's share of capacity times (1 + how loaded the step is by the rest of the plan)."""
+def crowding(plan: Plan, allocations: list[Allocation]) -> float:
+    """The sum over steps and resources of the squared share of capacity in use with these allocations added to
+    the plan: lower when load is spread (headroom kept everywhere). A function of the whole plan, so moves that
+    lower it can never cycle."""
     capacity = plan.capacity
     with np.errstate(divide="ignore", invalid="ignore"):
-        load = np.where(capacity > 0, 1.0 - plan.free() / capacity, 1.0)
-        share = np.where(capacity > 0, plan.use_of(allocations) / capacity, 0.0)
-    return float((share * (1.0 + load)).sum())
+        share = np.where(capacity > 0, (plan.used + plan.use_of(allocations)) / capacity, 0.0)
+    return float((share * share).sum())
 
 
 def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0, backend: str = DEFAULT_BACKEND,
@@ -103,10 +104,17 @@ def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0,
 
 
 def fewest_changes(plan: Plan, accepted: Accepted) -> int:
-    """Changes no placement can go below: each atom it holds runs at least one gang, started and stopped once."""
+    """Changes no placement can go below: every atom placed runs at least one gang, started and stopped once
+    (`all` and `order` place every child, `any` its cheapest)."""
     instances = compile_reservation(accepted.reservation, accepted.submitted, plan.clock, 0, plan.resources)
-    gangs = {(instance.index, atom.label): atom.gang for instance in instances for atom in atoms_of(instance.task)}
-    return sum(2 * gangs.get(key, 1) for key in {(a.instance, a.atom) for a in accepted.allocations})
+    return sum(_fewest(instance.task) for instance in instances)
+
+
+def _fewest(task: Task) -> int:
+    if isinstance(task, AtomTask):
+        return 2 * task.gang
+    counts = [_fewest(child) for child in task.children]
+    return min(counts) if task.kind == "any" else sum(counts)
 
 
 def _pass(plan: Plan, movable: list[str], size: int, deadline: float, solve: Backend, gap: float, moved: set[str],
@@ -119,33 +127,48 @@ def _pass(plan: Plan, movable: list[str], size: int, deadline: float, solve: Bac
         left = deadline - time.perf_counter()
         if left < 0.05:
             break
-        together = [n for n in neighbours(plan, name, size) if n in allowed]
+        together = neighbours(plan, name, size, allowed)
+        before = _span(plan, together)
         report.solved += 1
         seconds = min(left, max(SUBPROBLEM_SECONDS, left / (len(order) - index)))  # the time left, shared
         if _move(plan, together, seconds, solve, gap):
             moved.update(together)
-            stuck.difference_update(together)
+            # What the group left and where it went may let reservations there move again.
+            freed = (min(before[0], _span(plan, together)[0]), max(before[1], _span(plan, together)[1]))
+            stuck.difference_update([n for n in stuck if _overlaps(_span(plan, [n]), freed)])
             any_moved = True
         else:
             stuck.add(name)
     return any_moved
 
 
-def neighbours(plan: Plan, name: str, count: int) -> list[str]:
-    """`name` and the `count - 1` other movable reservations sharing the most bundle-steps of its span with it."""
+def neighbours(plan: Plan, name: str, count: int, allowed: set[str] | None = None) -> list[str]:
+    """`name` and the `count - 1` other reservations (of `allowed`, by default any) sharing the most bundle-steps
+    of its span with it."""
     if count <= 1:
         return [name]
-    mine = plan.accepted[name].allocations
-    lo, hi = min(a.start for a in mine), max(a.end for a in mine)
+    lo, hi = _span(plan, [name])
     overlap = []
     for other, accepted in plan.accepted.items():
-        if other == name:
+        if other == name or (allowed is not None and other not in allowed):
             continue
         shared = sum(a.bundles * (min(hi, a.end) - max(lo, a.start)) for a in accepted.allocations
                      if a.start < hi and a.end > lo)
         if shared > 0:
             overlap.append((-shared, other))
     return [name] + [other for _, other in sorted(overlap)[:count - 1]]
+
+
+def _span(plan: Plan, names: list[str]) -> tuple[int, int]:
+    """First step and end of what these reservations hold."""
+    allocations = [a for n in names for a in plan.accepted[n].allocations]
+    if not allocations:
+        return 0, 0
+    return min(a.start for a in allocations), max(a.end for a in allocations)
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
 
 
 def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: float) -> bool:
@@ -181,4 +204,5 @@ def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: flo
 
 
 def _score(plan: Plan, placements: list[list[Allocation]]) -> tuple[int, float]:
-    return sum(changes(p) for p in placements), cost(plan, [a for p in placements for a in p])
+    """Allocation changes of the group, then the plan's crowding with the group placed so (the rest is fixed)."""
+    return sum(changes(p) for p in placements), crowding(plan, [a for p in placements for a in p])

@@ -109,6 +109,7 @@ def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool
     with tempfile.TemporaryDirectory(prefix="rayon-cbc-") as folder:
         solver = pulp.COIN_CMD(path=_cbc_within(time_limit, folder), msg=False, timeLimit=search, gapRel=gap,
                                warmStart=warm, threads=1)
+        solver.tmpDir = folder  # PuLP's model and solution files too: removed even when CBC is killed
         return _run_cbc(problem, solver, search)
 
 
@@ -120,7 +121,7 @@ def _cbc_within(seconds: float, folder: str) -> str:
         return str(cbc)
     wrapper = os.path.join(folder, "cbc")
     with open(wrapper, "w", encoding="utf-8") as out:
-        kill = f"{shlex.quote(stopper)} --foreground -s KILL {max(1.0, seconds):.2f}"
+        kill = f"{shlex.quote(stopper)} --foreground -s KILL {max(0.1, seconds):.2f}"
         out.write(f'#!/bin/sh\nexec {kill} {shlex.quote(cbc)} "$@"\n')
     os.chmod(wrapper, 0o700)
     return wrapper

@@ -149,3 +149,18 @@ def test_the_milp_report_says_how_far_from_optimal_its_answer_can_be(seed: int) 
     if report.step == 1 and report.status == "optimal" and report.optimality_gap is not None:
         # proven at the plan step: within the cost weight
         assert report.optimality_gap <= 0.01 * min(r.value for r in reservations) / decided.value + 1e-4
+
+
+@pytest.mark.parametrize("backend", ["highs", "cbc"])
+def test_the_reported_bound_is_never_below_a_plan_the_agent_reaches(backend: str) -> None:
+    """A knapsack where CBC stops within its relative gap and calls that optimal: its answer is no bound."""
+    weights, values, room, big = [8, 2, 6, 9, 8, 6], [4, 3, 5, 2, 5, 2], 23, 10
+    cluster = make_cluster({"vcores": 1}, room + big)
+    text = f"reservation big value=100000 {{ atom(b={{vcores: 1}}, l={big}m, w={big}m) }}\n"
+    text += "".join(f"reservation s{i} value={v} {{ atom(b={{vcores: 1}}, l={w}m, w={w}m) }}\n"
+                    for i, (w, v) in enumerate(zip(weights, values, strict=True)))
+    decided = decide(cluster, text, MilpAgent(backend=backend, time_limit=10, coarsen=1, smooth=False))
+    report = decided.result.report
+    assert decided.violations == []
+    assert decided.value >= 100015  # big and four small ones (2 + 6 + 8 + 6 = 22 <= 23 steps) fit
+    assert report.value_bound is not None and report.value_bound >= decided.value - EPS

@@ -12,10 +12,11 @@ from planner.decision import allocation_json
 from planner.milp import MilpAgent
 from planner.plan import Accepted, Allocation, Plan
 from planner.replan import replan
-from planner.smooth import changes, neighbours, smooth
+from planner.smooth import changes, fewest_changes, neighbours, smooth
+from rdl import parse_cluster
 from rdl.cluster import Cluster
-from rdl.tree import Reservation
-from tests.planner.support import instant, make_cluster, parse
+from rdl.tree import Reservation, Resources
+from tests.planner.support import at, cluster_text, instant, make_cluster, parse
 from tests.planner.test_milp import random_batch
 
 pytestmark = pytest.mark.filterwarnings("ignore:PULP_CBC_CMD is deprecated:DeprecationWarning")
@@ -117,3 +118,55 @@ def test_replan_smooths_and_reports_the_changes() -> None:
     assert report.moved == ["r"] and (report.changes_before, report.changes_after) == (8, 2)
     assert report.status == "feasible"
     assert check_plan(cluster, reservations, records(plan, reservations)) == []
+
+
+def test_an_any_may_switch_to_a_cheaper_alternative() -> None:
+    """Under `any` the fewest changes are those of the cheapest child, not of the child held now."""
+    cluster = make_cluster({"vcores": 4}, 10)
+    (reservation,) = parse(f"reservation r {{ window(s={at(0)}, e={at(4)}, any("
+                           "big: atom(b={vcores: 1}, g=4, h=4, l=2m, w=8m), "
+                           "small: atom(b={vcores: 1}, g=1, h=1, l=2m, w=2m))) }")
+    plan = Plan(cluster)
+    plan.add(Accepted(reservation, START, [Allocation("big", 0, 2, 4, Resources.of({"vcores": 1.0}))]))
+    assert fewest_changes(plan, plan.accepted["r"]) == 2
+    report = smooth(plan, time_limit=10)
+    assert (report.changes_before, report.changes_after) == (8, 2) and report.finished
+    assert check_plan(cluster, [reservation], records(plan, [reservation])) == []
+
+
+def policy_cluster() -> Cluster:
+    text = cluster_text({"vcores": 10}, 4) + "policies:\n  user_limits:\n    instantaneous: 50%\n"
+    return parse_cluster(text, "cluster.yaml")
+
+
+def gang_of_five(name: str, user: str, start: int, end: int) -> str:
+    return (f"reservation {name} user={user} {{ window(s={at(start)}, e={at(end)}, "
+            "atom(b={vcores: 1}, g=5, h=5, l=2m, w=10m)) }\n")
+
+
+def test_admission_never_moves_a_user_past_the_sharing_policy() -> None:
+    # Alice holds half the cluster on [0, 2) and [2, 4); Bob's and Carol's only fit on [2, 4), which Alice's B
+    # would have to leave for [0, 2), where she would then hold everything.
+    cluster = policy_cluster()
+    a, b, c, d = parse(gang_of_five("A", "alice", 0, 4) + gang_of_five("B", "alice", 0, 4)
+                       + gang_of_five("C", "bob", 2, 4) + gang_of_five("D", "carol", 2, 4))
+    plan = Plan(cluster)
+    one = Resources.of({"vcores": 1.0})
+    plan.add(Accepted(a, START, [Allocation("0.0", 0, 2, 5, one)]))
+    plan.add(Accepted(b, START, [Allocation("0.0", 2, 4, 5, one)]))
+    report = replan(plan, admit=[(c, START), (d, START)], time_limit=10)
+    assert check_plan(cluster, [a, b, c, d], records(plan, [a, b, c, d])) == []
+    assert set(plan.accepted) >= {"A", "B"} and len(report.admitted) <= 1  # B cannot make room for both
+
+
+def test_admitting_nobody_moves_nobody() -> None:
+    cluster = make_cluster({"vcores": 4}, 4, [(1, {"vcores": 2}), (3, {"vcores": 4})])
+    (a,) = parse(f"reservation A {{ window(s={at(0)}, e={at(4)}, atom(b={{vcores: 1}}, g=1, h=1, l=1m, w=2m)) }}")
+    (c,) = parse("reservation C { atom(b={vcores: 5}, l=1m, w=1m) }")  # never fits
+    one = Resources.of({"vcores": 1.0})
+    plan = Plan(cluster)
+    held = [Allocation("0.0", 1, 2, 1, one), Allocation("0.0", 2, 3, 1, one)]  # one run of two steps: 2 changes
+    plan.add(Accepted(a, START, held))
+    report = replan(plan, admit=[(c, START)], time_limit=5)
+    assert report.admitted == [] and report.moved == [] and plan.accepted["A"].allocations == held
+    assert (report.changes_before, report.changes_after) == (2, 2)

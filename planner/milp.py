@@ -38,9 +38,9 @@ issue note):
    reservation (then groups of neighbours) is re-placed by a model of its own to cut its
    allocation changes, in the time left. One model of the whole batch, minimising every
    atom's changes at once (what this step was before), did not improve on the acceptance
-   answer in 20 s at N=200/T=96 and N=200/T=288, where the local moves removed 44% and
-   18% of the changes (`benchmarks/smooth.py`; at N=50/T=96 the whole model removed 80%,
-   the local moves 77%).
+   answer in 20 s at N=200/T=96 and N=200/T=288, where the local moves removed 45% and
+   22% of the changes (`benchmarks/smooth.py`; at N=50/T=96 the whole model removed 80%,
+   the local moves 76%).
 7. How far from optimal: the solver's own bound and gap are of the model it saw (on
    slots, not the real problem), so the answer's gap is taken against the volume bound
    (`planner.bound`), computed first in at most a tenth of the time limit (0.6 s at

@@ -31,6 +31,7 @@ from planner.model import Item, build, read_back, smoothness, warm_start
 from planner.plan import Accepted, Allocation, Plan
 from planner.solvers import DEFAULT_BACKEND, Backend, get_backend
 
+SUBPROBLEM_GAP = 0.05  # a group's model stops this close to its optimum: the next pass can do better
 SUBPROBLEM_SECONDS = 1.0  # what one group's model may take at least, when the pass's time left allows
 GROUP = 8  # at most this many reservations re-placed together: the seed and those sharing most of its steps
 SLOW_PASS = 0.05  # a pass that removes less than this share of the changes: the groups grow
@@ -186,7 +187,7 @@ def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: flo
         model.problem.setObjective(smoothness(model) + (TIE_BREAK / ceiling) * (model.cost or 0))
         model.problem.sense = pulp.LpMinimize
         warm_start(model, {name: a.allocations for name, a in current.items()})
-        result = solve(model.problem, seconds, gap, True)
+        result = solve(model.problem, seconds, max(gap, SUBPROBLEM_GAP), True)
         if not result.has_solution:
             return False
         placed = read_back(model, set(names))

@@ -30,7 +30,7 @@ import highspy
 import numpy as np
 import pulp
 
-from planner.compile import AtomTask, Task
+from planner.compile import AtomTask, Task, atoms_of, most_gangs
 from planner.model import Item, build
 
 VOLUME_COLUMNS = 25_000  # a volume LP this large builds and solves in seconds
@@ -80,13 +80,6 @@ def volume_step(items: list[Item], columns: int = VOLUME_COLUMNS) -> int:
     while k > 1 and sum(_slots(atom.lo, atom.hi, k - 1) for atom in atoms) <= columns:
         k -= 1
     return k
-
-
-def atoms_of(task: Task) -> list[AtomTask]:
-    """Every atom under a task."""
-    if isinstance(task, AtomTask):
-        return [task]
-    return [atom for child in task.children for atom in atoms_of(child)]
 
 
 def _slots(lo: int, hi: int, k: int) -> int:
@@ -144,7 +137,7 @@ class _VolumeLp:
             self.row([(presence, 1.0)], 0.0, 0.0)  # no lease fits its window
             return
         total = atom.leases * atom.length  # gang-steps
-        most = atom.leases if atom.parallelism is None else min(atom.leases, atom.parallelism // atom.gang)
+        most = most_gangs(atom)
         demand = atom.demand * atom.gang
         held = []
         for slot in range(atom.lo // self.k, (atom.hi - 1) // self.k + 1):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.agents import to_allocations
-from planner.compile import AtomTask, GroupTask, Instance, Task
+from planner.compile import AtomTask, GroupTask, Instance, Task, atoms_of
 from planner.greedy import Placer, Solution
 from planner.model import AtomKey, Item
 from planner.plan import Allocation
@@ -78,7 +78,7 @@ def coarsen(items: list[Item], k: int) -> Coarse:
         instances = [replace(i, task=t) for i, t in zip(item.instances, tasks, strict=True) if t is not None]
         held.append(replace(item, instances=instances))
         for instance in item.instances:
-            for atom in _atoms(instance.task):
+            for atom in atoms_of(instance.task):
                 atoms[(item.name, instance.index, atom.label)] = atom
     return Coarse(k, held, left_out, atoms)
 
@@ -118,7 +118,7 @@ def _unroll(atom: AtomTask, instance: int, by_slot: dict[int, int], k: int) -> I
 def choose_step(items: list[Item], budget: int, steps: int) -> int:
     """The slot length: the fewest plan steps that keep the model's lease starts within `budget`, then (up to
     twice that) the one that wastes least capacity in lanes and rounded-up leases."""
-    atoms = [atom for item in items for instance in item.instances for atom in _atoms(instance.task)]
+    atoms = [atom for item in items for instance in item.instances for atom in atoms_of(instance.task)]
     least = max(1, math.ceil(lease_starts(items) / max(1, budget)))
     if least == 1:
         return 1
@@ -129,13 +129,13 @@ def choose_step(items: list[Item], budget: int, steps: int) -> int:
 
 def atom_count(items: list[Item]) -> int:
     """Atoms to place, every instance counted."""
-    return sum(1 for item in items for instance in item.instances for _ in _atoms(instance.task))
+    return sum(1 for item in items for instance in item.instances for _ in atoms_of(instance.task))
 
 
 def lease_starts(items: list[Item]) -> int:
     """Lease-start variables the model of these items has at the plan step (what its size grows with)."""
     return sum(max(0, atom.hi - atom.lo - atom.length + 1)
-               for item in items for instance in item.instances for atom in _atoms(instance.task))
+               for item in items for instance in item.instances for atom in atoms_of(instance.task))
 
 
 def _waste(atoms: list[AtomTask], k: int) -> float:
@@ -146,14 +146,6 @@ def _waste(atoms: list[AtomTask], k: int) -> float:
         held = math.ceil(atom.leases / q) * (k if atom.length <= k else math.ceil(atom.length / k) * k)
         total += (held - atom.leases * atom.length) * atom.gang * float(atom.demand.sum())
     return total
-
-
-def _atoms(task: Task) -> Iterator[AtomTask]:
-    if isinstance(task, AtomTask):
-        yield task
-    else:
-        for child in task.children:
-            yield from _atoms(child)
 
 
 # -- a greedy start for the coarse model ------------------------------------------------------------------------

@@ -70,6 +70,18 @@ def mirrored(task: Task, steps: int) -> Task:
     return replace(task, children=children, lo=steps - task.hi, hi=steps - task.lo)
 
 
+def atoms_of(task: Task) -> list[AtomTask]:
+    """Every atom under a task, in tree order."""
+    if isinstance(task, AtomTask):
+        return [task]
+    return [atom for child in task.children for atom in atoms_of(child)]
+
+
+def most_gangs(atom: AtomTask) -> int:
+    """Gangs the atom may hold at once: its `h` in gangs, and never more than its leases."""
+    return atom.leases if atom.parallelism is None else min(atom.leases, atom.parallelism // atom.gang)
+
+
 def task_work(task: Task) -> float:
     """Bundle-seconds a task needs at the least (`any`: its lightest alternative)."""
     if isinstance(task, AtomTask):

@@ -31,7 +31,7 @@ from typing import TypeAlias
 import numpy as np
 import pulp
 
-from planner.compile import AtomTask, GroupTask, Instance, Task
+from planner.compile import AtomTask, GroupTask, Instance, Task, most_gangs
 from planner.plan import Allocation
 
 AtomKey = tuple[str, int, str]  # reservation, instance, atom label
@@ -88,7 +88,7 @@ def compile_atom(builder: _Builder, task: AtomTask, presence: pulp.LpAffineExpre
     if len(starts) == 0:
         builder.problem += (presence == 0, builder.name(task.label, "no_room"))
         return
-    most = _most(task)
+    most = most_gangs(task)
     prefix = builder.name(task.label)
     x = {s: builder.problem.add_variable(f"{prefix}_x_{s}", 0, most, cat="Integer") for s in starts}
     builder.problem += (pulp.LpAffineExpression([(v, 1) for v in x.values()]) == task.leases * presence,
@@ -167,13 +167,14 @@ def _boundary(builder: _Builder, task: GroupTask, index: int, presence: pulp.LpA
     later = [k for k in _atom_keys(builder, task.children[index + 1])]
     for key in earlier:
         atom = model.tasks[key]
+        most = most_gangs(atom)
         for s, x in model.starts[key].items():
             end = s + atom.length
-            problem += (x <= _most(atom) * split.get(end, 0), builder.name(task.label, key[2], "ends_by", index, s))
+            problem += (x <= most * split.get(end, 0), builder.name(task.label, key[2], "ends_by", index, s))
     for key in later:
         atom = model.tasks[key]
         for s, x in model.starts[key].items():
-            problem += (x <= _most(atom) * (presence - split.get(s + 1, 0)),
+            problem += (x <= most_gangs(atom) * (presence - split.get(s + 1, 0)),
                         builder.name(task.label, key[2], "starts_from", index, s))
     if task.gap is not None:
         _gap(builder, task, index, split, earlier, later)
@@ -192,10 +193,6 @@ def _gap(builder: _Builder, task: GroupTask, index: int, split: dict[int, pulp.L
         problem += (pulp.lpSum(ending) >= at_split, builder.name(task.label, "ends_at", index, t))
         starting = [model.starts[k][s] for k in later for s in range(t, t + task.gap + 1) if s in model.starts[k]]
         problem += (pulp.lpSum(starting) >= at_split, builder.name(task.label, "starts_within", index, t))
-
-
-def _most(atom: AtomTask) -> int:
-    return atom.leases if atom.parallelism is None else min(atom.leases, atom.parallelism // atom.gang)
 
 
 def _atom_keys(builder: _Builder, task: Task) -> list[AtomKey]:

@@ -73,13 +73,17 @@ def volume_bound(items: list[Item], free: np.ndarray, time_limit: float = 60.0,
 
 
 def volume_step(items: list[Item], columns: int = VOLUME_COLUMNS) -> int:
-    """The fewest plan steps per slot that keep the volume LP under `columns` columns."""
+    """The fewest plan steps per slot that keep the volume LP under `columns` columns (found by bisection: the
+    columns shrink, give or take a slot per atom, as slots grow; one slot per atom at the most)."""
     atoms = [atom for item in items for instance in item.instances for atom in atoms_of(instance.task)]
-    steps = sum(max(0, atom.hi - atom.lo) for atom in atoms)
-    k = max(1, math.ceil(steps / max(1, columns - len(atoms))))
-    while k > 1 and sum(_slots(atom.lo, atom.hi, k - 1) for atom in atoms) <= columns:
-        k -= 1
-    return k
+    low, high = 1, max([1, *(atom.hi for atom in atoms)])
+    while low < high:
+        middle = (low + high) // 2
+        if sum(_slots(atom.lo, atom.hi, middle) for atom in atoms) <= columns:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _slots(lo: int, hi: int, k: int) -> int:

@@ -111,7 +111,8 @@ def fewest_changes(plan: Plan, accepted: Accepted) -> int:
     """Changes no placement can go below: every atom placed runs at least one gang, started and stopped once
     (`all` and `order` place every child, `any` its cheapest)."""
     instances = compile_reservation(accepted.reservation, accepted.submitted, plan.clock, 0, plan.resources)
-    return sum(_fewest(instance.task) for instance in instances)
+    held = {a.instance for a in accepted.allocations}
+    return sum(_fewest(instance.task) for instance in instances if instance.index in held)
 
 
 def _fewest(task: Task) -> int:

@@ -95,8 +95,8 @@ def _within_policy(plan: Plan, kept: dict[str, Accepted], admit: list[tuple[Rese
     """`placed` when it admits someone and every reservation in it keeps its user within the sharing policy
     (the model knows no user limits), else None (the plan stays as it was)."""
     new = [(r, when) for r, when in admit if r.name in placed]
-    if not new:
-        return None  # admitting nobody is no reason to move anyone
+    if not new or any(name not in placed for name in kept):
+        return None  # admitting nobody is no reason to move anyone (and everyone accepted stays so)
     trial = plan.copy()
     everyone = [(a.reservation, a.submitted) for a in kept.values()] + new
     for reservation, submitted in everyone:

@@ -1,7 +1,7 @@
 """Upper bounds on the value a batch can have accepted: how far from optimal a plan is.
 
-- `lp_bound`: the LP relaxation of the acceptance model at the plan step. The tighter of
-  the two, but its LP is slow on large batches (N=1000/T=1440: not solved in 300 s).
+- `lp_bound`: the LP relaxation of the acceptance model at the plan step, for comparison
+  (it keeps `order`, but is slow on large batches: N=1000/T=1440 not solved in 300 s).
 - `volume_bound`: a relaxation every plan satisfies and that stays small: per atom, the
   gang-steps it holds in each slot of `k` plan steps. An atom holds `n * L` gang-steps
   inside its window, at most `h` gangs at a step (so at most `h` times the steps of its

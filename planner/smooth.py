@@ -178,6 +178,7 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: float) -> bool:
     """Re-place these reservations together with the rest of the plan fixed; keep the move only when smoother."""
+    started = time.perf_counter()
     current = {name: plan.remove(name) for name in names}
     try:
         items = [Item(name, a.reservation.value, compile_reservation(a.reservation, a.submitted, plan.clock,
@@ -188,7 +189,10 @@ def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: flo
         model.problem.setObjective(smoothness(model) + (TIE_BREAK / ceiling) * (model.cost or 0))
         model.problem.sense = pulp.LpMinimize
         warm_start(model, {name: a.allocations for name, a in current.items()})
-        result = solve(model.problem, seconds, max(gap, SUBPROBLEM_GAP), True)
+        left = seconds - (time.perf_counter() - started)  # building the model counts too
+        if left < 0.05:
+            return False
+        result = solve(model.problem, left, max(gap, SUBPROBLEM_GAP), True)
         if not result.has_solution:
             return False
         placed = read_back(model, set(names))

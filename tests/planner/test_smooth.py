@@ -6,7 +6,10 @@ import random
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from planner.agents import GreedyAgent
 from planner.check import check_plan
 from planner.decision import allocation_json
 from planner.milp import MilpAgent
@@ -170,3 +173,20 @@ def test_admitting_nobody_moves_nobody() -> None:
     report = replan(plan, admit=[(c, START)], time_limit=5)
     assert report.admitted == [] and report.moved == [] and plan.accepted["A"].allocations == held
     assert (report.changes_before, report.changes_after) == (2, 2)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), agent=st.sampled_from(["gree", "gree-l"]))
+def test_smoothing_any_greedy_plan_keeps_every_promise(seed: int, agent: str) -> None:
+    cluster, reservations = random_batch(random.Random(seed))
+    plan = Plan(cluster)
+    placer = GreedyAgent(agent, flat=agent == "gree-l")
+    for reservation in reservations:
+        outcome = placer.place(plan, reservation, START)
+        if outcome.allocations is not None:
+            plan.add(Accepted(reservation, START, list(outcome.allocations)))
+    accepted = set(plan.accepted)
+    report = smooth(plan, time_limit=0.5)
+    assert set(plan.accepted) == accepted
+    assert report.changes_after <= report.changes_before
+    assert check_plan(cluster, reservations, records(plan, reservations)) == []

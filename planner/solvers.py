@@ -114,7 +114,8 @@ def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool
 
 
 def _cbc_within(seconds: float, folder: str) -> str:
-    """The bundled CBC, behind a wrapper that kills it after `seconds` (coreutils `timeout`; without it, unbounded)."""
+    """The bundled CBC, behind a wrapper that kills it after `seconds` (coreutils `timeout`; without it, or where
+    the wrapper cannot be run, unbounded)."""
     cbc = pulp.PULP_CBC_CMD(msg=False).path
     stopper = shutil.which("timeout")
     if stopper is None:
@@ -124,14 +125,14 @@ def _cbc_within(seconds: float, folder: str) -> str:
         kill = f"{shlex.quote(stopper)} --foreground -s KILL {max(0.1, seconds):.2f}"
         out.write(f'#!/bin/sh\nexec {kill} {shlex.quote(cbc)} "$@"\n')
     os.chmod(wrapper, 0o700)
-    return wrapper
+    return wrapper if os.access(wrapper, os.X_OK) else str(cbc)  # a `noexec` temp folder: unbounded, as CBC is
 
 
 def _run_cbc(problem: pulp.LpProblem, solver: pulp.LpSolver, search: float) -> SolveResult:
     started = time.perf_counter()
     try:
         code = problem.solve(solver)
-    except pulp.PulpSolverError:  # killed at the time limit, or failed
+    except (pulp.PulpSolverError, OSError):  # killed at the time limit, or failed
         seconds = time.perf_counter() - started
         return SolveResult("cbc", "timeout" if seconds >= search else "error", None, None, None, seconds)
     seconds = time.perf_counter() - started

@@ -1,9 +1,9 @@
 """The MILP agent against the greedy agents on seeded random batches, demand about 1.3x capacity.
 
     python benchmarks/milp.py [--sizes 50x96,200x288] [--backends highs] [--approaches plain,coarse]
-                              [--time-limit 60] [--bound-limit 300] [--seed 3]
+                              [--time-limit 60] [--bound-limit 300] [--seed 3] [--days 1]
 
-For each size (N reservations x T steps of one day) it prints the LP-relaxation bound of
+For each size (N reservations x T steps a day, over --days days) it prints the LP-relaxation bound of
 accepted value (or `missing` when its LP is not solved within --bound-limit) and the
 volume bound (`planner.bound`; shares are of the tighter of the two), GREE and
 GREE-L submitting one by one, and per backend and approach: the greedy start, build and
@@ -37,23 +37,25 @@ START = datetime(2026, 11, 23, tzinfo=UTC)
 CAPACITY = 100  # vcores; memory 4 GiB per vcore
 
 
-def cluster_text(steps: int) -> str:
+def cluster_text(steps: int, days: int = 1) -> str:
+    """`days` days of `steps` steps each, 100 vcores."""
     step_minutes = 1440 // steps
-    return (f"start: 2026-11-23T00:00:00Z\nstep: {step_minutes}m\nhorizon: 1d\n"
+    return (f"start: 2026-11-23T00:00:00Z\nstep: {step_minutes}m\nhorizon: {days}d\n"
             f"capacity: {{memory: {CAPACITY * 4}GiB, vcores: {CAPACITY}}}\n")
 
 
-def batch(count: int, steps: int, seed: int) -> list[Reservation]:
-    """`count` reservations over one day, about 1.3x the day's vcore-time in total."""
+def batch(count: int, steps: int, seed: int, days: int = 1) -> list[Reservation]:
+    """`count` reservations over `days` days, about 1.3x the plan's vcore-time in total."""
     rng = random.Random(seed)
     step = 1440 // steps
-    budget = 1.3 * CAPACITY * 1440 / count  # vcore-minutes per reservation on average
+    minutes = 1440 * days
+    budget = 1.3 * CAPACITY * minutes / count  # vcore-minutes per reservation on average
     texts = []
     for index in range(count):
         work = max(step, int(budget * rng.uniform(0.3, 1.7)))
-        start = rng.randrange(0, 1440 - 120, step)
+        start = rng.randrange(0, minutes - 120, step)
         length = rng.choice([2, 4, 8, 12]) * 60
-        end = min(1440, start + length)
+        end = min(minutes, start + length)
         arrival = (START + timedelta(minutes=start)).strftime("%Y-%m-%dT%H:%M:%SZ")
         deadline = (START + timedelta(minutes=end)).strftime("%Y-%m-%dT%H:%M:%SZ")
         lease = step * rng.choice([1, 2, 4])
@@ -100,9 +102,9 @@ def share(value: float, bound: float | None) -> str:
 
 
 def run(count: int, steps: int, backends: list[str], approaches: list[str], time_limit: float, bound_limit: float,
-        seed: int) -> None:
-    cluster = parse_cluster(cluster_text(steps), "benchmark-cluster.yaml")
-    reservations = batch(count, steps, seed)
+        seed: int, days: int = 1) -> None:
+    cluster = parse_cluster(cluster_text(steps, days), "benchmark-cluster.yaml")
+    reservations = batch(count, steps, seed, days)
     total = sum(r.value for r in reservations)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     plan = Plan(cluster)
@@ -116,7 +118,7 @@ def run(count: int, steps: int, backends: list[str], approaches: list[str], time
         said = f"LP bound {lp_said} ({exact.seconds:.1f} s), {said}"
         if exact.value is not None and (bound is None or exact.value < bound):
             bound, kind = exact.value, "LP"  # the tighter of the two
-    print(f"\n== N={count} T={steps} (step {1440 // steps} min): total value {total:g}, {said}; load {load}; "
+    print(f"\n== N={count} T={steps} (step {1440 // steps} min, {days} d): total value {total:g}, {said}; load {load}; "
           f"shares below are of the {kind} bound", flush=True)
     for flat in (False, True):
         value, seconds = greedy_value(Plan(cluster), reservations, flat)
@@ -152,13 +154,14 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--bound-limit", type=float, default=300.0, help="seconds for the LP bound (0: skip it)")
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--days", type=int, default=1, help="the plan's horizon in days (T steps each)")
     args = parser.parse_args()
     print(f"pulp {version('pulp')}, highspy {version('highspy')}, ortools {version('ortools')}; "
           f"time limit {args.time_limit:g} s", flush=True)
     for size in args.sizes.split(","):
         count, steps = (int(x) for x in size.split("x"))
         run(count, steps, args.backends.split(","), args.approaches.split(","), args.time_limit, args.bound_limit,
-            args.seed)
+            args.seed, args.days)
 
 
 if __name__ == "__main__":

@@ -180,8 +180,8 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
         echo_decisions(decisions, planner.plan.clock, agent)
         if extra:
             report = extra["solver"]
-            gap = "n/a" if report["gap"] is None else f"{report['gap']:.2g}"
-            click.echo(f"solver {report['backend']}: {report['status']}, gap {gap}, kept the "
+            solver_gap = "n/a" if report["gap"] is None else f"{report['gap']:.2g}"
+            click.echo(f"solver {report['backend']}: {report['status']}, gap {solver_gap}, kept the "
                        f"{report['chosen']} plan (greedy start: {report['greedy']}, value {report['greedy_value']:g})")
             if report["changes_before"] is not None:
                 click.echo(f"smoothing ({report['smoothing']}): allocation changes {report['changes_before']} -> "

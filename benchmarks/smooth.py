@@ -21,9 +21,8 @@ import time
 import pulp
 from milp import START, batch, cluster_text
 
-from planner.compile import compile_reservation
 from planner.milp import DEFAULT_GAP, MilpAgent
-from planner.model import Item, build, read_back, smoothness, warm_start
+from planner.model import build, fixed_item, read_back, smoothness, warm_start
 from planner.plan import Accepted, Plan
 from planner.smooth import changes, smooth
 from planner.solvers import get_backend
@@ -34,9 +33,7 @@ def whole(plan: Plan, seconds: float) -> tuple[int | None, str, float]:
     """Every accepted reservation in one smoothing model; the changes it reaches, its status and its time."""
     started = time.perf_counter()
     kept = {name: plan.remove(name) for name in list(plan.accepted)}
-    items = [Item(name, a.reservation.value, compile_reservation(a.reservation, a.submitted, plan.clock,
-                                                                 plan.now_step, plan.resources), fixed=True)
-             for name, a in kept.items()]
+    items = [fixed_item(plan, accepted) for accepted in kept.values()]
     model = build(items, plan.free(), plan.capacity, 0.0)
     model.problem.setObjective(smoothness(model))
     model.problem.sense = pulp.LpMinimize

@@ -31,8 +31,8 @@ from typing import TypeAlias
 import numpy as np
 import pulp
 
-from planner.compile import AtomTask, GroupTask, Instance, Task, most_gangs
-from planner.plan import Allocation
+from planner.compile import AtomTask, GroupTask, Instance, Task, compile_reservation, most_gangs
+from planner.plan import Accepted, Allocation, Plan
 
 AtomKey = tuple[str, int, str]  # reservation, instance, atom label
 Linear: TypeAlias = pulp.LpVariable | pulp.LpAffineExpression
@@ -47,6 +47,13 @@ class Item:
     value: float
     instances: list[Instance]
     fixed: bool = False
+
+
+def fixed_item(plan: Plan, accepted: Accepted) -> Item:
+    """An accepted reservation as an item that must stay accepted, compiled against the plan's clock."""
+    reservation = accepted.reservation
+    instances = compile_reservation(reservation, accepted.submitted, plan.clock, plan.now_step, plan.resources)
+    return Item(reservation.name, reservation.value, instances, fixed=True)
 
 
 @dataclass

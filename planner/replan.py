@@ -17,7 +17,7 @@ from datetime import datetime
 
 from planner.compile import compile_reservation
 from planner.milp import DEFAULT_COST_WEIGHT, DEFAULT_GAP, DEFAULT_TIME_LIMIT
-from planner.model import Item, build, read_back, warm_start
+from planner.model import Item, build, fixed_item, read_back, warm_start
 from planner.plan import Accepted, Allocation, Plan
 from planner.smooth import changes, smooth
 from planner.solvers import DEFAULT_BACKEND, get_backend
@@ -69,8 +69,7 @@ def _admit(plan: Plan, admit: list[tuple[Reservation, datetime]], backend: str, 
     kept = {name: plan.remove(name) for name in list(plan.accepted)}
     placed: dict[str, list[Allocation]] | None = None
     try:
-        items = [Item(name, a.reservation.value, _instances(plan, a.reservation, a.submitted), fixed=True)
-                 for name, a in kept.items()]
+        items = [fixed_item(plan, accepted) for accepted in kept.values()]
         items += [Item(r.name, r.value, _instances(plan, r, when)) for r, when in admit]
         model = build(items, plan.free(), plan.capacity, DEFAULT_COST_WEIGHT)
         warm_start(model, {name: a.allocations for name, a in kept.items()})

@@ -27,7 +27,7 @@ import numpy as np
 import pulp
 
 from planner.compile import AtomTask, Task, compile_reservation
-from planner.model import Item, build, read_back, smoothness, warm_start
+from planner.model import build, fixed_item, read_back, smoothness, warm_start
 from planner.plan import Accepted, Allocation, Plan
 from planner.solvers import DEFAULT_BACKEND, Backend, get_backend
 
@@ -139,7 +139,8 @@ def _pass(plan: Plan, movable: list[str], size: int, deadline: float, solve: Bac
         if _move(plan, together, seconds, solve, gap):
             moved.update(together)
             # What the group left and where it went may let reservations there move again.
-            freed = (min(before[0], _span(plan, together)[0]), max(before[1], _span(plan, together)[1]))
+            after = _span(plan, together)
+            freed = (min(before[0], after[0]), max(before[1], after[1]))
             stuck.difference_update([n for n in stuck if _overlaps(_span(plan, [n]), freed)])
             any_moved = True
         else:
@@ -181,9 +182,7 @@ def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: flo
     started = time.perf_counter()
     current = {name: plan.remove(name) for name in names}
     try:
-        items = [Item(name, a.reservation.value, compile_reservation(a.reservation, a.submitted, plan.clock,
-                                                                     plan.now_step, plan.resources), fixed=True)
-                 for name, a in current.items()]
+        items = [fixed_item(plan, accepted) for accepted in current.values()]
         model = build(items, plan.free(), plan.capacity, 0.0)
         ceiling = max(1.0, 2.0 * plan.capacity.shape[0] * max(1, len(model.usage)))
         model.problem.setObjective(smoothness(model) + (TIE_BREAK / ceiling) * (model.cost or 0))

@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from planner.agents import AGENTS, get_agent
-from planner.planner import Planner
+from planner.admission import Planner
+from planner.agents.registry import AGENTS, get_agent
 from rdl import RDLErrors, parse_cluster, parse_text, validate
 from rdl.summary import least_work
 from rdl.tree import Atom, Reservation, atoms

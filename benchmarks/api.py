@@ -2,7 +2,7 @@
 
     python benchmarks/api.py [--threads 8] [--count 500] [--lists 100] [--seed 11] [--no-explain] [--week] [--verbose]
 
-Starts `python -m planner.api` on a fresh SQLite plan and drives it from client threads in this
+Starts `rayon serve` on a fresh SQLite plan and drives it from client threads in this
 process, each thread with its own user's token: first every thread submits `--count` reservations
 (RDL text), then every thread lists its own reservations `--lists` times, a page of 100 at a random
 offset. The load is the concurrency test's (tests/planner/api/support.py `Load`: one-day plan,
@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from admission import CLUSTER as WEEK_CLUSTER  # noqa: E402 (benchmarks/ and the root on the path first)
 from admission import workload as week_workload  # noqa: E402
 
-from planner.store import Store  # noqa: E402
-from rdl.printer import format_reservation  # noqa: E402
+from planner.store.facade import Store  # noqa: E402
+from rdl.syntax.printer import format_reservation  # noqa: E402
 from tests.planner.api.support import Load, make_tokens, running  # noqa: E402
 
 

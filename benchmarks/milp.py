@@ -5,12 +5,12 @@
 
 For each size (N reservations x T steps a day, over --days days) it prints the LP-relaxation bound of
 accepted value (or `missing` when its LP is not solved within --bound-limit) and the
-volume bound (`planner.bound`; shares are of the tighter of the two), GREE and
+volume bound (`planner.agents.milp.bound`; shares are of the tighter of the two), GREE and
 GREE-L submitting one by one, and per backend and approach: the greedy start, build and
 total time, the slot length, model size, solver status, accepted value and its share of
 the bound, whose plan was kept, the smoothing status and the allocation changes it
 removed, and the agent's own value bound and gap. Approaches:
-- `plain`: the model at the plan step, then smoothing (`planner.smooth`) in the time left;
+- `plain`: the model at the plan step, then smoothing (`planner.agents.milp.smooth`) in the time left;
 - `coarse`: slots chosen from the model's size and the limit, the greedy repair, smoothing;
 - `coarse:K`: slots of K plan steps;
 - a `-nosmooth` suffix on any of them skips the smoothing and gives acceptance all the time.
@@ -26,10 +26,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 
-from planner.agents import GreedyAgent
-from planner.bound import lp_bound, volume_bound
-from planner.milp import MilpAgent, batch_items
-from planner.plan import Accepted, Plan
+from planner.agents.milp.agent import MilpAgent, batch_items
+from planner.agents.milp.bound import lp_bound, volume_bound
+from planner.agents.registry import GreedyAgent
+from planner.core.plan import Accepted, Plan
 from rdl import parse_cluster, parse_text
 from rdl.tree import Reservation
 

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from follower.scenario import load_scenario  # noqa: E402  (the project root is put on the path first)
 from follower.sim.engine import simulate  # noqa: E402
+from follower.sim.scenario import load_scenario  # noqa: E402  (the project root is put on the path first)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ smoothing (--accept-limit seconds), then smooths the accepted reservations with 
 acceptances fixed, within --smooth-limit seconds each way:
 - `whole`: one model of every accepted reservation minimising the total allocation
   changes (what the agent did before), warm-started from the plan;
-- `local`: `planner.smooth`, one reservation at a time with the rest fixed.
+- `local`: `planner.agents.milp.smooth`, one reservation at a time with the rest fixed.
 It prints allocation changes (bundles started or stopped) before and after, the time,
 and the solver status or passes, and checks that every plan keeps its value.
 """
@@ -21,11 +21,11 @@ import time
 import pulp
 from milp import START, batch, cluster_text
 
-from planner.milp import DEFAULT_GAP, MilpAgent
-from planner.model import build, fixed_item, read_back, smoothness, warm_start
-from planner.plan import Accepted, Plan
-from planner.smooth import changes, smooth
-from planner.solvers import get_backend
+from planner.agents.milp.agent import DEFAULT_GAP, MilpAgent
+from planner.agents.milp.model import build, fixed_item, read_back, smoothness, warm_start
+from planner.agents.milp.smooth import changes, smooth
+from planner.agents.milp.solvers import get_backend
+from planner.core.plan import Accepted, Plan
 from rdl import parse_cluster
 
 

@@ -24,10 +24,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from admission import CLUSTER, workload
 
-from planner.planner import Planner
-from planner.store import Store
+from planner.admission import Planner
+from planner.store.facade import Store
 from rdl import parse_cluster, parse_text
-from rdl.printer import format_reservation
+from rdl.syntax.printer import format_reservation
 from rdl.tree import Reservation
 
 

@@ -24,12 +24,12 @@ from pathlib import Path
 import click
 import numpy as np
 
-from planner.plan import Plan
-from planner.store_cli import opened, state_option
+from planner.cli.store import opened, state_option
+from planner.core.plan import Plan
 from rdl import units
 from rdl.cli import EXIT_BAD_INPUT, TimeParam
-from rdl.parser import did_you_mean
 from rdl.shape import step_ceil, step_floor
+from rdl.syntax.parser import did_you_mean
 
 MAX_POINTS = 2000
 """At most this many points per line: longer windows are bucketed (peak use, least capacity per bucket)."""

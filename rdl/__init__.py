@@ -2,7 +2,7 @@
 
 from rdl.cluster import Cluster, load_cluster, parse_cluster
 from rdl.errors import RDLError, RDLErrors, Span
-from rdl.parser import parse_text
+from rdl.syntax.parser import parse_text
 from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, Resources, Window
 from rdl.validate import validate
 

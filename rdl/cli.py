@@ -12,10 +12,10 @@ import click
 from rdl import units
 from rdl.cluster import Cluster, load_cluster
 from rdl.errors import RDLError, RDLErrors
-from rdl.jsonform import to_json
+from rdl.forms.jsonform import to_json
 from rdl.load import FORMATS, LoadedFile, all_errors, load
-from rdl.printer import format_reservations
 from rdl.summary import summarize
+from rdl.syntax.printer import format_reservations
 from rdl.table import format_table
 from rdl.validate import Context
 

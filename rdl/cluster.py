@@ -18,7 +18,7 @@ import yaml
 
 from rdl import units
 from rdl.errors import ErrorSink, Span
-from rdl.parser import did_you_mean
+from rdl.syntax.parser import did_you_mean
 from rdl.tree import Resources
 
 DEFAULT_STEP = 60

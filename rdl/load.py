@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rdl import jsonform, yarn
 from rdl.cluster import Cluster, is_cluster_text, parse_cluster
 from rdl.errors import RDLError, RDLErrors, Span
-from rdl.parser import parse_text
+from rdl.forms import jsonform, yarn
+from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 from rdl.validate import validate
 

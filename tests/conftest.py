@@ -6,7 +6,7 @@ import pytest
 
 # The MILP agent is solver-heavy on hypothesis's random plans and on the week-long example plans:
 # those runs belong to `-m slow`; its conformance and brute-force cases stay in the fast default.
-SOLVER_HEAVY = ("tests/planner/test_properties.py", "tests/test_examples.py")
+SOLVER_HEAVY = ("tests/planner/agents/test_properties.py", "tests/test_examples.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -24,16 +24,16 @@ import pytest
 from click.testing import CliRunner, Result
 
 from follower.cli import main
-from planner.agents import AGENTS
-from planner.check import check_plan
+from planner.agents.registry import AGENTS
+from planner.core.check import check_plan
 from rdl import units
 from rdl.cluster import Cluster, load_cluster
-from rdl.jsonform import from_json
+from rdl.forms.jsonform import from_json
+from rdl.forms.yarn import parse_yarn_text
 from rdl.load import load
-from rdl.parser import parse_text
-from rdl.printer import format_reservations
+from rdl.syntax.parser import parse_text
+from rdl.syntax.printer import format_reservations
 from rdl.tree import Absolute, Reservation, labelled_atoms
-from rdl.yarn import parse_yarn_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

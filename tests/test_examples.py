@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.agents import AGENTS
+from planner.agents.registry import AGENTS
 from rdl.cluster import load_cluster
-from rdl.jsonform import from_json
-from rdl.parser import parse_text
+from rdl.forms.jsonform import from_json
+from rdl.syntax.parser import parse_text
 from tests.test_cli import (
     CLUSTER,
     EXAMPLES,
@@ -32,7 +32,7 @@ from tests.test_cli import (
 )
 
 # A MILP agent (or any other) registers itself in AGENTS when its module is imported; make sure it is.
-for _module in ("planner.milp",):
+for _module in ("planner.agents.milp.agent",):
     with contextlib.suppress(ImportError):
         importlib.import_module(_module)
 

@@ -39,7 +39,7 @@ from follower.scheduler.policies import APP_POLICIES, get_policy
 from follower.scheduler.queues import ROOT, QueueSettings
 from follower.scheduler.resources import Resources
 from rdl import units
-from rdl.parser import did_you_mean
+from rdl.syntax.parser import did_you_mean
 
 TOP_KEYS = ("queues", "placement", "node_policy", "preemption", "stateaware", "user_limits", "plan_queue",
             "default_queue")
@@ -48,7 +48,7 @@ QUEUE_KEYS = ("guaranteed", "max", "weight", "policy", "priority_sort", "max_run
 RULE_KEYS = ("rule", "create", "parent", "queue", "nested")
 DEFAULT_STARTING_TIMEOUT = 300.0  # five minutes, as the YuniKorn design fixes it
 DEFAULT_PREEMPTION_DELAY = 30.0
-DEFAULT_PLAN_DEFAULT_QUEUE = "default"  # as the plan follower names it (follower.follower.DEFAULT_QUEUE)
+DEFAULT_PLAN_DEFAULT_QUEUE = "default"  # as the plan follower names it (follower.follow.follower.DEFAULT_QUEUE)
 
 
 @dataclass(frozen=True, slots=True)

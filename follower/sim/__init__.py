@@ -1,0 +1,1 @@
+"""The discrete-event simulator: scenarios, workloads, the engine, metrics and the evaluation grids."""

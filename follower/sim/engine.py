@@ -7,7 +7,7 @@ What happens, in simulated seconds from the scenario's start:
   ordinary application in the best-effort queue (see `follower.sim.setup`);
 - every plan step the follower turns the plan into queue capacities (`Follower.round/apply`);
   when reservations need more than the nodes left, it scales them down and asks for a
-  re-plan, which adapts the plan to the capacity the cluster has now (`planner.adapt`);
+  re-plan, which adapts the plan to the capacity the cluster has now (`planner.replan.adapt`);
 - the scheduler runs a cycle whenever something changed (coalesced per instant) and when its
   own clock says so (starting timeouts, preemption falling due); preempted or lost containers
   are asked for again;
@@ -45,18 +45,18 @@ from typing import Any, TextIO
 import numpy as np
 import simpy
 
-import planner.milp  # noqa: F401  (registers the `milp` agent)
-from follower.follower import Follower, PlanView, queue_name
-from follower.scenario import NO_AGENT, Scenario
+import planner.agents.milp.agent  # noqa: F401  (registers the `milp` agent)
+from follower.follow.follower import Follower, PlanView, queue_name
 from follower.scheduler.applications import Allocation, Preemption
 from follower.scheduler.errors import PlacementRejected
 from follower.scheduler.scheduler import Scheduler
 from follower.sim.metrics import JobRecord, Usage, summarize
+from follower.sim.scenario import NO_AGENT, Scenario
 from follower.sim.setup import SIMULATION_POLICIES, follower_from, scheduler_config
-from follower.workloads.job import Job, Workload, node_names
-from planner.adapt import adapt, with_capacity
-from planner.agents import Agent, get_agent
-from planner.planner import Planner
+from follower.sim.workloads.job import Job, Workload, node_names
+from planner.admission import Planner
+from planner.agents.registry import Agent, get_agent
+from planner.replan.adapt import adapt, with_capacity
 from rdl.shape import step_ceil
 
 DRIVER_PRIORITY = 1

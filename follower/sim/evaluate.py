@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from follower.scenario import Scenario, load_scenario
 from follower.sim.engine import Result, simulate
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.report import Cell, write_report
+from follower.sim.scenario import Scenario, load_scenario
 from follower.sim.setup import USER_FAIR
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"

@@ -18,10 +18,10 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from follower.follower import PLAN_QUEUE, Follower, FollowerError
-from follower.scenario import Scenario
+from follower.follow.follower import PLAN_QUEUE, Follower, FollowerError
 from follower.scheduler.policies import APP_POLICIES
-from rdl.parser import did_you_mean
+from follower.sim.scenario import Scenario
+from rdl.syntax.parser import did_you_mean
 
 BEST_EFFORT = "besteffort"  # below root
 BEST_EFFORT_QUEUE = f"root.{BEST_EFFORT}"

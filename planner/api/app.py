@@ -20,7 +20,7 @@ from planner.api.errors import YARN_PREFIX, ApiError
 from planner.api.jobs import Jobs
 from planner.api.limits import DEFAULT_MAX_BODY, BodyLimit
 from planner.api.models import REQUEST_MODELS
-from planner.store import Store, StoreError, default_state_path
+from planner.store.facade import Store, StoreError, default_state_path
 
 DESCRIPTION = """Reservations over a durable plan: submit one and get the decision at once (accepted with its
 leases, or rejected with the reason and the earliest deadline that would fit). Native endpoints under `/v1`;

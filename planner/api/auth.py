@@ -25,7 +25,7 @@ from typing import Any as AnyType
 
 import yaml
 
-from rdl.parser import did_you_mean
+from rdl.syntax.parser import did_you_mean
 
 ROLES = ("user", "admin")
 ALGORITHM = "sha256"

@@ -12,10 +12,10 @@ from datetime import datetime
 from typing import Any as AnyType
 
 from planner.api.errors import ApiError
-from rdl import jsonform, yarn
 from rdl.cluster import Cluster
 from rdl.errors import RDLError, RDLErrors, Span
-from rdl.parser import did_you_mean, parse_text
+from rdl.forms import jsonform, yarn
+from rdl.syntax.parser import did_you_mean, parse_text
 from rdl.tree import Reservation
 from rdl.validate import validate
 

@@ -14,16 +14,16 @@ from datetime import datetime
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from planner.api import queries
 from planner.api.auth import Principal, TokenRegistry
 from planner.api.errors import ApiError
 from planner.api.jobs import Jobs
-from planner.compile import Clock
-from planner.store import Store
-from planner.store_schema import Instants
+from planner.core.compile import Clock
+from planner.store import queries
+from planner.store.facade import Store
+from planner.store.schema import Instants
 from rdl import units
 from rdl.cluster import Cluster
-from rdl.parser import did_you_mean
+from rdl.syntax.parser import did_you_mean
 
 bearer = HTTPBearer(auto_error=False, description="A token made with `rayon token USER`.")
 CHALLENGE = 'Bearer realm="rayon"'

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any as AnyType
 
-from planner.store import StoreError
+from planner.store.facade import StoreError
 from rdl.cli import error_json
 from rdl.errors import RDLErrors
 

@@ -28,8 +28,8 @@ KEEP = 100
 def replan_in_worker(target: str, actor: str, time_limit: float | None, solver: str | None,
                      gap: float | None) -> dict[str, AnyType]:
     """Re-plan the store at `target` (runs in the worker process); the outcome, or the error, as JSON."""
-    from planner.compile import Clock
-    from planner.store import Store, StoreError
+    from planner.core.compile import Clock
+    from planner.store.facade import Store, StoreError
 
     started = units.format_instant(datetime.now(UTC))
     try:

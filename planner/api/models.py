@@ -1,6 +1,6 @@
 """Pydantic models of the HTTP API: the JSON form of RDL, decision records, plan use, and YARN's REST bodies.
 
-Request bodies are read by the language's own loaders (`rdl.jsonform`, `rdl.yarn`), which name the
+Request bodies are read by the language's own loaders (`rdl.forms.jsonform`, `rdl.forms.yarn`), which name the
 JSON path of every error as the command line does; these models describe the same shapes for the
 OpenAPI schema and hold responses to them (the tests check both against the loaders and printers).
 """
@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.decision import REASON_CODES
-from planner.store import ACTIONS, STATES
+from planner.core.decision import REASON_CODES
+from planner.store.facade import ACTIONS, STATES
 
 ReasonCode = Literal[REASON_CODES]  # type: ignore[valid-type]
 State = Literal[STATES]  # type: ignore[valid-type]

@@ -18,8 +18,8 @@ import numpy as np
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from planner.agents import DEFAULT_AGENT, GreedyAgent, get_agent
-from planner.api import bodies, queries
+from planner.agents.registry import DEFAULT_AGENT, GreedyAgent, get_agent
+from planner.api import bodies
 from planner.api.auth import Principal
 from planner.api.context import Service, admin, body, caller, service
 from planner.api.errors import ApiError
@@ -35,13 +35,14 @@ from planner.api.models import (
     ReplanRequest,
     SubmitAnswer,
 )
-from planner.compile import Clock
-from planner.decision import Decision
-from planner.store import STATES, LogEntry, Record, StoreError
-from planner.store_schema import Instants, decision_json
+from planner.core.compile import Clock
+from planner.core.decision import Decision
+from planner.store import queries
+from planner.store.facade import STATES, LogEntry, Record, StoreError
+from planner.store.schema import Instants, decision_json
 from rdl import units
-from rdl.parser import did_you_mean
 from rdl.shape import step_ceil, step_floor
+from rdl.syntax.parser import did_you_mean
 from rdl.tree import Reservation
 
 router = APIRouter(prefix="/v1")
@@ -98,7 +99,7 @@ def online_agent(name: str) -> str:
     try:
         agent = get_agent(name)
     except KeyError:
-        import planner.milp  # noqa: F401 (registers the offline agent, so that its name is known, not suggested)
+        import planner.agents.milp.agent  # noqa: F401 (registers the offline agent, so that its name is known, not suggested)
 
         try:
             agent = get_agent(name)
@@ -322,7 +323,7 @@ def decision_log(request: Request, limit: int = Query(100, ge=1, le=MAX_PAGE),
 def replan(response: Response, params: ReplanRequest | None = None, who: Principal = Depends(admin),
            svc: Service = Depends(service)) -> dict[str, AnyType]:
     """Start re-optimising the plan (MILP) in a worker process; poll the job it answers with."""
-    from planner.solvers import BACKENDS  # imports the MILP modeller: only when a replan is asked for
+    from planner.agents.milp.solvers import BACKENDS  # imports the MILP modeller: only when a replan is asked for
 
     params = params or ReplanRequest.model_validate({})
     if params.solver is not None and params.solver not in BACKENDS:

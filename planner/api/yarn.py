@@ -8,7 +8,7 @@ Submitting an id again with the same definition succeeds again without replannin
 idempotent submit); with a different one it is an error (update it instead).
 
 The stored reservation is named by its id (YARN's `reservation-name` need not be unique), owned
-by the caller, and read from the body by `rdl.yarn.from_yarn` (its module notes give the mapping).
+by the caller, and read from the body by `rdl.forms.yarn.from_yarn` (its module notes give the mapping).
 """
 
 from __future__ import annotations
@@ -26,18 +26,19 @@ from typing import Any as AnyType
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from planner.api import bodies, queries
+from planner.api import bodies
 from planner.api.auth import Principal
 from planner.api.context import Service, View, body, caller, service
 from planner.api.errors import ApiError
 from planner.api.models import ErrorOut, YarnAnswer, YarnList, YarnNewReservation
-from planner.compile import Clock
-from planner.decision import Decision
-from planner.store import Record, StoreError
-from planner.store_schema import Instants, decision_json
-from rdl import yarn as yarn_form
+from planner.core.compile import Clock
+from planner.core.decision import Decision
+from planner.store import queries
+from planner.store.facade import Record, StoreError
+from planner.store.schema import Instants, decision_json
 from rdl.errors import RDLError, RDLErrors, Span
-from rdl.printer import format_reservation
+from rdl.forms import yarn as yarn_form
+from rdl.syntax.printer import format_reservation
 from rdl.tree import Reservation, Window
 
 router = APIRouter(prefix="/ws/v1/cluster/reservation", tags=["yarn"])

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from follower.scheduler.resources import Resources
-from planner.plan import Accepted, Allocation, Plan
+from planner.core.plan import Accepted, Allocation, Plan
 from rdl.cluster import Cluster
-from rdl.parser import parse_text
+from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 from rdl.tree import Resources as PlanResources
 

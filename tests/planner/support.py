@@ -16,16 +16,16 @@ from typing import Any as AnyType
 import numpy as np
 import pytest
 
-from planner.agents import AGENTS
-from planner.check import check_plan
-from planner.planner import Planner
+from planner.admission import Planner
+from planner.agents.registry import AGENTS
+from planner.core.check import check_plan
 from rdl import units
 from rdl.cluster import Cluster, parse_cluster
-from rdl.parser import parse_text
+from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 
 # A MILP agent (or any other) registers itself in AGENTS when its module is imported; make sure it is.
-for _module in ("planner.milp",):
+for _module in ("planner.agents.milp.agent",):
     with contextlib.suppress(ImportError):
         importlib.import_module(_module)
 

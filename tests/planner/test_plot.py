@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from planner.plan import Accepted, Allocation, Plan
+from planner.core.plan import Accepted, Allocation, Plan
 from planner.plot import MAX_NAMED, MAX_POINTS, PlotError, plot_command, plot_data, plot_plan, window_steps
-from planner.store import Store
+from planner.store.facade import Store
 from rdl.cluster import Cluster
 from rdl.tree import Resources
 from tests.planner.support import START, at, cluster_text, instant, make_cluster, one, pinned

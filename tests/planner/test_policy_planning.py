@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.check import check_plan
-from planner.planner import Planner
+from planner.admission import Planner
+from planner.core.check import check_plan
 from rdl import parse_cluster, parse_text
 
 CLUSTER = """start: 2026-11-23T00:00:00Z

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 import rdl
-from rdl.jsonform import from_json, parse_json_text
+from rdl.forms.jsonform import from_json, parse_json_text
 from tests.rdl.support import EXAMPLE_CLUSTER, FILE, errors_of, parse_and_validate
 
 B = "b={memory: 1GiB, vcores: 1}"

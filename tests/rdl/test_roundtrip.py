@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import rdl
 from rdl import Absolute, All, Any, Atom, Order, Relative, Reservation, Resources, Window
-from rdl.jsonform import from_json, parse_json_text, to_json
-from rdl.printer import format_reservations
+from rdl.forms.jsonform import from_json, parse_json_text, to_json
+from rdl.syntax.printer import format_reservations
 from rdl.tree import Expr
 from tests.rdl.support import FAST, ROOT, SMALL_CLUSTER
 

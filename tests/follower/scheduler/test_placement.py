@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from follower.follower import queue_name
+from follower.follow.follower import queue_name
 from follower.scheduler import AppState, ConfigError, PlacementRejected, Resources, Scheduler
 from follower.scheduler.placement import reservation_of_queue, reservation_queue
 

@@ -169,7 +169,7 @@ def test_the_same_calls_give_the_same_allocations() -> None:
 
 
 def test_scheduler_implements_the_follower_queue_control_protocol() -> None:
-    from follower.follower import QueueControl
+    from follower.follow.follower import QueueControl
 
     methods = [name for name in vars(QueueControl) if not name.startswith("_")]
     assert len(methods) == 7

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from follower.scenario import Scenario, load_scenario, parse_scenario
 from follower.sim.engine import Result, Simulation, simulate
-from follower.workloads.job import Workload
+from follower.sim.scenario import Scenario, load_scenario, parse_scenario
+from follower.sim.workloads.job import Workload
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "scenarios"
 

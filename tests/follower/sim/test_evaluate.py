@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from follower.cli import main
-from follower.scenario import load_scenario
 from follower.sim.evaluate import Grid, cells, evaluate, run_grid, with_slack
 from follower.sim.metrics import JobRecord, fairness_against
+from follower.sim.scenario import load_scenario
 
 SMALL = """
 name: small

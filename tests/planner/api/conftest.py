@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.store import Store
+from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER, Server, make_tokens, running
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`python -m planner.api` over a one-day plan, with tokens for alice and bob (users) and ops (admin)."""
+    """`rayon serve` over a one-day plan, with tokens for alice and bob (users) and ops (admin)."""
     root = tmp_path_factory.mktemp("api")
     state = root / "plan.db"
     with Store.open(state) as store:

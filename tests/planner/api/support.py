@@ -1,4 +1,4 @@
-"""Helpers of the API tests: a real `python -m planner.api` server process on a free loopback port, and bodies."""
+"""Helpers of the API tests: a real `rayon serve` server process on a free loopback port, and bodies."""
 
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ from typing import Any as AnyType
 import httpx
 
 from planner.api.auth import append_token
-from planner.check import check_plan
-from planner.store import Store
+from planner.core.check import check_plan
+from planner.store.facade import Store
 from tests.planner.support import at, cluster_text, instant
 
 ROOT = Path(__file__).resolve().parents[3]
+RAYON = Path(sys.executable).with_name("rayon")  # the installed command, as users run it
 EXAMPLES = ROOT / "examples"
 # A day at one-minute steps, with both of YARN's resources.
 CLUSTER = cluster_text({"memory": "64GiB", "vcores": 16}, steps=24 * 60)
@@ -59,9 +60,9 @@ def make_tokens(path: Path, users: dict[str, str] = USERS) -> dict[str, str]:
 
 @contextmanager
 def running(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: str) -> Iterator[Server]:
-    """`python -m planner.api` on port 0 (any free one), until the block ends."""
+    """`rayon serve` on port 0 (any free one), until the block ends."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "planner.api", "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
+        [str(RAYON), "serve", "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
          "--no-access-log", "--log-level", "warning", *args],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()

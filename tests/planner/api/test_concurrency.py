@@ -14,7 +14,7 @@ from typing import Any as AnyType
 
 import pytest
 
-from planner.store import Store
+from planner.store.facade import Store
 from tests.planner.api.support import Load, Server, make_tokens, running, stored_violations, submit
 from tests.planner.support import START
 

@@ -10,10 +10,10 @@ from typing import Any as AnyType
 import httpx
 import pytest
 
-from planner import store_schema
 from planner.api.app import create_app
 from planner.api.auth import Principal, TokenRegistry, hash_token
-from planner.store import Store
+from planner.store import schema as store_schema
+from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER, pinned, snapshot, stored_violations
 
 TOKEN = "alice-token"

@@ -9,7 +9,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from planner.api.jobs import Jobs
-from planner.store import Store
+from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER, Server, pinned, stored_violations, submit
 
 POLL_TIMEOUT = 180.0

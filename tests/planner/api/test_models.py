@@ -7,12 +7,12 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from planner.admission import Planner
 from planner.api.models import DecisionOut, ReservationJSON, YarnSubmission
-from planner.planner import Planner
 from rdl.cluster import load_cluster
-from rdl.jsonform import from_json, to_json
-from rdl.parser import parse_text
-from rdl.yarn import from_yarn, to_yarn
+from rdl.forms.jsonform import from_json, to_json
+from rdl.forms.yarn import from_yarn, to_yarn
+from rdl.syntax.parser import parse_text
 from tests.planner.api.support import EXAMPLES
 
 RESERVATIONS = [r for path in sorted(EXAMPLES.glob("*.rdl")) for r in parse_text(path.read_text(), str(path))]

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from planner.api.models import RecordOut, RecordPage, SubmitAnswer
-from planner.store import Store
-from planner.store_cli import submit_command
-from rdl.jsonform import dumps
-from rdl.parser import parse_text
-from rdl.printer import format_reservation
+from planner.cli.store import submit_command
+from planner.store.facade import Store
+from rdl.forms.jsonform import dumps
+from rdl.syntax.parser import parse_text
+from rdl.syntax.printer import format_reservation
 from tests.planner.api.support import (
     EXAMPLES,
     Server,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.store import Store, StoreError
+from planner.store.facade import Store, StoreError
 from tests.planner.api.support import (
     Load,
     Server,

@@ -12,8 +12,8 @@ import re
 import httpx
 import pytest
 
-from planner.store import Store
-from rdl.yarn import to_yarn
+from planner.store.facade import Store
+from rdl.forms.yarn import to_yarn
 from tests.planner.api.support import (
     Server,
     epoch_ms,

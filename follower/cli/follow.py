@@ -1,0 +1,194 @@
+"""`rayon follow`: the queue capacities a stored plan asks for, round by round over a time range.
+
+A table by default (one row per queue per round), `--json` for machines, and `--format yunikorn`
+for one Apache YuniKorn `queues.yaml` per change point, to drive a real YuniKorn deployment from
+the plan. Bad input (a time outside the horizon, an empty range, a bad setting) exits 2 and prints
+nothing on standard output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any as AnyType
+from typing import NoReturn
+
+import click
+
+from follower.follow import yunikorn
+from follower.follow.follower import (
+    DEFAULT_MAX_POLICY,
+    DEFAULT_QUEUE,
+    MAX_POLICIES,
+    PLAN_QUEUE,
+    Follower,
+    FollowerError,
+    PlanView,
+    QueueTarget,
+    Round,
+    format_amount,
+    format_vector,
+    get_max_policy,
+)
+from planner.cli.store import json_option, opened, state_option
+from rdl import units
+from rdl.cli import EXIT_BAD_INPUT, TimeParam
+from rdl.shape import step_floor
+from rdl.table import format_table
+
+FORMATS = ("table", "json", "yunikorn")
+
+
+class MaxPolicyParam(click.ParamType):
+    """A max policy name from the registry, with a suggestion for a near miss."""
+
+    name = "POLICY"
+
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            get_max_policy(value)
+        except FollowerError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(MAX_POLICIES) + "]"
+
+
+@click.command("follow")
+@click.option("--from", "start", type=TimeParam(), help="Time of the first round [default: the plan's clock].")
+@click.option("--to", "end", type=TimeParam(),
+              help="Rounds start before this time [default: the end of the last reservation window still open "
+                   "after --from, within the horizon].")
+@click.option("--every", type=click.IntRange(min=1), default=1, show_default=True, help="Plan steps between rounds.")
+@click.option("--changes", is_flag=True, help="Only the rounds whose queues differ from the round before.")
+@click.option("--plan-queue", default=PLAN_QUEUE, show_default=True, help="The plan's (reservable) queue.")
+@click.option("--default-queue", default=DEFAULT_QUEUE, show_default=True,
+              help="The plan's default queue, below the plan queue.")
+@click.option("--max-policy", type=MaxPolicyParam(), default=DEFAULT_MAX_POLICY, show_default=True,
+              help="The max of the plan's queues: strict (= guaranteed), plan (the plan's capacity) or unlimited.")
+@click.option("--format", "output", type=click.Choice(FORMATS), help="Output format [default: table].")
+@click.option("--sort-policy", type=click.Choice(yunikorn.SORT_POLICIES), default=yunikorn.DEFAULT_SORT_POLICY,
+              show_default=True, help="YuniKorn: application.sort.policy of the plan's leaf queues.")
+@click.option("--partition", default=yunikorn.DEFAULT_PARTITION, show_default=True, help="YuniKorn: the partition.")
+@click.option("--base", "base_path", type=click.Path(exists=True, dir_okay=False),
+              help="YuniKorn: a queues.yaml to put the plan queue into; its other queues are kept.")
+@click.option("--resource-name", "renames", multiple=True, metavar="PLAN=YUNIKORN",
+              help="YuniKorn: the name of a plan resource there, e.g. gpu=nvidia.com/gpu (vcores is vcore).")
+@state_option
+@json_option
+def follow_command(start: datetime | None, end: datetime | None, every: int, changes: bool, plan_queue: str,
+                   default_queue: str, max_policy: str, output: str | None, sort_policy: str, partition: str,
+                   base_path: str | None, renames: tuple[str, ...], state_path: str | None, as_json: bool) -> None:
+    """Print the queue capacities the stored plan asks for, per round over a time range.
+
+    Per round: the plan queue (guaranteed the plan's capacity), its default queue (what the
+    reservations do not hold) and one queue per reservation whose window is open (what the plan
+    allocates it then, from zero at its window's start). `--format yunikorn` prints one YuniKorn
+    queues.yaml per change point instead.
+    """
+    chosen = _output(output, as_json)
+    try:
+        follower = Follower(plan_queue, default_queue, round_steps=every, max_policy=max_policy)
+        names = dict(_rename(r) for r in renames)
+        base = yunikorn.load_base(Path(base_path).read_text(), base_path) if base_path else None
+    except FollowerError as error:
+        _fail(str(error))
+    with opened(state_path) as store:
+        view = PlanView(store.load_plan())
+        start = start or store.now()
+    horizon_end = view.plan.clock.at(view.plan.clock.steps)
+    try:
+        view.step_of(start)
+        end = min(end or default_end(view, start, every), horizon_end)
+        if end <= start:
+            _fail(f"--to {units.format_instant(end)} is not after --from {units.format_instant(start)}: no round")
+        rounds = follower.rounds(view, start, end)
+        if chosen == "yunikorn":
+            click.echo(yunikorn.render(rounds, end, base, partition, sort_policy, names), nl=False)
+            return
+    except FollowerError as error:
+        _fail(str(error))
+    shown = changed(rounds) if changes else rounds
+    if chosen == "json":
+        click.echo(json.dumps(document(follower, start, end, shown), indent=2))
+    else:
+        click.echo(table(shown, view.plan.resources, max_policy))
+
+
+def default_end(view: PlanView, start: datetime, every: int) -> datetime:
+    """The end of the last reservation window still open after `start` (at least one round), within the horizon."""
+    clock = view.plan.clock
+    first = max(0, step_floor(clock.origin, start, clock.step))
+    last = max([hi for r in view.reservations for _, hi in r.windows if hi > first], default=first + every)
+    return clock.at(min(clock.steps, max(last, first + every)))
+
+
+def changed(rounds: Sequence[Round]) -> list[Round]:
+    """The first round, and every round whose queue settings differ from the one before or that retires one."""
+    kept = []
+    for index, round in enumerate(rounds):
+        if index == 0 or round.ended or round.settings() != rounds[index - 1].settings():
+            kept.append(round)
+    return kept
+
+
+def document(follower: Follower, start: datetime, end: datetime, rounds: Sequence[Round]) -> dict[str, AnyType]:
+    """The one JSON document `rayon follow --json` prints (memory in MiB, as in the plan)."""
+    return {"plan_queue": follower.plan_queue, "default_queue": follower.default_path,
+            "max_policy": follower.max_policy, "every": follower.round_steps,
+            "from": units.format_instant(start), "to": units.format_instant(end),
+            "rounds": [r.to_json() for r in rounds]}
+
+
+def table(rounds: Sequence[Round], names: Sequence[str], max_policy: str) -> str:
+    """One row per queue per round, then a row per reservation whose window ended."""
+    rows: list[list[str]] = []
+    for round in rounds:
+        time = units.format_instant(round.time)
+        for queue in round.queues:
+            rows.append([time, queue.path, *(format_amount(n, queue.guaranteed[n]) for n in names),
+                         _maximum(queue, max_policy), _note(round, queue)])
+        for name in round.ended:
+            rows.append([time, f"{round.plan.path}.{name}", *("-" for _ in names), "-", "window ended"])
+    return format_table(["TIME", "QUEUE", *(n.upper() for n in names), "MAX", "NOTE"], rows)
+
+
+def _note(round: Round, queue: QueueTarget) -> str:
+    if queue.kind == "plan" and round.capacity != round.plan_capacity:
+        return "the cluster has " + format_vector(round.capacity)
+    if queue.kind == "reservation" and round.overcommitted:
+        return f"over-committed: scaled by {round.scale:.4g} from {format_vector(queue.planned)}"
+    return ""
+
+
+def _maximum(queue: QueueTarget, max_policy: str) -> str:
+    if queue.maximum is None:
+        return "-"
+    if max_policy == "strict" and queue.maximum == queue.guaranteed:
+        return "= guaranteed"
+    return format_vector(queue.maximum)
+
+
+def _output(output: str | None, as_json: bool) -> str:
+    if as_json and output not in (None, "json"):
+        _fail(f"--json and --format {output} ask for two outputs; give one")
+    return "json" if as_json else output or "table"
+
+
+def _rename(text: str) -> tuple[str, str]:
+    plan, sep, theirs = text.partition("=")
+    if not sep or not plan.strip() or not theirs.strip():
+        raise FollowerError(f"--resource-name `{text}` is not PLAN=YUNIKORN", "e.g. gpu=nvidia.com/gpu")
+    return plan.strip(), theirs.strip()
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+COMMANDS = [follow_command]

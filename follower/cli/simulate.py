@@ -1,0 +1,201 @@
+"""`rayon simulate SCENARIO.yaml`: run the whole product on a workload and say what it achieved."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from follower.follow.follower import FollowerError
+from follower.scheduler.errors import SchedulerError
+from follower.sim.engine import Result, simulate
+from follower.sim.evaluate import (
+    AGENTS,
+    EXAMPLES,
+    FAIRNESS_SCENARIOS,
+    POLICIES,
+    RESERVATION_SCENARIOS,
+    SLACKS,
+    Grid,
+    Run,
+    evaluate,
+)
+from follower.sim.scenario import Scenario, agent_names, load_scenario
+from follower.sim.setup import SIMULATION_POLICIES
+from rdl.cli import EXIT_BAD_INPUT
+from rdl.errors import RDLErrors
+from rdl.table import format_table
+
+
+def read_scenario(path: str) -> Scenario:
+    """The scenario, or exit 2 with every problem as `FILE:LINE:COL: message`."""
+    try:
+        return load_scenario(path)
+    except RDLErrors as errors:
+        click.echo(errors.render(), err=True)
+    except (OSError, ValueError) as error:
+        click.echo(f"{path}: {error}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+@contextmanager
+def progress_bar(total: float, enabled: bool) -> Iterator[Callable[[float], None]]:
+    """A progress bar over simulated time, on stderr (so `--json` stays pure); a no-op when disabled."""
+    if not enabled or total <= 0:
+        yield lambda _now: None
+        return
+    with click.progressbar(length=int(total), label="simulating", file=sys.stderr,
+                           show_eta=True, show_percent=True) as bar:
+        done = 0
+
+        def advance(now: float) -> None:
+            nonlocal done
+            step = min(int(now), int(total)) - done
+            if step > 0:
+                bar.update(step)
+                done += step
+
+        yield advance
+
+
+def _summary_rows(result: Result) -> list[list[Any]]:
+    summary = result.summary
+    production, best = summary["production"], summary["best_effort"]
+
+    def pct(value: float | None) -> str:
+        return "–" if value is None else f"{value:.1%}"
+
+    def seconds(value: float | None) -> str:
+        return "–" if value is None else f"{value:.0f}"
+
+    return [
+        ["production jobs", production["jobs"]],
+        ["  accepted", production["accepted"]],
+        ["  met deadline", production["met_deadline"]],
+        ["  still open at the end", production["open"]],
+        ["  SLA attainment", pct(production["sla_attainment"])],
+        ["best-effort jobs", best["jobs"]],
+        ["  completed", best["completed"]],
+        ["  mean response (s)", seconds(best["mean_response_s"])],
+        ["  p95 response (s)", seconds(best["p95_response_s"])],
+        ["  mean slowdown", "–" if best["mean_slowdown"] is None else f"{best['mean_slowdown']:.2f}"],
+        ["utilisation", pct(summary["utilization"])],
+        ["preemptions", summary["preemptions"]],
+        ["simulated (s)", f"{result.simulated_s:.0f}"],
+        ["wall (s)", f"{result.wall_s:.2f}"],
+        ["events", result.events],
+    ]
+
+
+@click.command("simulate")
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
+@click.option("--agent", type=click.Choice(agent_names()), help="Planning agent; `none` plans nothing "
+              "(the time-agnostic baseline). Default: the scenario's.")
+@click.option("--policy", type=click.Choice(SIMULATION_POLICIES), help="Application sorting in the queues "
+              "(`userfair`: one queue per user, equal shares). Default: the scenario's.")
+@click.option("--seed", type=click.IntRange(min=0), help="Random seed (default: the scenario's).")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON document.")
+@click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
+              help="Write one JSON line per event (time, application, event, queue, node, resources).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when it is a terminal).")
+def simulate_command(scenario: str, agent: str | None, policy: str | None, seed: int | None, as_json: bool,
+                     trace_out: str | None, progress: bool | None) -> None:
+    """Simulate SCENARIO: jobs arrive, reserve, get queue capacity from the plan, run, and are measured.
+
+    \b
+    Examples:
+      rayon simulate examples/scenarios/tiny.yaml
+      rayon simulate examples/scenarios/synthetic_mix.yaml --agent none --json
+      rayon simulate examples/scenarios/ricc_week.yaml --policy drf --trace-out events.jsonl
+    """
+    chosen = read_scenario(scenario)
+    show = sys.stderr.isatty() if progress is None else progress
+    try:
+        workload = chosen.load_workload()
+        total = chosen.duration or max((job.submit for job in workload.jobs), default=0.0)
+        with ExitStack() as stack:
+            trace = stack.enter_context(Path(trace_out).open("w", encoding="utf-8")) if trace_out else None
+            advance = stack.enter_context(progress_bar(total, show))
+            result = simulate(chosen, agent=agent, policy=policy, seed=seed, trace=trace, progress=advance,
+                              workload=workload)
+            advance(total)
+    except (SchedulerError, FollowerError, OSError, ValueError) as error:
+        click.echo(f"{scenario}: {error}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+        return
+    click.echo(f"{result.scenario}: agent {result.agent}, policy {result.policy}, seed {result.seed}")
+    click.echo(format_table(["measure", "value"], _summary_rows(result)))
+
+
+def _names(text: str, what: str, known: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if known is not None and name not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown {what} `{unknown[0]}`; choose from {', '.join(known or ())}")
+    return names
+
+
+def _scenario_paths(text: str) -> tuple[str, ...]:
+    paths = []
+    for name in _names(text, "scenario"):
+        path = Path(name) if name.endswith((".yaml", ".yml")) else EXAMPLES / f"{name}.yaml"
+        if not path.is_file():
+            raise click.BadParameter(f"no scenario `{name}` (looked for {path})")
+        paths.append(str(path))
+    return tuple(paths)
+
+
+@click.command("evaluate")
+@click.option("--out", type=click.Path(file_okay=False), default="docs/evaluation", show_default=True,
+              help="Folder for report.md and its figures.")
+@click.option("--reservations", default=",".join(RESERVATION_SCENARIOS), show_default=True,
+              help="Scenarios of the reservation study (names in examples/scenarios or paths; empty: skip).")
+@click.option("--agents", default=",".join(AGENTS), show_default=True, help="Agents compared.")
+@click.option("--slacks", default=",".join(f"{s:g}" for s in SLACKS), show_default=True,
+              help="Mean deadline slack factors.")
+@click.option("--fairness", default=",".join(FAIRNESS_SCENARIOS), show_default=True,
+              help="Scenarios of the fairness study (empty: skip).")
+@click.option("--policies", default=",".join(POLICIES), show_default=True, help="Policies compared.")
+@click.option("--workers", type=click.IntRange(min=1), help="Simulations at once (default: the CPU count).")
+def evaluate_command(out: str, reservations: str, agents: str, slacks: str, fairness: str, policies: str,
+                     workers: int | None) -> None:
+    """Run the comparison grids and write a Markdown report with tables and figures.
+
+    \b
+    Examples:
+      rayon evaluate                                   # the default grid, into docs/evaluation
+      rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report
+    """
+    try:
+        grid = Grid(reservations=_scenario_paths(reservations), agents=_names(agents, "agent", agent_names()),
+                    slacks=tuple(float(value) for value in _names(slacks, "slack factor")),
+                    fairness=_scenario_paths(fairness), policies=_names(policies, "policy", SIMULATION_POLICIES))
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from error
+    total = len(grid.runs())
+    click.echo(f"{total} simulations", err=True)
+    finished = 0
+
+    def progress(run: Run, wall: float) -> None:
+        nonlocal finished
+        finished += 1
+        option = run.agent if run.study == "reservations" else run.policy
+        slack = "" if run.slack is None else f" slack {run.slack:g}"
+        click.echo(f"[{finished}/{total}] {run.label} {option}{slack}: {wall:.1f} s", err=True)
+
+    try:
+        report = evaluate(Path(out), grid, workers, progress)
+    except (SchedulerError, FollowerError, OSError, ValueError) as error:
+        click.echo(f"evaluate: {error}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(str(report))
+
+
+COMMANDS = [simulate_command, evaluate_command]

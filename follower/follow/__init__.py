@@ -1,0 +1,1 @@
+"""Following the plan: per-step queue capacities, their application, and YuniKorn queue documents."""

@@ -1,0 +1,197 @@
+"""The plan's queues as Apache YuniKorn queue configuration (`queues.yaml`), one document per change point.
+
+A document is a whole `queues.yaml`: `partitions` → the partition (`default`) → `queues` → `root`
+→ ... → the plan queue (a parent, guaranteed the plan's capacity now, no max) → its default queue
+and one leaf per active reservation, each with `resources: {guaranteed, max}` and
+`properties: {application.sort.policy: ...}`. Given a base configuration (the cluster's own
+`queues.yaml`, with its best-effort queues), the plan queue's subtree is put into it, replacing
+the one already there; everything else in the base is kept as it was.
+
+YuniKorn's rules the documents keep (yunikorn-site `user_guide/queue_config.md`, yunikorn-core
+`configvalidator.go`): resource names `vcore` (from the plan's `vcores`) and `memory` in bytes
+(from the plan's MiB); `vcore` may be written in millicores (`1500m`); the root queue has no
+resources; a queue's guaranteed is at most its max; the children's guaranteed resources add up to
+at most their parent's; queue names are 1-64 characters of `[a-zA-Z0-9_-]` (the strictest of the
+1.x releases). Quantities are rounded down, so a sum never exceeds its parent.
+
+One YuniKorn behaviour to know: a max of all zeros is ignored (the queue gets no max), so a queue
+whose max would be zero — a reservation at its window's start under the `strict` max policy — is
+written without a max; the follower's own scheduler keeps it at zero.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any as AnyType
+
+import yaml
+
+from follower.follow.follower import MEBIBYTE, FollowerError, QueueTarget, Round
+from rdl import units
+
+SORT_POLICIES = ("fifo", "fair")  # `stateaware` is deprecated since YuniKorn 1.5 and an alias of fifo from 1.6
+DEFAULT_SORT_POLICY = "fifo"
+DEFAULT_PARTITION = "default"
+RESOURCE_NAMES = {"vcores": "vcore", units.MEMORY: units.MEMORY}  # plan name -> YuniKorn name (others: as is)
+QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+SORT_POLICY = "application.sort.policy"
+
+
+def quantities(resources: Mapping[str, float], names: Mapping[str, str] | None = None) -> dict[str, int | str]:
+    """A plan resource vector in YuniKorn's names and units, rounded down: bytes, whole or milli vcores, counts."""
+    renamed = {**RESOURCE_NAMES, **(names or {})}
+    out: dict[str, int | str] = {}
+    for name, value in resources.items():
+        key = renamed.get(name, name)
+        if name == units.MEMORY:
+            out[key] = _floor(value * MEBIBYTE)
+        elif key == "vcore":
+            milli = _floor(value * 1000)
+            out[key] = milli // 1000 if milli % 1000 == 0 else f"{milli}m"
+        else:
+            out[key] = _floor(value)
+    return out
+
+
+def plan_queue_config(round: Round, sort_policy: str = DEFAULT_SORT_POLICY,
+                      names: Mapping[str, str] | None = None) -> dict[str, AnyType]:
+    """The plan queue's subtree at one round: the parent and its leaves (default queue first, then reservations)."""
+    if sort_policy not in SORT_POLICIES:
+        raise FollowerError(f"YuniKorn has no application sort policy `{sort_policy}`; choose one of "
+                            f"{', '.join(SORT_POLICIES)}")
+    leaves = [_leaf(target, sort_policy, names) for target in (round.default, *round.reservations)]
+    return {"name": _name(round.plan.path.rsplit(".", 1)[1], round.plan), "parent": True,
+            "resources": {"guaranteed": quantities(round.plan.guaranteed, names)}, "queues": leaves}
+
+
+def configuration(round: Round, base: Mapping[str, AnyType] | None = None, partition: str = DEFAULT_PARTITION,
+                  sort_policy: str = DEFAULT_SORT_POLICY, names: Mapping[str, str] | None = None) -> dict[str, AnyType]:
+    """A whole `queues.yaml` document for one round: the base (or a bare root) with the plan queue's subtree in it."""
+    document: dict[str, AnyType] = copy.deepcopy(dict(base)) if base is not None else {
+        "partitions": [{"name": partition, "queues": [{"name": "root", "submitacl": "*", "queues": []}]}]}
+    parent = _root_of(document, partition)
+    for part in round.plan.path.split(".")[1:-1]:
+        parent = _child(parent, part)
+    subtree = plan_queue_config(round, sort_policy, names)
+    siblings = parent.setdefault("queues", [])
+    kept = [q for q in siblings if q.get("name") != subtree["name"]]
+    parent["queues"] = [*kept, subtree]
+    return document
+
+
+def change_points(rounds: Sequence[Round]) -> list[tuple[Round, int]]:
+    """The rounds whose queue settings differ from the round before, each with how many rounds it lasts."""
+    points: list[tuple[Round, int]] = []
+    for round in rounds:
+        if points and points[-1][0].settings() == round.settings():
+            points[-1] = (points[-1][0], points[-1][1] + 1)
+        else:
+            points.append((round, 1))
+    return points
+
+
+def render(rounds: Sequence[Round], end: datetime, base: Mapping[str, AnyType] | None = None,
+           partition: str = DEFAULT_PARTITION, sort_policy: str = DEFAULT_SORT_POLICY,
+           names: Mapping[str, str] | None = None) -> str:
+    """A YAML stream: one `queues.yaml` document per change point, each headed by when it is in force."""
+    points = change_points(rounds)
+    documents = []
+    for index, (round, _) in enumerate(points):
+        until = points[index + 1][0].time if index + 1 < len(points) else end
+        header = (f"# rayon follow: {round.plan.path} from {units.format_instant(round.time)} "
+                  f"until {units.format_instant(until)}\n")
+        body = yaml.dump(_flowing(configuration(round, base, partition, sort_policy, names)), Dumper=_Dumper,
+                         sort_keys=False)
+        documents.append(header + body)
+    return "---\n".join(documents)
+
+
+class _Flow(dict[str, AnyType]):
+    """A mapping written on one line, as YuniKorn's documentation writes resources: `{memory: 1G, vcore: 10}`."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(_Flow, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data,
+                                                                               flow_style=True))
+
+
+def _flowing(node: AnyType, key: str | None = None) -> AnyType:
+    """The document with every resource vector (under `resources`) marked to be written on one line."""
+    if isinstance(node, dict):
+        if key == "resources":
+            return {k: _Flow(v) if isinstance(v, dict) else v for k, v in node.items()}
+        return {k: _flowing(v, k) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_flowing(item) for item in node]
+    return node
+
+
+def load_base(text: str, source: str) -> dict[str, AnyType]:
+    """A base `queues.yaml` (or a ConfigMap's `queues.yaml` value) parsed; malformed input is an error naming it."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise FollowerError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("partitions"), list):
+        raise FollowerError(f"{source}: a YuniKorn queue configuration needs a `partitions` list",
+                            "the `queues.yaml` of the scheduler's ConfigMap")
+    return document
+
+
+def _leaf(target: QueueTarget, sort_policy: str, names: Mapping[str, str] | None) -> dict[str, AnyType]:
+    resources: dict[str, AnyType] = {"guaranteed": quantities(target.guaranteed, names)}
+    maximum = None if target.maximum is None else quantities(target.maximum, names)
+    if maximum is not None and any(_positive(v) for v in maximum.values()):  # YuniKorn ignores an all-zero max
+        resources["max"] = maximum
+    return {"name": _name(target.path.rsplit(".", 1)[1], target), "resources": resources,
+            "properties": {SORT_POLICY: sort_policy}}
+
+
+def _name(name: str, target: QueueTarget) -> str:
+    if not QUEUE_NAME.match(name):
+        whose = f"reservation `{target.reservation}`'s queue" if target.reservation else f"queue {target.path}"
+        raise FollowerError(f"{whose} is named `{name}`, which YuniKorn refuses",
+                            "queue names are 1-64 characters: letters, digits, `_` and `-`")
+    return name
+
+
+def _root_of(document: dict[str, AnyType], partition: str) -> dict[str, AnyType]:
+    found = [p for p in document["partitions"] if isinstance(p, dict) and p.get("name", "default") == partition]
+    if not found:
+        raise FollowerError(f"the base configuration has no partition `{partition}`",
+                            "name one of its partitions")
+    queues = found[0].setdefault("queues", [])
+    roots = [q for q in queues if isinstance(q, dict) and q.get("name") == "root"]
+    if roots:
+        return roots[0]
+    root = {"name": "root", "queues": queues}  # YuniKorn puts top-level queues under an implicit root
+    found[0]["queues"] = [root]
+    return root
+
+
+def _child(parent: dict[str, AnyType], name: str) -> dict[str, AnyType]:
+    """The parent queue of that name below `parent`, created if the base lacks it."""
+    for queue in parent.setdefault("queues", []):
+        if isinstance(queue, dict) and queue.get("name") == name:
+            queue["parent"] = True
+            return queue
+    child: dict[str, AnyType] = {"name": name, "parent": True, "queues": []}
+    parent["queues"].append(child)
+    return child
+
+
+def _positive(value: int | str) -> bool:
+    return (int(value[:-1]) if isinstance(value, str) else value) > 0
+
+
+def _floor(value: float) -> int:
+    """Rounded down, forgiving float noise just below a whole number."""
+    return math.floor(value + 1e-6)
+

@@ -1,0 +1,111 @@
+"""Rejection reasons in words and numbers: which piece did not fit, where, and by how much."""
+
+from __future__ import annotations
+
+from planner.agents.greedy.pack import gang_room
+from planner.agents.greedy.placer import AtomFailure
+from planner.core.compile import AtomTask, Clock, Instance
+from planner.core.decision import Reason
+from planner.core.plan import Plan
+from rdl import units
+from rdl.syntax.printer import format_resources
+from rdl.tree import Reservation
+from rdl.validate import Context, earliest_finish
+
+
+def _pattern(clock: Clock, *steps: int) -> str:
+    """`HH:MM` when every moment falls on the plan's first day, full dates otherwise."""
+    first_day = all(clock.at(step).date() == clock.origin.date() for step in steps)
+    return "%H:%M" if first_day else "%Y-%m-%d %H:%M"
+
+
+def format_moment(step: int, clock: Clock) -> str:
+    return clock.at(step).strftime(_pattern(clock, step))
+
+
+def format_span(lo: int, hi: int, clock: Clock) -> str:
+    """`[00:00, 04:00)` within the plan's first day, full dates otherwise."""
+    pattern = _pattern(clock, lo, hi)
+    return f"[{clock.at(lo).strftime(pattern)}, {clock.at(hi).strftime(pattern)})"
+
+
+def window_reason(instance: Instance, plan: Plan, reservation: Reservation) -> Reason | None:
+    """A `window` rejection when the instance's window is already past or beyond the horizon."""
+    start, end = instance.declared
+    clock = plan.clock
+    which = f" (instance {instance.index})" if instance.index else ""
+    if end <= plan.now_step:
+        return Reason("window", f"the window of `{reservation.name}`{which} ended at "
+                      f"{units.format_instant(clock.at(end))}, before the plan's clock "
+                      f"({units.format_instant(plan.now)})")
+    if start >= clock.steps:
+        return Reason("window", f"the window of `{reservation.name}`{which} starts at "
+                      f"{units.format_instant(clock.at(start))}, beyond the plan's horizon "
+                      f"(it ends {units.format_instant(clock.at(clock.steps))})")
+    return None
+
+
+def bundles(count: int) -> str:
+    return f"{count} bundle" if count == 1 else f"{count} bundles"
+
+
+def describe_need(task: AtomTask, lo: int, hi: int, clock: Clock) -> str:
+    bundle = format_resources(task.atom.bundle)
+    length = units.format_duration(task.length * clock.step)
+    if task.leases == 1:
+        need = f"needs {task.gang} bundle{'s' if task.gang > 1 else ''} of {bundle} for {length}"
+    else:
+        gangs = f"gangs of {task.gang} bundles" if task.gang > 1 else "bundles"
+        need = f"needs {task.leases} {gangs} of {bundle}, each for {length},"
+    where = f"inside {format_span(lo, hi, clock)}"
+    if hi < task.hi:
+        where += f", before the next stage, which cannot start later than {format_moment(hi, clock)}"
+    return f"{need} {where}"
+
+
+def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
+    if hi <= lo:
+        return "but no time is left in its window"
+    room = gang_room(plan.free()[:, lo:hi], task.demand, 1, task.parallelism)  # bundles per step
+    most = int(room.max())
+    if most < task.gang:
+        return f"at most {most} {'is' if most == 1 else 'are'} free at once"
+    needed = task.leases * task.gang * task.length
+    available = int((room // task.gang).sum()) * task.gang  # whole gangs only
+    hours = plan.clock.step / 3600
+    if available < needed:
+        return (f"only {available * hours:g} of the {needed * hours:g} bundle-hours it needs are free there "
+                f"(at most {bundles(most)} at once)")
+    return (f"{available * hours:g} bundle-hours are free there but not in the shape it needs "
+            f"(at most {bundles(most)} at once, in leases of {units.format_duration(task.length * plan.clock.step)}"
+            f" around the other pieces)")
+
+
+def clipped_reason(instance: Instance, plan: Plan, reservation: Reservation) -> Reason | None:
+    """A `window` rejection when the clock or the horizon cut the window short and what is left of it
+    could not hold the request even on an empty cluster: the clock, not the load, is the reason."""
+    start, end = instance.declared
+    lo, hi = max(start, plan.now_step), min(end, plan.clock.steps)
+    if (lo, hi) == (start, end):
+        return None
+    context = Context(plan.cluster, instance.arrival, plan.clock.step, plan.clock.origin)
+    if earliest_finish(instance.expr, context, instance.arrival, (lo, hi)) is not None:
+        return None
+    cut = "the plan's clock" if lo > start else "the plan's horizon"
+    return Reason("window", f"only {format_span(lo, hi, plan.clock)} of the window of `{reservation.name}` "
+                  f"{format_span(start, end, plan.clock)} is left inside {cut}, too short for it even on an "
+                  "empty cluster")
+
+
+def capacity_reason(failure: AtomFailure | None, instance: Instance, plan: Plan,
+                    reservation: Reservation) -> Reason:
+    """A `capacity` rejection naming the first piece that found no room."""
+    which = f" (instance {instance.index} of every {units.format_duration(reservation.every or 0)})" \
+        if instance.index else ""
+    if failure is None:
+        return Reason("capacity", f"no placement of `{reservation.name}`{which} satisfies its order and gaps "
+                      "on the current plan")
+    task = failure.task
+    message = f"`{task.label}`{which} {describe_need(task, failure.lo, failure.hi, plan.clock)}; " \
+        f"{describe_room(task, failure.lo, failure.hi, plan)}"
+    return Reason("capacity", message, atom=task.label)

@@ -1,0 +1,1 @@
+"""GREE and GREE-L: the greedy placer and its packing helpers."""

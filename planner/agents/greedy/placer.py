@@ -1,0 +1,256 @@
+"""Greedy placement of a task tree on a scratch copy of free capacity, with bounded backtracking.
+
+Each node offers candidate placements, most preferred first, as a generator: a yielded
+candidate is applied to the scratch and undone when the generator moves on or closes.
+`order` places its last stage first and backtracks into later stages when an earlier
+one cannot fit (YARN's greedy gives up there); `any` tries every alternative and offers
+the cheapest first. A shared budget bounds the number of atom placements tried.
+
+Two strategies share this search. GREE puts every atom as late and as tall as it
+goes. GREE-L first spreads each atom as flat as the free capacity allows over its share
+of the window (an `order` splits its window among its stages in proportion to their
+work), then falls back to GREE's placements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.agents.greedy.pack import Blocks, flattest, gang_room, latest
+from planner.core.compile import AtomTask, GroupTask, Task, task_work
+
+DEFAULT_BUDGET = 64
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AtomPlacement:
+    """Where one atom's leases go: `gangs[i]` leases of `task.gang` bundles start at step `starts[i]`."""
+
+    task: AtomTask
+    starts: np.ndarray
+    gangs: np.ndarray
+
+    @property
+    def first_start(self) -> int:
+        return int(self.starts.min())
+
+    @property
+    def last_end(self) -> int:
+        return int(self.starts.max()) + self.task.length
+
+    def held(self) -> tuple[int, np.ndarray]:
+        """(first step, bundles held at each step from there to the last end)."""
+        base = self.first_start
+        steps = np.zeros(self.last_end - base + 1, dtype=np.int64)
+        offsets = self.starts - base
+        np.add.at(steps, offsets, self.gangs)
+        np.add.at(steps, offsets + self.task.length, -self.gangs)
+        return base, np.cumsum(steps[:-1]) * self.task.gang
+
+    def key(self) -> tuple[bytes, bytes]:
+        return self.starts.tobytes(), self.gangs.tobytes()
+
+
+Solution = list[AtomPlacement]
+
+
+def first_start(solution: Solution) -> int:
+    return min(p.first_start for p in solution)
+
+
+def last_end(solution: Solution) -> int:
+    return max(p.last_end for p in solution)
+
+
+@dataclass(frozen=True, slots=True)
+class AtomFailure:
+    """Where the first atom that found no room was looking."""
+
+    task: AtomTask
+    lo: int
+    hi: int
+
+
+class Placer:
+    """Searches placements for task trees on `free` (resources × steps), which it mutates."""
+
+    def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET):
+        self.free = free
+        self.capacity = capacity
+        self.flat = flat
+        self.budget = budget
+        self.failure: AtomFailure | None = None
+
+    # -- applying candidates -----------------------------------------------------------
+
+    def _apply(self, solution: Solution, sign: int) -> None:
+        for placement in solution:
+            base, held = placement.held()
+            self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
+
+    def _offer(self, solution: Solution) -> Iterator[Solution]:
+        self._apply(solution, +1)
+        try:
+            yield solution
+        finally:
+            self._apply(solution, -1)
+
+    def cost(self, solution: Solution) -> float:
+        """What a placement costs: its share of capacity, weighted up where the plan is already loaded."""
+        total = 0.0
+        for placement in solution:
+            base, held = placement.held()
+            capacity = self.capacity[:, base:base + held.shape[0]]
+            free = self.free[:, base:base + held.shape[0]]
+            amount = np.outer(placement.task.demand, held)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(capacity > 0, amount / capacity, 0.0)
+                load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
+            total += float((share * (1.0 + load)).sum())
+        return total
+
+    # -- candidates per node -----------------------------------------------------------
+
+    def solutions(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None,
+                  min_end: int | None = None) -> Generator[Solution, None, None]:
+        """Candidate placements of `task` inside [lo, hi), applied while yielded."""
+        lo, hi = max(lo, task.lo), min(hi, task.hi)
+        if isinstance(task, AtomTask):
+            yield from self._atom(task, lo, hi, preferred, min_end)
+        elif task.kind == "order":
+            yield from self._order(task, lo, hi, preferred)
+        elif task.kind == "all":
+            yield from self._all(task, lo, hi, preferred)
+        else:
+            yield from self._any(task, lo, hi, preferred)
+
+    def _place(self, task: AtomTask, lo: int, hi: int, spread: bool) -> Solution | None:
+        if hi - lo < task.length:
+            return None
+        room = gang_room(self.free[:, lo:hi], task.demand, task.gang, task.parallelism)
+        blocks: Blocks | None = (flattest if spread else latest)(room, task.length, task.leases)
+        if blocks is None:
+            return None
+        return [AtomPlacement(task, blocks[0] + lo, blocks[1])]
+
+    def _atom(self, task: AtomTask, lo: int, hi: int, preferred: tuple[int, int] | None,
+              min_end: int | None) -> Iterator[Solution]:
+        seen: set[tuple[bytes, bytes]] = set()
+        first = True
+        for candidate in self._atom_candidates(task, lo, hi, preferred):
+            if candidate is None:
+                if first and self.failure is None:
+                    self.failure = AtomFailure(task, lo, hi)
+                return
+            first = False
+            key = candidate[0].key()
+            if key in seen:
+                continue
+            seen.add(key)
+            if min_end is not None and last_end(candidate) < min_end:
+                if not self.flat:
+                    return  # later candidates of GREE only end earlier
+                continue
+            yield from self._offer(candidate)
+
+    def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
+                         preferred: tuple[int, int] | None) -> Iterator[Solution | None]:
+        if self.flat:
+            for a, b in ([(max(lo, preferred[0]), min(hi, preferred[1]))] if preferred else []) + [(lo, hi)]:
+                if self.budget <= 0:
+                    return
+                self.budget -= 1
+                spread = self._place(task, a, b, spread=True)
+                if spread is not None:
+                    yield spread
+        bound = hi
+        while self.budget > 0:
+            self.budget -= 1
+            placed = self._place(task, lo, bound, spread=False)
+            yield placed
+            if placed is None:
+                return
+            bound = last_end(placed) - 1
+
+    def _order(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        shares = self._shares(task, preferred or (lo, hi)) if self.flat else [None] * len(task.children)
+
+        # Without a gap, an earlier stage that found no room before `start` finds none before an earlier
+        # start either: GREE's next candidates only start earlier, so one failure ends the search there;
+        # GREE-L's first candidates are flat and may start later than its last ones, so it tries a few.
+        give_up_after = None if task.gap is not None else (3 if self.flat else 1)
+
+        def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
+            min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
+            failed_below, failures = None, 0
+            for placed in self.solutions(task.children[index], lo, end, shares[index], min_end):
+                if min_end is not None and last_end(placed) < min_end:
+                    continue
+                if index == 0:
+                    yield placed
+                    continue
+                start = first_start(placed)
+                if failed_below is not None and start <= failed_below:
+                    continue
+                found = False
+                for earlier in stages(index - 1, start, start):
+                    found = True
+                    yield earlier + placed
+                if not found and give_up_after is not None:
+                    failures += 1
+                    if failures >= give_up_after:
+                        return
+                    failed_below = start
+
+        yield from stages(len(task.children) - 1, hi, None)
+
+    def _shares(self, task: GroupTask, window: tuple[int, int]) -> list[tuple[int, int] | None]:
+        works = [task_work(child) for child in task.children]
+        total = sum(works) or 1.0
+        span = window[1] - window[0]
+        bounds = np.round(window[0] + span * np.cumsum([0.0, *works]) / total).astype(int)
+        return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
+
+    def _all(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        for children in self._all_orders(task, lo, hi):
+            yield from self._all_in_order(children, lo, hi, preferred)
+
+    def _all_in_order(self, children: list[Task], lo: int, hi: int,
+                      preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        def rest(index: int) -> Iterator[Solution]:
+            for placed in self.solutions(children[index], lo, hi, preferred):
+                if index == len(children) - 1:
+                    yield placed
+                    continue
+                for others in rest(index + 1):
+                    yield placed + others
+
+        yield from rest(0)
+
+    @staticmethod
+    def _all_orders(task: GroupTask, lo: int, hi: int) -> list[list[Task]]:
+        """Orders to place `all`'s children in: least room to spare first (the most constrained child
+        takes its place before the others crowd it), then heaviest first, then as written."""
+        def slack(child: Task) -> int:
+            return (min(hi, child.hi) - max(lo, child.lo)) - (child.length if isinstance(child, AtomTask) else 0)
+
+        orders: list[list[Task]] = []
+        for key in (slack, lambda c: -task_work(c), None):
+            order = sorted(task.children, key=key) if key else list(task.children)  # type: ignore[arg-type]
+            if order not in orders:
+                orders.append(order)
+        return orders
+
+    def _any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        scored = []
+        for index, child in enumerate(task.children):
+            trial = self.solutions(child, lo, hi, preferred)
+            first = next(trial, None)
+            if first is not None:
+                scored.append((self.cost(first), index))
+            trial.close()
+        for _, index in sorted(scored):
+            yield from self.solutions(task.children[index], lo, hi, preferred)

@@ -1,0 +1,1 @@
+"""The planner's commands: plan, the durable-plan commands, and serve."""

@@ -1,0 +1,194 @@
+"""`rayon plan`: one-shot planning of reservation files against a cluster (spec: decisions.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from contextlib import nullcontext
+from datetime import datetime
+from typing import Any as AnyType
+
+import click
+
+from planner.admission import Planner
+from planner.agents.explain import format_span
+from planner.agents.milp.agent import DEFAULT_GAP, DEFAULT_TIME_LIMIT, MilpAgent
+from planner.agents.milp.coarsen import MAX_STEP
+from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
+from planner.agents.registry import AGENTS, DEFAULT_AGENT, get_agent
+from planner.core.compile import Clock
+from planner.core.decision import Decision
+from planner.core.policy import parse_policy
+from rdl import units
+from rdl.cli import EXIT_BAD_INPUT, TimeParam, read_cluster_or_exit
+from rdl.cluster import Cluster
+from rdl.errors import RDLErrors
+from rdl.load import all_errors, load
+from rdl.table import format_table
+from rdl.tree import Reservation
+
+EXIT_INTERNAL = 1
+
+
+class AgentParam(click.ParamType):
+    """An agent name from the registry, with a suggestion for a near miss."""
+
+    name = "AGENT"
+
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            get_agent(value)
+        except KeyError as exc:
+            self.fail(str(exc.args[0]), param, ctx)
+        return str(value)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(AGENTS) + "]"
+
+
+def cluster_json(cluster: Cluster) -> dict[str, str]:
+    return {"start": units.format_instant(cluster.start), "step": f"{cluster.step}s",
+            "horizon": units.format_duration(cluster.horizon)}
+
+
+def plan_document(cluster: Cluster, agent: str, decisions: Sequence[Decision], clock: Clock) -> dict[str, AnyType]:
+    """The one JSON document `rayon plan --json` prints."""
+    return {"cluster": cluster_json(cluster), "agent": agent, "decisions": [d.to_json(clock) for d in decisions]}
+
+
+def decision_rows(decisions: Sequence[Decision], clock: Clock) -> list[list[str]]:
+    rows = []
+    for decision in decisions:
+        if decision.accepted:
+            start = min(a.start for a in decision.allocations)
+            end = max(a.end for a in decision.allocations)
+            peak = max(a.bundles for a in decision.allocations)
+            rows.append([decision.reservation, "accepted", format_span(start, end, clock),
+                         str(len(decision.allocations)), str(peak)])
+        else:
+            assert decision.reason is not None
+            rows.append([decision.reservation, f"rejected ({decision.reason.code})", "-", "-", "-"])
+    return rows
+
+
+def echo_decisions(decisions: Sequence[Decision], clock: Clock, agent: str) -> None:
+    click.echo(format_table(["RESERVATION", "DECISION", "HOLDS", "ALLOCATIONS", "PEAK BUNDLES"],
+                            decision_rows(decisions, clock)))
+    rejected = [d for d in decisions if not d.accepted]
+    if rejected:
+        click.echo("")
+    for decision in rejected:
+        assert decision.reason is not None
+        line = f"{decision.reservation}: {decision.reason.message}"
+        if decision.reason.earliest_deadline is not None:
+            line += f"; it would fit with a deadline of {units.format_instant(decision.reason.earliest_deadline)}"
+        click.echo(line)
+    accepted = sum(d.accepted for d in decisions)
+    click.echo(f"\n{accepted} of {len(decisions)} accepted by {agent}")
+
+
+def load_or_exit(paths: Sequence[str], cluster: Cluster, now: datetime | None, consequence: str) -> list[Reservation]:
+    """Every reservation in the files, validated against the cluster; or every error, then exit 2."""
+    files = [f for f in load(paths, None, cluster, now) if f.cluster is None]
+    errors = all_errors(files)
+    if errors is not None:
+        click.echo(errors.render(), err=True)
+        click.echo(consequence, err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    return [r for f in files for r in f.reservations]
+
+
+def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], agent: str,
+                      now: datetime | None, milp: MilpAgent | None = None) -> tuple[Planner, list[Decision], dict]:
+    """Submit each reservation in turn against the plan the earlier ones left (`milp` decides them together)."""
+    planner = Planner(cluster, now)
+    if milp is not None:
+        submitted = now or cluster.start
+        result = milp.decide(planner.plan, [(r, submitted) for r in reservations])
+        return planner, result.decisions, {"solver": result.report.to_json()}
+    chosen = get_agent(agent)
+    decisions = []
+    with click.progressbar(reservations, label="planning", file=sys.stderr,
+                           show_pos=True) if len(reservations) > 100 else nullcontext(reservations) as items:
+        for reservation in items:
+            decisions.append(planner.submit(reservation, chosen, validated=True))
+    return planner, decisions, {}
+
+
+@click.command("plan")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Cluster file (YAML): plan origin, step, horizon, capacity.")
+@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--now", type=TimeParam(), help="The plan's clock and every submission time (default: the "
+              "cluster's start).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document of decisions on standard output.")
+@click.option("--solver", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
+              help="MILP backend (with --agent milp).")
+@click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
+              help="Seconds the MILP agent may take in all, greedy start included.")
+@click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
+              help="Relative optimality gap at which the MILP stops.")
+@click.option("--coarsen", type=click.IntRange(min=1, max=MAX_STEP), default=None,
+              help="Solve the MILP on slots of this many plan steps, then repair at the plan step (default: chosen "
+              "from the batch's size and the time limit; 1 = at the plan step).")
+@click.option("--smooth/--no-smooth", default=True, show_default=True,
+              help="Spend the MILP's time left on fewer allocation changes (the accepted set stays).")
+@click.option("--dump-model", type=click.Path(dir_okay=False, writable=True),
+              help="Write the MILP (.mps for MPS, else LP format) for debugging.")
+def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: datetime | None, as_json: bool,
+                 solver: str, time_limit: float, gap: float, coarsen: int | None, smooth: bool,
+                 dump_model: str | None) -> None:
+    """Plan reservation files against a cluster, in order, each against the plan the earlier ones left.
+
+    PATHS are .rdl, .json or YARN JSON files, or folders of them. Exit status: 0 when
+    planning ran (whatever was accepted), 2 for bad input (nothing planned), 1 for an
+    internal failure.
+    """
+    cluster = read_cluster_or_exit(cluster_path)
+    assert cluster is not None
+    try:
+        parse_policy(cluster.policies, cluster.step, cluster_path)
+    except RDLErrors as policy_errors:
+        click.echo(policy_errors.render(), err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    if now is not None and not cluster.start <= now < cluster.end:
+        click.echo(f"error: --now {units.format_instant(now)} is outside the plan "
+                   f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "
+                   "nothing was planned", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    reservations = load_or_exit(paths, cluster, now, "nothing was planned")
+    names = [r.name for r in reservations]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        click.echo(f"error: reservation names must be unique across the files; repeated: {', '.join(duplicates)}; "
+                   "nothing was planned", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    if not reservations:
+        click.echo("warning: no reservations found in " + ", ".join(paths), err=True)
+    milp = MilpAgent(backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
+                     smooth=smooth) if agent == "milp" else None
+    try:
+        planner, decisions, extra = plan_reservations(cluster, reservations, agent, now, milp)
+    except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document
+        click.echo(f"internal error while planning: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    if as_json:
+        click.echo(json.dumps({**plan_document(cluster, agent, decisions, planner.plan.clock), **extra}, indent=2))
+    else:
+        echo_decisions(decisions, planner.plan.clock, agent)
+        if extra:
+            report = extra["solver"]
+            solver_gap = "n/a" if report["gap"] is None else f"{report['gap']:.2g}"
+            click.echo(f"solver {report['backend']}: {report['status']}, gap {solver_gap}, kept the "
+                       f"{report['chosen']} plan (greedy start: {report['greedy']}, value {report['greedy_value']:g})")
+            if report["changes_before"] is not None:
+                click.echo(f"smoothing ({report['smoothing']}): allocation changes {report['changes_before']} -> "
+                           f"{report['changes_after']}")
+            if report["value_bound"] is not None:
+                click.echo(f"accepted value {report['value']:g} of at most {report['value_bound']:.6g} "
+                           f"(at most {report['optimality_gap']:.2%} below the optimum)")
+
+
+COMMANDS = [plan_command]

@@ -1,0 +1,131 @@
+"""`rayon serve` (the HTTP API on uvicorn) and `rayon token` (make a bearer token, store its hash).
+
+Exit status: 2 for bad input (a token file that does not read, no tokens at all, a store without a
+plan), 1 when the server cannot start (the port is taken, the database is unreachable).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+
+import click
+
+from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token
+from planner.api.limits import DEFAULT_MAX_BODY
+from planner.store import queries
+from planner.store.facade import Store, StoreError, default_state_path
+from rdl.cli import EXIT_BAD_INPUT
+
+EXIT_INTERNAL = 1
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(status)
+
+
+def load_tokens(path: str | None) -> TokenRegistry:
+    """The token registry, or exit 2 naming what is wrong (an empty one too: every request would be refused)."""
+    try:
+        tokens = TokenRegistry.load(path)
+    except TokenError as error:
+        fail(str(error))
+    if not len(tokens):
+        fail(f"no tokens: every request would be refused; make one with `rayon token USER --tokens FILE` and pass "
+             f"--tokens FILE (or set ${ENV_TOKENS})")
+    return tokens
+
+
+def open_store(state: str | None) -> Store:
+    """The store, which must hold a plan; or exit with the store's message."""
+    try:
+        store = Store.open(state)
+        queries.meta(store)
+    except StoreError as error:
+        fail(str(error), EXIT_INTERNAL if error.code in ("database", "driver") else EXIT_BAD_INPUT)
+    return store
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: any free one); exit 1 when it cannot be had."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", EXIT_INTERNAL)
+    sock.set_inheritable(True)
+    return sock
+
+
+def loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+@click.command("serve")
+@click.option("--state", "state_path", envvar="RAYON_STATE", show_envvar=True,
+              help=f"Plan store: a SQLite file or a database URL [default: {default_state_path()}].")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (only this machine by default).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              help="Port to listen on (0: any free port, printed at start).")
+@click.option("--tokens", "tokens_path", type=click.Path(dir_okay=False), envvar=ENV_TOKEN_FILE, show_envvar=True,
+              help=f"Token file (hashes only; `rayon token` writes it); ${ENV_TOKENS} adds more.")
+@click.option("--max-body", type=click.IntRange(min=1), default=DEFAULT_MAX_BODY, show_default=True,
+              help="Largest request body accepted, in bytes (larger: 413).")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
+@click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
+def serve(state_path: str | None, host: str, port: int, tokens_path: str | None, max_body: int, log_level: str,
+          access_log: bool) -> None:
+    """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
+
+    Job managers submit reservations and get the decision in milliseconds. Every call but
+    /v1/health and /v1/ready needs a bearer token (`rayon token`). The OpenAPI schema is at
+    /openapi.json, the interactive docs at /docs.
+    """
+    import uvicorn
+
+    from planner.api.app import create_app
+
+    tokens = load_tokens(tokens_path)
+    store = open_store(state_path)
+    app = create_app(state_path, tokens, max_body=max_body, store=store)
+    sock = bind(host, port)
+    where = sock.getsockname()
+    url_host = f"[{where[0]}]" if ":" in where[0] else where[0]
+    if not loopback(host):
+        click.echo(f"warning: listening on {host}, beyond this machine: bearer tokens travel in the clear unless "
+                   "a TLS proxy stands in front", err=True)
+    click.echo(f"rayon serve: plan store {store.where}; {len(tokens)} tokens for {', '.join(tokens.users())}; "
+               f"listening on http://{url_host}:{where[1]}", err=True)
+    sys.stderr.flush()
+    config = uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=10)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+@click.command("token")
+@click.argument("user")
+@click.option("--role", type=click.Choice(ROLES), default="user", show_default=True,
+              help="admin: may see and change every reservation, and re-plan.")
+@click.option("--tokens", "tokens_path", type=click.Path(dir_okay=False), envvar=ENV_TOKEN_FILE, show_envvar=True,
+              required=True, help="Token file to add the hash to (created, readable by its owner only).")
+def token(user: str, role: str, tokens_path: str) -> None:
+    """Make a bearer token for USER: its hash goes into the token file, the token to standard output, once."""
+    try:
+        secret = append_token(tokens_path, user, role)
+    except TokenError as error:
+        fail(str(error))
+    click.echo(secret)
+    click.echo(f"added a {role} token for `{user}` to {tokens_path}; it is shown only this once "
+               "(a running server reads the file when it starts)", err=True)
+
+
+COMMANDS = [serve, token]

@@ -1,0 +1,387 @@
+"""Commands over the durable plan: `rayon init`, `submit`, `list`, `show`, `cancel`, `log`, and the plan's
+life after submission: `update`, `advance`, `capacity`, `replan`.
+
+Every command takes `--state PATH|URL` (default `$RAYON_STATE`, else
+`~/.local/state/rayon/plan.db`) and `--json`. Store errors exit 2 (bad input: unknown
+reservation, wrong state, a malformed capacity change, a clock moved back, a store of another
+schema version), 1 when the database fails or the plan kept changing under a re-planning.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any as AnyType
+
+import click
+
+from planner.agents.explain import format_span
+from planner.agents.milp.agent import DEFAULT_GAP, DEFAULT_TIME_LIMIT
+from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
+from planner.agents.registry import DEFAULT_AGENT
+from planner.cli.plan import AgentParam, echo_decisions, load_or_exit
+from planner.core.compile import Clock
+from planner.core.decision import allocation_json
+from planner.core.plan import Allocation
+from planner.replan.adapt import parse_vector
+from planner.store.facade import (
+    STATES,
+    CapacityReport,
+    LogEntry,
+    Record,
+    ReplanOutcome,
+    Store,
+    StoreError,
+    default_state_path,
+)
+from rdl import units
+from rdl.cli import EXIT_BAD_INPUT, TimeParam
+from rdl.errors import RDLErrors
+from rdl.table import format_table
+
+EXIT_INTERNAL = 1
+INTERNAL_CODES = ("database", "conflict")  # store errors that are not the user's input: exit 1
+
+
+def state_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
+    return click.option("--state", "state_path", envvar="RAYON_STATE", show_envvar=True,
+                        help=f"Plan store: a SQLite file or a database URL [default: {default_state_path()}].")(command)
+
+
+def json_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
+    return click.option("--json", "as_json", is_flag=True, help="One JSON document on standard output.")(command)
+
+
+@contextmanager
+def opened(state_path: str | None, check_version: bool = True) -> Iterator[Store]:
+    """The store, with its errors turned into messages and exit statuses."""
+    try:
+        with Store.open(state_path, check_version=check_version) as store:
+            yield store
+    except StoreError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(EXIT_INTERNAL if error.code in INTERNAL_CODES else EXIT_BAD_INPUT)
+
+
+def record_json(record: Record, store: Store) -> dict[str, AnyType]:
+    clock = store.load_plan().clock
+    data: dict[str, AnyType] = {
+        "reservation": record.name, "state": record.state, "user": record.user, "queue": record.queue,
+        "value": record.value, "priority": record.priority, "agent": record.agent,
+        "submitted": units.format_instant(record.submitted), "decided": units.format_instant(record.decided),
+        "allocations": [allocation_json(a, clock) for a in record.allocations],
+    }
+    if record.reason is not None:
+        data["reason"] = record.reason.to_json()
+    return data
+
+
+@click.command("init")
+@click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Cluster file (YAML) the plan is laid over.")
+@click.option("--force", is_flag=True, help="Start the store over, forgetting every reservation in it.")
+@state_option
+def init_command(cluster_path: str, force: bool, state_path: str | None) -> None:
+    """Create the plan store from a cluster file."""
+    text = Path(cluster_path).read_text()
+    with opened(state_path, check_version=not force) as store:
+        try:
+            cluster = store.init(text, cluster_path, force=force)
+        except RDLErrors as errors:
+            click.echo(errors.render(), err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        click.echo(f"initialised {store.where}: {cluster.steps} steps of {units.format_duration(cluster.step)} "
+                   f"from {units.format_instant(cluster.start)}")
+
+
+@click.command("submit")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
+@click.option("--now", type=TimeParam(), help="Submission time (default: the plan's clock).")
+@state_option
+@json_option
+def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datetime | None, state_path: str | None,
+                   as_json: bool) -> None:
+    """Submit reservation files to the stored plan; each decision is committed before it is shown."""
+    with opened(state_path) as store:
+        cluster = store.cluster()
+        reservations = load_or_exit(paths, cluster, now or store.now(), "nothing was submitted")
+        decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run) for r in reservations]
+        clock = store.load_plan().clock
+        if as_json:
+            click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
+        else:
+            echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+
+
+@click.command("list")
+@click.option("--user", help="Only this user's reservations.")
+@click.option("--status", "wanted", type=click.Choice(STATES), help="Only reservations in this state.")
+@click.option("--from", "start", type=TimeParam(), help="Only those holding capacity at or after this time.")
+@click.option("--to", "end", type=TimeParam(), help="Only those holding capacity before this time.")
+@state_option
+@json_option
+def list_command(user: str | None, wanted: str | None, start: datetime | None, end: datetime | None,
+                 state_path: str | None, as_json: bool) -> None:
+    """List stored reservations."""
+    with opened(state_path) as store:
+        records = store.list(user=user, state=wanted, start=start, end=end)
+        if as_json:
+            click.echo(json.dumps([record_json(r, store) for r in records], indent=2))
+            return
+        rows = [[r.name, r.state, r.user or "-", r.agent or "-", units.format_instant(r.submitted),
+                 str(len(r.allocations)), r.reason.code if r.reason else "-"] for r in records]
+        click.echo(format_table(["RESERVATION", "STATE", "USER", "AGENT", "SUBMITTED", "ALLOCATIONS", "REASON"], rows))
+
+
+@click.command("show")
+@click.argument("name")
+@state_option
+@json_option
+def show_command(name: str, state_path: str | None, as_json: bool) -> None:
+    """One reservation: its RDL, state, leases and history."""
+    with opened(state_path) as store:
+        record = store.get(name)
+        history = [e for e in store.log() if e.reservation == name]
+        if as_json:
+            data = record_json(record, store)
+            data["rdl"] = record.rdl
+            data["history"] = [{"time": units.format_instant(e.time), "actor": e.actor, "action": e.action,
+                                "accepted": e.accepted, "reason": e.reason} for e in history]
+            click.echo(json.dumps(data, indent=2))
+            return
+        click.echo(f"{record.name}: {record.state} (user {record.user or '-'}, agent {record.agent or '-'})")
+        if record.reason is not None:
+            click.echo(f"  reason: {record.reason.message}")
+        click.echo(record.rdl.rstrip())
+        clock = store.load_plan().clock
+        rows = [[a.atom, units.format_instant(clock.at(a.start)), units.format_instant(clock.at(a.end)),
+                 str(a.bundles)] for a in record.allocations]
+        if rows:
+            click.echo(format_table(["ATOM", "START", "END", "BUNDLES"], rows))
+        for entry in history:
+            click.echo(f"  {units.format_instant(entry.time)}  {entry.actor or '-'}  {entry.action}"
+                       f"{'' if entry.accepted is None else ' accepted' if entry.accepted else ' rejected'}")
+
+
+@click.command("cancel")
+@click.argument("name")
+@state_option
+@json_option
+def cancel_command(name: str, state_path: str | None, as_json: bool) -> None:
+    """Cancel a reservation, returning its capacity to the plan."""
+    with opened(state_path) as store:
+        record = store.cancel(name)
+        if as_json:
+            click.echo(json.dumps(record_json(record, store), indent=2))
+        else:
+            click.echo(f"{record.name}: {record.state}")
+
+
+@click.command("log")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the latest N entries.")
+@state_option
+@json_option
+def log_command(limit: int | None, state_path: str | None, as_json: bool) -> None:
+    """The append-only decision log: who asked what, when, and the answer."""
+    with opened(state_path) as store:
+        entries = store.log(limit)
+        if as_json:
+            click.echo(json.dumps([{"id": e.id, "time": units.format_instant(e.time), "actor": e.actor,
+                                    "action": e.action, "reservation": e.reservation, "accepted": e.accepted,
+                                    "reason": e.reason, "decision": e.decision} for e in entries], indent=2))
+            return
+        rows = [[str(e.id), units.format_instant(e.time), e.actor or "-", e.action, e.reservation or "-",
+                 log_answer(e)] for e in entries]
+        click.echo(format_table(["ID", "TIME", "ACTOR", "ACTION", "RESERVATION", "ANSWER"], rows))
+
+
+def log_answer(entry: LogEntry) -> str:
+    """What a log row answered, in a word or two."""
+    decision = entry.decision or {}
+    if decision.get("dropped"):
+        return f"dropped ({entry.reason_code})"
+    if decision.get("moved"):
+        return "moved"
+    if decision.get("state") == "expired":
+        return "expired"
+    if entry.reservation is None and entry.action == "advance" and "to" in decision:
+        return f"clock to {decision['to']}, {len(decision.get('expired', []))} expired"
+    if entry.reservation is None and entry.action == "capacity" and "change" in decision:
+        return (f"capacity change: {len(decision.get('moved', []))} moved, "
+                f"{len(decision.get('dropped', []))} dropped")
+    if entry.reservation is None and entry.action == "replan" and "status" in decision:
+        return f"{decision['status']}: {len(decision.get('moved', []))} moved"
+    if entry.accepted is None:
+        return "-"
+    if entry.action == "update":
+        return "updated" if entry.accepted else f"rejected ({entry.reason_code}); kept the old version"
+    return "accepted" if entry.accepted else f"rejected ({entry.reason_code})"
+
+
+def holds(allocations: tuple[Allocation, ...] | list[Allocation], clock: Clock) -> str:
+    """`[00:05, 00:20)`: the span a reservation's leases cover, or `-`."""
+    if not allocations:
+        return "-"
+    return format_span(min(a.start for a in allocations), max(a.end for a in allocations), clock)
+
+
+@click.command("update")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
+@click.option("--now", type=TimeParam(), help="Submission time of the new version (default: the plan's clock).")
+@state_option
+@json_option
+def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetime | None, state_path: str | None,
+                   as_json: bool) -> None:
+    """Replace accepted reservation NAME by the version in FILE, if the new one fits.
+
+    The new version is tried on the plan without the old one; if it fits it takes the old one's
+    place, else the old one stays exactly as it was and the answer is the rejection.
+    """
+    with opened(state_path) as store:
+        cluster = store.cluster()
+        found = load_or_exit([path], cluster, now or store.now(), "nothing was updated")
+        chosen = [r for r in found if r.name == name]
+        if len(chosen) != 1:
+            names = ", ".join(f"`{r.name}`" for r in found) or "no reservation"
+            click.echo(f"error: {path} holds {names}, so no one new version of `{name}` (an update keeps the "
+                       "reservation's name)", err=True)
+            click.echo("nothing was updated", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        decision = store.update(name, chosen[0], agent, dry_run=dry_run, submitted=now)
+        clock = store.load_plan().clock
+        if as_json:
+            click.echo(json.dumps({"dry_run": dry_run, "decisions": [decision.to_json(clock)]}, indent=2))
+            return
+        echo_decisions([decision], clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+        if decision.extra.get("previous") == "replaced":
+            click.echo(f"`{name}`: the new version replaces the old one")
+        elif dry_run and decision.accepted:
+            click.echo(f"`{name}`: the new version would replace the old one")
+        else:
+            click.echo(f"`{name}` keeps its previous version, unchanged")
+
+
+@click.command("advance")
+@click.option("--to", "to", type=TimeParam(), required=True, help="The plan's new clock (never earlier than now).")
+@state_option
+@json_option
+def advance_command(to: datetime, state_path: str | None, as_json: bool) -> None:
+    """Move the plan's clock forward; reservations whose every lease has ended expire.
+
+    The plan keeps its origin at the cluster's start: the clock moves through the horizon, and
+    cannot pass its end.
+    """
+    with opened(state_path) as store:
+        report = store.advance(to)
+        if as_json:
+            click.echo(json.dumps(report.to_json(), indent=2))
+            return
+        click.echo(f"clock: {units.format_instant(report.previous)} -> {units.format_instant(report.now)}")
+        click.echo(f"expired: {', '.join(report.expired)}" if report.expired else "nothing expired")
+
+
+@click.command("capacity")
+@click.option("--at", "at", type=TimeParam(), required=True, help="When the change takes effect (inside the horizon).")
+@click.option("--set", "vector", required=True, metavar="VECTOR",
+              help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
+                   "left out keep what they have.")
+@click.option("--dry-run", is_flag=True, help="Show how the plan would adapt, without committing anything.")
+@state_option
+@json_option
+def capacity_command(at: datetime, vector: str, dry_run: bool, state_path: str | None, as_json: bool) -> None:
+    """Change the cluster's capacity from a time on, and adapt the plan to it.
+
+    Reservations over the new capacity stay where they are if they fit, move within their windows
+    if they can, and only then are dropped: lowest priority first, the most recently accepted first
+    among equals, and no more than needed. The change is added to the stored cluster file.
+    """
+    try:
+        capacity = parse_vector(vector, "--set")
+    except RDLErrors as errors:
+        click.echo(errors.render(), err=True)
+        click.echo("nothing was changed", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    with opened(state_path) as store:
+        report = store.set_capacity(at, capacity, dry_run=dry_run)
+        clock = store.load_plan().clock
+        if as_json:
+            click.echo(json.dumps(report.to_json(clock), indent=2))
+            return
+        echo_capacity(report, clock)
+
+
+def echo_capacity(report: CapacityReport, clock: Clock) -> None:
+    moves = report.adaptation
+    vector = ", ".join(f"{k}: {units.format_quantity(k, v)}" for k, v in report.capacity.items())
+    prefix = "(dry run: nothing committed) " if report.dry_run else ""
+    click.echo(f"{prefix}capacity from {units.format_instant(report.at)}: {{{vector}}}")
+    if not moves.affected:
+        click.echo("every reservation still fits: nothing moved, nothing dropped")
+        return
+    rows = []
+    for name in moves.affected:
+        priority = str(report.priorities.get(name, "-"))
+        if name in moves.moved:
+            rows.append([name, "moved", priority, f"{holds(moves.previous[name], clock)} -> "
+                         f"{holds(moves.moved[name], clock)}"])
+        elif name in moves.dropped:
+            rows.append([name, "dropped", priority, holds(moves.previous[name], clock)])
+        else:
+            rows.append([name, "kept", priority, "unchanged"])
+    click.echo(format_table(["RESERVATION", "OUTCOME", "PRIORITY", "HOLDS"], rows))
+    for name in moves.dropped:
+        click.echo(f"{name}: {report.reasons[name].message}")
+    click.echo(f"{len(moves.affected)} over the new capacity: {len(moves.kept)} kept, {len(moves.moved)} moved, "
+               f"{len(moves.dropped)} dropped")
+
+
+@click.command("replan")
+@click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
+              help="Seconds the solver may take.")
+@click.option("--solver", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
+              help="MILP backend.")
+@click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
+              help="Relative optimality gap at which the solver stops.")
+@state_option
+@json_option
+def replan_command(time_limit: float, solver: str, gap: float, state_path: str | None, as_json: bool) -> None:
+    """Re-optimise the stored plan: accepted reservations stay accepted and move within their windows to fewer
+    allocation changes (each re-placed by a MILP of its own, then with its neighbours; planner.agents.milp.smooth).
+
+    Reservations already running stay where they are. What moved is written back in one transaction; if
+    nothing gets smoother in the time given, nothing changes.
+    """
+    with opened(state_path) as store:
+        if not as_json:
+            click.echo(f"re-planning with {solver} (up to {time_limit:g}s)...", err=True)
+        outcome = store.replan(time_limit=time_limit, backend=solver, gap=gap)
+        clock = store.load_plan().clock
+        if as_json:
+            click.echo(json.dumps(outcome.to_json(clock), indent=2))
+            return
+        echo_replan(outcome, clock)
+
+
+def echo_replan(outcome: ReplanOutcome, clock: Clock) -> None:
+    click.echo(f"solver {outcome.backend}: {outcome.status} in {outcome.seconds:.2f}s; allocation changes "
+               f"{outcome.changes_before} -> {outcome.changes_after}")
+    if not outcome.moved:
+        click.echo("nothing moved: the plan is unchanged")
+        return
+    rows = [[name, holds(outcome.previous.get(name, ()), clock), holds(allocations, clock)]
+            for name, allocations in outcome.moved.items()]
+    click.echo(format_table(["RESERVATION", "HELD", "NOW HOLDS"], rows))
+    click.echo(f"{len(outcome.moved)} moved")
+
+
+COMMANDS = [init_command, submit_command, list_command, show_command, cancel_command, log_command, update_command,
+            advance_command, capacity_command, replan_command]

@@ -1,0 +1,1 @@
+"""What every agent shares: the clock, the plan arrays, decisions, compilation, sharing policy, the checker."""

@@ -1,0 +1,1 @@
+"""The durable plan store: its schema, the Store facade, and paged reads."""

@@ -1,0 +1,62 @@
+"""The store commands: init, submit (and dry run), list, show, cancel, log — and their errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from follower.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@pytest.fixture
+def rayon(tmp_path: Path):  # type: ignore[no-untyped-def]
+    state = str(tmp_path / "plan.db")
+
+    def run(*args: str) -> object:
+        return CliRunner().invoke(main, [*args, "--state", state], prog_name="rayon")
+
+    return run
+
+
+def test_init_submit_list_show_cancel_log(rayon) -> None:  # type: ignore[no-untyped-def]
+    assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 0
+    result = rayon("submit", "--json", str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl"))
+    assert result.exit_code == 0, result.stderr
+    decisions = {d["reservation"]: d for d in json.loads(result.stdout)["decisions"]}
+    assert decisions["etl_nightly"]["accepted"] and not decisions["urgent_retrain"]["accepted"]
+    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)}
+    assert listed == {"etl_nightly": "accepted", "urgent_retrain": "rejected"}
+    assert [r["reservation"] for r in json.loads(rayon("list", "--json", "--status", "rejected").stdout)] == [
+        "urgent_retrain"]
+    shown = json.loads(rayon("show", "etl_nightly", "--json").stdout)
+    assert shown["allocations"] and "reservation etl_nightly" in shown["rdl"]
+    assert rayon("cancel", "etl_nightly").exit_code == 0
+    assert json.loads(rayon("show", "etl_nightly", "--json").stdout)["state"] == "cancelled"
+    actions = [e["action"] for e in json.loads(rayon("log", "--json").stdout)]
+    assert actions == ["submit", "submit", "cancel"]
+
+
+def test_dry_run_commits_nothing(rayon) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    result = rayon("submit", "--dry-run", "--json", str(EXAMPLES / "mpi_solver.rdl"))
+    assert json.loads(result.stdout)["decisions"][0]["accepted"]
+    assert json.loads(rayon("list", "--json").stdout) == []
+    assert json.loads(rayon("log", "--json").stdout) == []
+
+
+def test_bad_input_and_unknown_names_exit_2_and_change_nothing(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert rayon("list").exit_code == 2  # not initialised yet: says how to initialise
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    bad = tmp_path / "bad.rdl"
+    bad.write_text("reservation r { atom(b={memory: 1GiB, vcores: 1}, w=30) }\n")
+    result = rayon("submit", str(bad))
+    assert result.exit_code == 2 and "bad.rdl:1:" in result.stderr and "nothing was submitted" in result.stderr
+    assert rayon("show", "nope").exit_code == 2
+    assert rayon("cancel", "nope").exit_code == 2
+    assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 2  # already initialised
+    assert json.loads(rayon("log", "--json").stdout) == []

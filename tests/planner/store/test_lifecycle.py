@@ -1,0 +1,577 @@
+"""The plan's life after submission, in the durable store: update (try and swap), advance (the clock),
+capacity changes with adaptive replanning (keep, move, and only then drop), and MILP re-planning.
+
+Every test runs on a SQLite file under tmp_path; after every operation the stored plan must pass the
+independent checker, built from the store's own records.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any as AnyType
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import planner.replan.optimise
+from follower.cli import main
+from planner.core.check import check_plan
+from planner.replan.adapt import parse_vector
+from planner.replan.optimise import ReplanReport
+from planner.store.facade import Store, StoreError
+from rdl import parse_cluster
+from rdl.errors import RDLErrors
+from tests.planner.support import at, cluster_text, instant, one, pinned
+
+SMALL = cluster_text({"vcores": 8}, steps=60)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "plan.db"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[Store]:
+    """A store initialised with an 8-vcore, 60-minute cluster of one-minute steps."""
+    opened = Store.open(path)
+    opened.init(SMALL, "small.yaml")
+    yield opened
+    opened.close()
+
+
+def with_priority(text: str, name: str, priority: int) -> str:
+    return text.replace(f"reservation {name} ", f"reservation {name} priority={priority} ", 1)
+
+
+def flexible(name: str, start: int, end: int, bundles: int, length: int, priority: int = 0) -> str:
+    """A gang of `bundles` unit bundles held `length` minutes anywhere inside [start, end)."""
+    text = (f"reservation {name} {{ window(s={at(start)}, e={at(end)}, atom(b={{vcores: 1}}, g={bundles}, "
+            f"h={bundles}, l={length}m, w={bundles * length}m)) }}")
+    return with_priority(text, name, priority)
+
+
+def violations(store: Store) -> list[str]:
+    """What the independent checker finds wrong with the plan as stored (decisions from the store's records)."""
+    cluster = store.cluster()
+    records = store.list()
+    clock = store.load_plan().clock
+    return check_plan(cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
+                      submitted={r.name: r.submitted for r in records})
+
+
+def rows(path: Path) -> dict[str, list[tuple[AnyType, ...]]]:
+    """Every row of the store's tables, as the database holds them (byte for byte)."""
+    with sqlite3.connect(path) as connection:
+        return {table: connection.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+                for table in ("rayon_meta", "rayon_cluster", "rayon_reservations", "rayon_leases", "rayon_log")}
+
+
+def steps(store: Store, name: str) -> list[tuple[int, int, int]]:
+    return sorted((a.start, a.end, a.bundles) for a in store.get(name).allocations)
+
+
+def same_plan_when_reopened(store: Store, path: Path) -> None:
+    """The cached plan of this store equals the one a fresh store rebuilds from the rows."""
+    cached = store.load_plan()
+    with Store.open(path) as fresh:
+        rebuilt = fresh.load_plan()
+    assert np.array_equal(cached.capacity, rebuilt.capacity)
+    assert np.array_equal(cached.used, rebuilt.used)
+    assert cached.now == rebuilt.now
+    assert {n: sorted(a.allocations, key=repr) for n, a in cached.accepted.items()} == \
+        {n: sorted(a.allocations, key=repr) for n, a in rebuilt.accepted.items()}
+
+
+# -- update ---------------------------------------------------------------------------------------------------
+
+
+def test_update_that_fits_swaps_even_where_only_the_old_version_was_in_the_way(store: Store, path: Path) -> None:
+    assert store.submit(one(pinned("a", 0, 30, 6))).accepted
+    assert store.submit(one(pinned("b", 0, 30, 2))).accepted
+    # [10, 30) is full with the old `a`: the new version fits only once the old one is out.
+    decision = store.update("a", one(pinned("a", 10, 30, 6)), actor="ops")
+    assert decision.accepted and decision.extra["previous"] == "replaced"
+    record = store.get("a")
+    assert record.state == "accepted" and "2026-11-23T00:40:00Z" in record.rdl
+    assert steps(store, "a") == [(10, 40, 6)]
+    plan = store.load_plan()
+    assert plan.used[0, :10].tolist() == [2] * 10 and plan.used[0, 10:30].tolist() == [8] * 20
+    entry = store.log()[-1]
+    assert (entry.action, entry.reservation, entry.accepted, entry.actor) == ("update", "a", True, "ops")
+    assert entry.decision is not None and entry.decision["previous_allocations"][0]["start"] == at(0)
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_update_that_does_not_fit_keeps_the_old_version_byte_for_byte(store: Store, path: Path) -> None:
+    store.submit(one(pinned("a", 0, 30, 4)))
+    store.submit(one(pinned("b", 0, 30, 4)))
+    before, used = rows(path), store.load_plan().used.copy()
+    decision = store.update("a", one(pinned("a", 0, 30, 6)))
+    assert not decision.accepted and decision.extra["previous"] == "kept"
+    assert decision.reason is not None and decision.reason.code == "capacity"
+    after = rows(path)
+    assert {k: v for k, v in after.items() if k != "rayon_log"} == {k: v for k, v in before.items()
+                                                                     if k != "rayon_log"}
+    assert after["rayon_log"][:-1] == before["rayon_log"]  # only the answer is logged
+    entry = store.log()[-1]
+    assert (entry.action, entry.accepted, entry.reason_code) == ("update", False, "capacity")
+    assert np.array_equal(store.load_plan().used, used)
+    assert steps(store, "a") == [(0, 30, 4)]
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_update_dry_run_and_bad_updates_change_nothing(store: Store, path: Path) -> None:
+    store.submit(one(pinned("a", 0, 10, 4)))
+    store.submit(one(pinned("big", 0, 60, 9)))  # rejected: larger than the cluster
+    before = rows(path)
+    decision = store.update("a", one(pinned("a", 20, 10, 4)), dry_run=True)
+    assert decision.accepted and decision.extra["previous"] == "kept"
+    with pytest.raises(StoreError) as unknown:
+        store.update("aa", one(pinned("aa", 20, 10, 4)))
+    assert unknown.value.code == "unknown"
+    with pytest.raises(StoreError) as renamed:
+        store.update("a", one(pinned("other", 20, 10, 4)))
+    assert renamed.value.code == "input" and "keeps the reservation's name" in str(renamed.value)
+    with pytest.raises(StoreError) as rejected:
+        store.update("big", one(pinned("big", 0, 10, 1)))
+    assert rejected.value.code == "state" and "submit it again" in str(rejected.value)
+    assert rows(path) == before
+
+
+def test_a_running_reservation_cannot_be_updated(store: Store) -> None:
+    store.submit(one(pinned("a", 0, 30, 4)))
+    store.advance(instant(10))
+    with pytest.raises(StoreError, match="running"):
+        store.update("a", one(pinned("a", 20, 30, 4)))
+
+
+# -- advance ----------------------------------------------------------------------------------------------------
+
+
+def test_advance_expires_finished_reservations_and_never_goes_back(store: Store, path: Path) -> None:
+    store.submit(one(pinned("early", 0, 10, 4)))
+    store.submit(one(pinned("late", 5, 30, 4)))
+    store.submit(one(pinned("huge", 0, 10, 9)))  # rejected: stays rejected
+    report = store.advance(instant(10), actor="clock")
+    assert report.expired == ("early",) and report.previous == instant(0) and report.now == instant(10)
+    assert store.now() == instant(10) and store.load_plan().now == instant(10)
+    assert {r.name: r.state for r in store.list()} == {"early": "expired", "late": "accepted", "huge": "rejected"}
+    assert store.get("early").allocations  # an expired reservation keeps the record of what it held
+    assert "early" not in store.load_plan().accepted
+    assert [e.reservation for e in store.log() if e.action == "advance"] == ["early", None]
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+    before = rows(path)
+    with pytest.raises(StoreError) as backwards:
+        store.advance(instant(9))
+    assert backwards.value.code == "input" and "never moves back" in str(backwards.value)
+    with pytest.raises(StoreError, match="past the end of the plan's horizon"):
+        store.advance(instant(61))
+    assert rows(path) == before
+
+    # The clock is the default submission time: a window that has passed is now a `window` rejection.
+    decision = store.submit(one(pinned("past", 0, 5, 1)))
+    assert decision.reason is not None and decision.reason.code == "window"
+    assert store.advance(instant(35)).expired == ("late",)
+    assert store.advance(instant(35)).expired == ()  # staying put is allowed
+
+
+# -- capacity changes ------------------------------------------------------------------------------------------------
+
+
+def test_a_shrink_absorbed_by_moving_drops_nothing(store: Store, path: Path) -> None:
+    assert store.submit(one(pinned("fixed", 20, 10, 4))).accepted
+    assert store.submit(one(flexible("mover", 0, 30, 4, 10)), "gree").accepted  # GREE: latest, so [20, 30)
+    assert steps(store, "mover") == [(20, 30, 4)]
+    report = store.set_capacity(instant(20), {"vcores": 4}, actor="ops")
+    moves = report.adaptation
+    assert moves.affected == ["fixed", "mover"]  # equal priority: the earlier accepted first
+    assert moves.kept == ["fixed"] and list(moves.moved) == ["mover"] and moves.dropped == []
+    start, end, _ = steps(store, "mover")[0]
+    assert end <= 20 and end - start == 10
+    assert {r.state for r in store.list()} == {"accepted"}
+    cluster = store.cluster()
+    assert cluster.changes[-1].at == instant(20) and dict(cluster.changes[-1].capacity) == {"vcores": 4}
+    assert store.load_plan().capacity[0, 19:21].tolist() == [8, 4]
+    actions = [(e.action, e.reservation) for e in store.log()[-2:]]
+    assert actions == [("capacity", "mover"), ("capacity", None)]
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_a_shrink_that_cannot_be_absorbed_drops_the_lowest_priority(store: Store, path: Path) -> None:
+    store.submit(one(with_priority(pinned("low", 0, 30, 4), "low", 0)))
+    store.submit(one(with_priority(pinned("high", 0, 30, 4), "high", 1)))  # newer, but more important
+    report = store.set_capacity(instant(0), {"vcores": 5})
+    assert report.adaptation.dropped == ["low"] and report.adaptation.kept == ["high"]
+    record = store.get("low")
+    assert record.state == "dropped" and record.reason is not None and record.reason.code == "capacity"
+    assert "capacity change at 2026-11-23T00:00:00Z" in record.reason.message
+    assert not record.decision().accepted
+    assert "low" not in store.load_plan().accepted
+    entry = next(e for e in store.log() if e.reservation == "low" and e.action == "capacity")
+    assert entry.accepted is False and entry.reason_code == "capacity"
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_among_equal_priorities_the_most_recently_accepted_is_dropped(store: Store) -> None:
+    store.submit(one(pinned("first", 0, 30, 4)))
+    store.submit(one(pinned("second", 0, 30, 4)))
+    assert store.set_capacity(instant(0), {"vcores": 6}).adaptation.dropped == ["second"]
+    assert store.get("first").state == "accepted"
+    assert violations(store) == []
+
+
+def test_drops_no_more_than_needed(store: Store) -> None:
+    store.submit(one(with_priority(pinned("old", 0, 30, 3), "old", 0)))
+    store.submit(one(with_priority(pinned("new", 0, 30, 2), "new", 0)))
+    store.submit(one(with_priority(pinned("top", 0, 30, 3), "top", 5)))
+    # 8 vcores held, 5 left: dropping `new` (the newest of the lowest priority) is not enough, and once
+    # `old` is gone `new` fits again, so only `old` is dropped.
+    report = store.set_capacity(instant(0), {"vcores": 5})
+    assert report.adaptation.dropped == ["old"]
+    assert sorted(report.adaptation.kept) == ["new", "top"]
+    assert {r.name: r.state for r in store.list()} == {"old": "dropped", "new": "accepted", "top": "accepted"}
+    assert violations(store) == []
+
+
+def test_after_a_drop_the_rest_are_placed_again(store: Store, path: Path) -> None:
+    store.submit(one(pinned("x", 0, 10, 4)))  # priority 0, oldest
+    store.submit(one(pinned("q", 0, 10, 4)))  # priority 0, newer
+    store.submit(one(with_priority(pinned("r", 10, 10, 4), "r", 2)))
+    assert store.submit(one(flexible("y", 0, 20, 4, 10, priority=1)), "gree").accepted
+    assert steps(store, "y") == [(10, 20, 4)]
+    # Down to 4 vcores: `y` cannot stay beside `r`, and `x` (kept where it was) is in the way of its move;
+    # dropping `q` alone frees nothing `y` can use, so `x` goes too and `y` moves into its place.
+    report = store.set_capacity(instant(0), {"vcores": 4})
+    moves = report.adaptation
+    assert moves.affected == ["r", "y", "x", "q"]
+    assert sorted(moves.dropped) == ["q", "x"] and list(moves.moved) == ["y"] and moves.kept == ["r"]
+    assert steps(store, "y") == [(0, 10, 4)]
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_a_running_reservation_is_kept_or_dropped_but_never_moved(store: Store) -> None:
+    store.submit(one(flexible("running", 0, 60, 4, 20)), "gree")
+    store.submit(one(with_priority(pinned("other", 40, 20, 4), "other", 1)))
+    assert steps(store, "running") == [(40, 60, 4)]
+    store.advance(instant(45))
+    report = store.set_capacity(instant(45), {"vcores": 4})
+    assert report.adaptation.moved == {} and report.adaptation.dropped == ["running"]
+    assert "it is running, so it cannot move" in report.reasons["running"].message
+    assert steps(store, "other") == [(40, 60, 4)]
+    assert violations(store) == []
+
+
+def test_a_shrink_that_puts_a_user_over_its_share_adapts_that_user(tmp_path: Path) -> None:
+    text = SMALL + "policies:\n  user_limits:\n    instantaneous: 50%\n"
+    with Store.open(tmp_path / "plan.db") as store:
+        store.init(text, "shares.yaml")
+        store.submit(one(pinned("a", 0, 30, 4).replace("reservation a ", "reservation a user=ann ")))
+        store.submit(one(flexible("b", 0, 60, 2, 10).replace("reservation b ", "reservation b user=bob ")))
+        store.submit(one(flexible("c", 0, 60, 2, 10, priority=2).replace("reservation c ", "reservation c user=ann ")))
+        # 6 vcores in all: ann may hold 3 at once, so her 4-vcore `a` (the less important of hers) goes.
+        report = store.set_capacity(instant(0), {"vcores": 6})
+        assert report.adaptation.affected == ["c", "a"] and report.adaptation.dropped == ["a"]
+        assert violations(store) == []
+
+
+@pytest.mark.parametrize(("capacity", "message"), [
+    ({"gpus": 2}, "no resource `gpus`"),
+    ({"vcore": 2}, "did you mean `vcores`?"),
+    ({"vcores": 0}, "must be a positive quantity"),
+    ({"vcores": -1}, "must be a positive quantity"),
+    ({"vcores": "4GiB"}, "is a count and takes no unit"),
+    ({}, "names no resource"),
+])
+def test_a_malformed_capacity_change_changes_nothing(store: Store, path: Path, capacity: dict[str, AnyType],
+                                                      message: str) -> None:
+    store.submit(one(pinned("a", 0, 30, 8)))
+    before = rows(path)
+    with pytest.raises(StoreError) as error:
+        store.set_capacity(instant(10), capacity)
+    assert error.value.code == "input" and message in str(error.value)
+    assert rows(path) == before
+
+
+def test_a_capacity_change_outside_the_usable_horizon_changes_nothing(store: Store, path: Path) -> None:
+    store.advance(instant(10))
+    before = rows(path)
+    with pytest.raises(StoreError, match="before the plan's clock"):
+        store.set_capacity(instant(5), {"vcores": 4})
+    with pytest.raises(StoreError, match="past the plan's horizon"):
+        store.set_capacity(instant(60), {"vcores": 4})
+    assert rows(path) == before
+
+
+def test_a_capacity_dry_run_reports_without_writing(store: Store, path: Path) -> None:
+    store.submit(one(pinned("a", 0, 30, 8)))
+    before = rows(path)
+    report = store.set_capacity(instant(0), {"vcores": 4}, dry_run=True)
+    assert report.dry_run and report.adaptation.dropped == ["a"]
+    assert rows(path) == before
+    assert store.get("a").state == "accepted"
+
+
+def test_resources_left_out_keep_their_capacity_and_the_file_keeps_its_text(tmp_path: Path) -> None:
+    text = "# two resources\n" + cluster_text({"memory": "8GiB", "vcores": 8}, steps=60,
+                                               changes=[(30, {"memory": "4GiB"})])
+    with Store.open(tmp_path / "plan.db") as store:
+        store.init(text, "two.yaml")
+        report = store.set_capacity(instant(40), parse_vector("{vcores: 2}"))
+        # memory keeps the 4GiB the earlier change set, not the 8GiB of the file's base capacity
+        assert dict(report.capacity) == {"memory": 4096.0, "vcores": 2.0}
+        stored = store.cluster()
+    assert [dict(c.capacity) for c in stored.changes] == [{"memory": 4096.0, "vcores": 8.0},
+                                                           {"memory": 4096.0, "vcores": 2.0}]
+    with sqlite3.connect(tmp_path / "plan.db") as connection:
+        yaml_text = connection.execute("SELECT yaml FROM rayon_cluster").fetchone()[0]
+    assert yaml_text.startswith(text) and yaml_text.endswith(
+        f"  - {{at: {at(40)}, capacity: {{memory: 4GiB, vcores: 2}}}}\n")
+    assert parse_cluster(yaml_text) == stored
+
+
+def test_parse_vector_reads_rdl_resources_and_rejects_malformed_text() -> None:
+    assert parse_vector("{vcores: 512, memory: 1TiB}") == {"vcores": 512.0, "memory": 1048576.0}
+    for bad, message in [("{vcores: 5", "closed by `}`"), ("vcores: 5", "expected `{`"),
+                         ("{memory: 5XB}", "unknown memory unit"), ("{}", "empty resource vector"),
+                         ("{vcores: 5} extra", "after the resource vector"), ("{vcores: 1, vcores: 2}", "twice")]:
+        with pytest.raises(RDLErrors, match=message):
+            parse_vector(bad)
+
+
+# -- replan ---------------------------------------------------------------------------------------------------------
+
+
+def test_replan_keeps_every_reservation_and_writes_back_what_moved(store: Store, path: Path) -> None:
+    for index in range(3):
+        assert store.submit(one(flexible(f"r{index}", 0, 60, 2, 10)), "gree").accepted
+    store.submit(one(pinned("huge", 0, 10, 9)))  # rejected, and stays so
+    before = {r.name: r for r in store.list()}
+    outcome = store.replan(actor="night", time_limit=10)
+    assert outcome.status in ("optimal", "feasible", "timeout")
+    after = {r.name: r for r in store.list()}
+    assert {n: r.state for n, r in after.items()} == {n: r.state for n, r in before.items()}
+    for name, allocations in outcome.moved.items():
+        assert after[name].allocations == allocations and before[name].allocations == outcome.previous[name]
+    for name in set(before) - set(outcome.moved):
+        assert after[name].allocations == before[name].allocations
+    assert store.log()[-1].action == "replan" and store.log()[-1].decision["moved"] == list(outcome.moved)
+    assert outcome.changes_after <= outcome.changes_before
+    assert (outcome.changes_after < outcome.changes_before) == bool(outcome.moved)  # moves only to be smoother
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_replan_that_finds_nothing_better_changes_nothing(store: Store, path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    store.submit(one(flexible("r", 0, 60, 2, 10)))
+    monkeypatch.setattr(planner.replan.optimise, "replan", lambda *args, **kwargs: ReplanReport("timeout"))
+    before = rows(path)
+    outcome = store.replan(time_limit=1)
+    assert outcome.moved == {} and outcome.status == "timeout"
+    after = rows(path)
+    assert {k: v for k, v in after.items() if k != "rayon_log"} == {k: v for k, v in before.items()
+                                                                     if k != "rayon_log"}
+    assert len(after["rayon_log"]) == len(before["rayon_log"]) + 1
+
+
+def test_replan_solves_again_when_the_plan_changed_meanwhile(store: Store, path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    store.submit(one(flexible("r", 0, 60, 2, 10)))
+    calls = []
+    original = planner.replan.optimise.replan
+
+    def busy(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(set(plan.accepted))
+        if len(calls) == 1:
+            with Store.open(path) as other:  # another writer commits while the first solve runs
+                other.submit(one(pinned("meanwhile", 50, 10, 2)))
+        return original(plan, *args, **kwargs)
+
+    monkeypatch.setattr(planner.replan.optimise, "replan", busy)
+    store.replan(time_limit=5)
+    assert calls == [{"r"}, {"r", "meanwhile"}]
+    assert {r.name for r in store.list(state="accepted")} == {"r", "meanwhile"}
+    assert violations(store) == []
+
+    def always_busy(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(set(plan.accepted))
+        with Store.open(path) as other:
+            other.submit(one(pinned(f"busy{len(calls)}", 40, 1, 1)))
+        return ReplanReport("timeout")
+
+    monkeypatch.setattr(planner.replan.optimise, "replan", always_busy)
+    before = len(store.log())
+    with pytest.raises(StoreError) as error:
+        store.replan(time_limit=1)
+    assert error.value.code == "conflict" and len(calls) == 2 + 3
+    assert [e.action for e in store.log()[before:]] == ["submit"] * 3  # the re-planning wrote nothing
+
+
+def test_every_operation_keeps_the_stored_plan_valid(store: Store, path: Path) -> None:
+    assert store.submit(one(flexible("a", 0, 40, 4, 10, priority=1))).accepted
+    assert store.submit(one(flexible("b", 10, 50, 2, 20))).accepted
+    assert store.submit(one(pinned("c", 40, 20, 3))).accepted
+    assert violations(store) == []
+    assert store.update("b", one(flexible("b", 10, 60, 2, 15))).accepted
+    assert violations(store) == []
+    store.advance(instant(5))
+    assert violations(store) == []
+    report = store.set_capacity(instant(20), {"vcores": 4})
+    assert report.adaptation.affected and not report.adaptation.dropped
+    assert violations(store) == []
+    store.replan(time_limit=5)
+    assert violations(store) == []
+    assert {r.state for r in store.list()} == {"accepted"}
+    store.advance(instant(60))
+    assert {r.state for r in store.list()} == {"expired"}
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+# -- the commands -----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rayon(tmp_path: Path):  # type: ignore[no-untyped-def]
+    state = str(tmp_path / "cli.db")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(SMALL)
+
+    def run(*args: str) -> AnyType:
+        return CliRunner().invoke(main, [*args, "--state", state], prog_name="rayon")
+
+    assert run("init", "--cluster", str(cluster)).exit_code == 0
+    run.state = Path(state)  # type: ignore[attr-defined]
+    return run
+
+
+def rdl_file(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / f"{name}.rdl"
+    path.write_text(text + "\n")
+    return str(path)
+
+
+def test_update_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert rayon("submit", rdl_file(tmp_path, "a", pinned("a", 0, 30, 4)),
+                 rdl_file(tmp_path, "b", pinned("b", 0, 30, 4))).exit_code == 0
+    fits = rdl_file(tmp_path, "a2", pinned("a", 30, 30, 8))
+    result = rayon("update", "a", fits, "--json")
+    assert result.exit_code == 0, result.stderr
+    (decision,) = json.loads(result.stdout)["decisions"]
+    assert decision["accepted"] and decision["previous"] == "replaced"
+    assert decision["allocations"][0]["start"] == at(30)
+
+    too_big = rdl_file(tmp_path, "a3", pinned("a", 0, 60, 5))
+    before = rows(rayon.state)
+    result = rayon("update", "a", too_big)
+    assert result.exit_code == 0 and "rejected (capacity)" in result.stdout and "keeps its previous version" in \
+        result.stdout
+    assert rows(rayon.state)["rayon_leases"] == before["rayon_leases"]
+
+    dry = rayon("update", "a", rdl_file(tmp_path, "a4", pinned("a", 40, 10, 1)), "--dry-run")
+    assert dry.exit_code == 0 and "would replace" in dry.stdout
+    assert rows(rayon.state)["rayon_leases"] == before["rayon_leases"]
+
+
+def test_update_command_bad_input_exits_2_and_changes_nothing(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("submit", rdl_file(tmp_path, "a", pinned("a", 0, 30, 4)))
+    before = rows(rayon.state)
+    bad = tmp_path / "bad.rdl"
+    bad.write_text("reservation a { atom(b={vcores: 1}, w=30) }\n")
+    result = rayon("update", "a", str(bad))
+    assert result.exit_code == 2 and "bad.rdl:1:" in result.stderr and "nothing was updated" in result.stderr
+    result = rayon("update", "a", rdl_file(tmp_path, "other", pinned("other", 0, 10, 1)))
+    assert result.exit_code == 2 and "holds `other`" in result.stderr
+    result = rayon("update", "nope", rdl_file(tmp_path, "nope", pinned("nope", 0, 10, 1)))
+    assert result.exit_code == 2 and "no reservation named `nope`" in result.stderr
+    assert rows(rayon.state) == before
+
+
+def test_advance_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("submit", rdl_file(tmp_path, "a", pinned("a", 0, 10, 4)), rdl_file(tmp_path, "b", pinned("b", 0, 30, 4)))
+    result = rayon("advance", "--to", at(10), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {"from": at(0), "to": at(10), "expired": ["a"]}
+    before = rows(rayon.state)
+    back = rayon("advance", "--to", at(5))
+    assert back.exit_code == 2 and "never moves back" in back.stderr
+    garbage = rayon("advance", "--to", "yesterday")
+    assert garbage.exit_code == 2 and "is not a time" in garbage.stderr
+    assert rows(rayon.state) == before
+    text = rayon("advance", "--to", at(30))
+    assert text.exit_code == 0 and "expired: b" in text.stdout
+
+
+def test_capacity_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("submit", rdl_file(tmp_path, "low", with_priority(pinned("low", 0, 30, 4), "low", 0)),
+          rdl_file(tmp_path, "high", with_priority(pinned("high", 0, 30, 4), "high", 3)))
+    dry = rayon("capacity", "--at", at(0), "--set", "{vcores: 4}", "--dry-run")
+    assert dry.exit_code == 0 and "dry run" in dry.stdout
+    result = rayon("capacity", "--at", at(0), "--set", "{vcores: 4}", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["change"] == {"at": at(0), "capacity": {"vcores": 4}}
+    assert [d["reservation"] for d in report["dropped"]] == ["low"] and report["kept"] == ["high"]
+    assert report["dropped"][0]["reason"]["code"] == "capacity"
+    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)}
+    assert listed == {"low": "dropped", "high": "accepted"}
+    log = rayon("log").stdout
+    assert "capacity  low          dropped (capacity)" in log
+
+
+@pytest.mark.parametrize(("vector", "message"), [
+    ("{vcores: 4", "closed by `}`"),
+    ("{gpus: 4}", "no resource `gpus`"),
+    ("{memory: 4GiB}", "no resource `memory`"),
+    ("{vcores: 4XB}", "takes no unit"),
+    ("{vcores: 0}", "must be a positive quantity"),
+    ("4", "expected `{`"),
+])
+def test_capacity_command_bad_input_exits_2_and_changes_nothing(rayon, tmp_path: Path, vector: str,  # type: ignore[no-untyped-def]
+                                                                message: str) -> None:
+    rayon("submit", rdl_file(tmp_path, "a", pinned("a", 0, 30, 8)))
+    before = rows(rayon.state)
+    result = rayon("capacity", "--at", at(0), "--set", vector)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert result.stdout == ""
+    assert rows(rayon.state) == before
+
+
+def test_replan_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("submit", "--agent", "gree", rdl_file(tmp_path, "a", flexible("a", 0, 60, 4, 10)),
+          rdl_file(tmp_path, "b", flexible("b", 0, 60, 4, 10)))
+    result = rayon("replan", "--time-limit", "5", "--json")
+    assert result.exit_code == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["status"] in ("optimal", "feasible", "timeout") and outcome["solver"] == "highs"
+    assert {r["state"] for r in json.loads(rayon("list", "--json").stdout)} == {"accepted"}
+    text = rayon("replan", "--time-limit", "5")
+    assert text.exit_code == 0 and "solver highs" in text.stdout
+    assert rayon("replan", "--solver", "nope").exit_code == 2
+
+
+def test_a_second_store_on_the_same_plan_sees_the_clock_and_the_capacity_change(store: Store, path: Path) -> None:
+    store.submit(one(pinned("a", 0, 10, 4)))
+    store.submit(one(flexible("b", 10, 60, 4, 10)), "gree")
+    with Store.open(path) as other:
+        assert other.load_plan().accepted.keys() == {"a", "b"}  # its cache is current, then the first store writes
+        store.advance(instant(10))
+        store.set_capacity(instant(50), {"vcores": 2})
+        plan = other.load_plan()
+        assert other.now() == instant(10) and plan.now == instant(10)
+        assert plan.accepted.keys() == {"b"} and plan.capacity[0, 50] == 2
+        assert [(a.start, a.end) for a in plan.accepted["b"].allocations] == [(40, 50)]  # moved before the cut
+        assert other.submit(one(pinned("c", 20, 10, 8))).accepted
+    assert violations(store) == []

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
 
-from planner.agents.greedy.placer import Placer, first_start
-from planner.agents.registry import DEFAULT_AGENT, Agent, GreedyAgent, get_agent
-from planner.core.compile import compile_reservation, mirrored
+from planner.agents.deadline import earliest_deadline
+from planner.agents.registry import DEFAULT_AGENT, Agent, get_agent
 from planner.core.decision import Decision, Reason
 from planner.core.plan import Accepted, Plan
+from planner.replan.adapt import Adaptation, adapt, with_capacity
 from rdl.cluster import Cluster
 from rdl.errors import RDLErrors
-from rdl.shape import step_floor
-from rdl.tree import Absolute, Reservation, Window
+from rdl.tree import Reservation
 from rdl.validate import validate
 
 
@@ -44,6 +44,24 @@ class Planner:
             self.plan.add(Accepted(reservation, submitted, list(outcome.allocations)))
         return Decision(reservation.name, True, outcome.allocations, extra={"agent": chosen.name})
 
+    def advance(self, now: datetime) -> None:
+        """Move the plan's clock to `now`: what starts before it can no longer be placed."""
+        self.plan.now = now
+
+    def adapt(self, capacity: np.ndarray, acceptance: Sequence[str], agent: str | Agent = DEFAULT_AGENT,
+              cluster: Cluster | None = None) -> Adaptation:
+        """Lay the plan over new capacity (resources x steps) and bring it back within it.
+
+        Reservations that no longer fit are kept where they still fit, moved by `agent`, or
+        dropped (lowest priority, then latest in `acceptance`, first). The one way a plan's
+        capacity changes: the store, the simulator and the follower's re-planning all call it.
+        """
+        chosen = get_agent(agent) if isinstance(agent, str) else agent
+        adapted = with_capacity(self.plan, cluster or self.plan.cluster, capacity)
+        report = adapt(adapted, acceptance, chosen)
+        self.plan = adapted
+        return report
+
     def _invalid(self, reservation: Reservation, submitted: datetime, validated: bool) -> Reason | None:
         if reservation.name in self.plan.accepted:
             return Reason("invalid", f"a reservation named `{reservation.name}` is already in the plan")
@@ -54,85 +72,3 @@ class Planner:
         except RDLErrors as errors:
             return Reason("invalid", "; ".join(e.headline() for e in errors.errors))
         return None
-
-
-def with_deadline(reservation: Reservation, deadline: datetime) -> Reservation | None:
-    """The same request with another deadline; None when it has no deadline to move."""
-    if reservation.deadline is not None:
-        return replace(reservation, deadline=Absolute(deadline))
-    if isinstance(reservation.body, Window):
-        return replace(reservation, body=replace(reservation.body, end=Absolute(deadline)))
-    return None
-
-
-MAX_PROBES = 12
-PROBE_BUDGET = 16
-
-
-def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submitted: datetime) -> datetime | None:
-    """The earliest deadline (to the step) found at which the agent accepts the request on this plan.
-
-    The search starts where the request would finish if every piece ran as early as it could
-    (one greedy pass on the reversed time axis), confirms it with the agent, and gallops then
-    bisects from there: a few placements instead of a bisection over the whole horizon.
-    """
-    arrival = reservation.arrival_at(submitted)
-    current = _deadline(reservation, arrival)
-    if current is None:
-        return None
-    clock = plan.clock
-    probes = 0
-    # A smaller search budget per probe is safe: the search is deterministic, so whatever it finds
-    # within the smaller budget the full one finds too; a probe that gives up only moves the answer later.
-    # Other agents (the MILP) are never worse than the greedy one, so a deadline GREE accepts, they accept too.
-    prober = replace(agent, budget=min(agent.budget, PROBE_BUDGET)) if isinstance(agent, GreedyAgent) \
-        else GreedyAgent("gree", flat=False, budget=PROBE_BUDGET)
-
-    def fits(step: int) -> bool:
-        nonlocal probes
-        probes += 1
-        moved = with_deadline(reservation, clock.at(step))
-        return moved is not None and prober.place(plan, moved, submitted).placed
-
-    failed = max(step_floor(clock.origin, current, clock.step), 0)
-    if failed >= clock.steps:
-        return None
-    guess = asap_finish(plan, reservation, submitted)
-    if guess is None:
-        return clock.at(clock.steps) if fits(clock.steps) else None
-    probe, jump = max(guess, failed + 1), 1
-    while not fits(probe):
-        failed = probe
-        if probe >= clock.steps or probes >= MAX_PROBES:
-            return None
-        probe, jump = min(probe + jump, clock.steps), jump * 2
-    while probe - failed > 1 and probes < MAX_PROBES:
-        middle = (failed + probe) // 2
-        if fits(middle):
-            probe = middle
-        else:
-            failed = middle
-    return clock.at(probe)
-
-
-def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> int | None:
-    """The step at which the request would end with every piece as early as it goes (GREE mirrored)."""
-    if reservation.every is not None:
-        return None
-    relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
-    if relaxed is None:
-        return None
-    steps = plan.clock.steps
-    instance = compile_reservation(relaxed, submitted, plan.clock, plan.now_step, plan.resources)[0]
-    task = mirrored(instance.task, steps)
-    placer = Placer(np.ascontiguousarray(plan.free()[:, ::-1]), plan.capacity[:, ::-1], flat=False)
-    solution = next(placer.solutions(task, task.lo, task.hi), None)
-    return None if solution is None else steps - first_start(solution)
-
-
-def _deadline(reservation: Reservation, arrival: datetime) -> datetime | None:
-    if reservation.deadline is not None:
-        return reservation.deadline.resolve(arrival)
-    if isinstance(reservation.body, Window):
-        return reservation.body.end.resolve(arrival)
-    return None

@@ -55,8 +55,7 @@ from follower.sim.scenario import NO_AGENT, Scenario
 from follower.sim.setup import SIMULATION_POLICIES, follower_from, scheduler_config
 from follower.sim.workloads.job import Job, Workload, node_names
 from planner.admission import Planner
-from planner.agents.registry import Agent, get_agent
-from planner.replan.adapt import adapt, with_capacity
+from planner.agents.registry import DEFAULT_AGENT, Agent, get_agent
 from rdl.shape import step_ceil
 
 DRIVER_PRIORITY = 1
@@ -240,18 +239,16 @@ class Simulation:
         """The follower saw reservations over what the nodes have: adapt the plan to it from now on."""
         if not self.planning or self.agent is None:
             return
-        plan = self.planner.plan
-        adapted = with_capacity(plan, plan.cluster, self._capacity_from_now())
-        report = adapt(adapted, self.acceptance, self.agent)
-        self.planner.plan = adapted
-        self.view = PlanView(adapted)
+        report = self.planner.adapt(self._capacity_from_now(), self.acceptance, self.agent)
+        self.view = PlanView(self.planner.plan)
         for name in report.dropped:
             self.jobs[name].record.dropped = True
             self._trace(self.env.now, name, "reservation_dropped", f"{self.follower.plan_queue}.{queue_name(name)}")
 
     def _restore(self) -> None:
         """A node came back: what the plan may count on from now is the planned capacity again (up to the nodes)."""
-        self.planner.plan.capacity = self._capacity_from_now()
+        self.planner.adapt(self._capacity_from_now(), self.acceptance, self.agent or DEFAULT_AGENT)
+        self.view = PlanView(self.planner.plan)
 
     def _capacity_from_now(self) -> np.ndarray:
         """The planned capacity, capped from the current step on by what the nodes have now (the planner
@@ -280,7 +277,7 @@ class Simulation:
         """Submit the job's reservation to the planner; True when accepted."""
         assert self.agent is not None
         now = self._datetime(self.env.now)
-        self.planner.plan.now = now
+        self.planner.advance(now)
         reservation = replace(job, declared=job.declared + self.scheduler.config.preemption_delay).to_reservation(
             self.start, self.resource_names)
         decision = self.planner.submit(reservation, self.agent, submitted=now, explain=False)

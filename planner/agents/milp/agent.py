@@ -66,7 +66,7 @@ from typing import Any as AnyType
 
 import pulp
 
-from planner.admission import earliest_deadline
+from planner.agents.deadline import earliest_deadline
 from planner.agents.explain import window_reason
 from planner.agents.milp.bound import volume_bound
 from planner.agents.milp.coarsen import (

@@ -28,8 +28,8 @@ from planner.cli.store import opened, state_option
 from planner.core.plan import Plan
 from rdl import units
 from rdl.cli import EXIT_BAD_INPUT, TimeParam
+from rdl.errors import RayonError, did_you_mean
 from rdl.shape import step_ceil, step_floor
-from rdl.syntax.parser import did_you_mean
 
 MAX_POINTS = 2000
 """At most this many points per line: longer windows are bucketed (peak use, least capacity per bucket)."""
@@ -46,7 +46,7 @@ PALETTE = [  # matplotlib's tab20, strong shades then light ones, greys left out
 ]
 
 
-class PlotError(ValueError):
+class PlotError(RayonError, ValueError):
     """A request that cannot be drawn: an unknown resource, an empty time window, an unknown file format."""
 
 

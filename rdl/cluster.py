@@ -17,8 +17,7 @@ from pathlib import Path
 import yaml
 
 from rdl import units
-from rdl.errors import ErrorSink, Span
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import ErrorSink, Span, did_you_mean
 from rdl.tree import Resources
 
 DEFAULT_STEP = 60

@@ -1,9 +1,72 @@
-"""Errors of the language: each names its place (`FILE:LINE:COL`) and what was expected."""
+"""The product's one error root, `RayonError`, and the language's errors under it.
+
+Every error a user can cause or meet is a `RayonError`: a machine `code`, the exit status it
+stands for, the place it points at and a hint. The `rayon` group (follower/cli) prints it and
+exits in one place; the HTTP API (planner/api/errors.py) maps its code to a status in one table.
+Errors of the language name their place as `FILE:LINE:COL` and say what was expected.
+"""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
+
+EXIT_INTERNAL = 1  # the product failed: a database down, a bug
+EXIT_BAD_INPUT = 2  # the user's input was refused; nothing was changed
+
+
+class RayonError(Exception):
+    """A failure a user is told about: what went wrong, where, the likely fix, and how the command exits."""
+
+    code = "error"
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None,
+                 place: str | None = None, exit_code: int | None = None):
+        self.message = message
+        self.hint = hint
+        self.place = place
+        if code is not None:
+            self.code = code
+        if exit_code is not None:
+            self.exit_code = exit_code
+        self.consequences: tuple[str, ...] = ()
+        super().__init__(self.headline())
+
+    def headline(self) -> str:
+        """`PLACE: message (hint)` on one line."""
+        text = f"{self.place}: {self.message}" if self.place else self.message
+        return text + (f" ({self.hint})" if self.hint else "")
+
+    def render(self) -> str:
+        """What a person reads: the headline (`error: ...` when it has no place), then what was left undone."""
+        head = self.headline() if self.place else f"error: {self.headline()}"
+        return "\n".join((head, *self.consequences))
+
+    def then(self, consequence: str) -> RayonError:
+        """This error, also saying what it left undone (`nothing was planned`)."""
+        self.consequences += (consequence,)
+        return self
+
+    def __str__(self) -> str:
+        return self.headline()
+
+
+class Reported(RayonError):
+    """A failure already shown to the user (a table of errors, say): only the exit status is left to give."""
+
+    def __init__(self, code: str = "input", exit_code: int = EXIT_BAD_INPUT):
+        super().__init__("", code=code, exit_code=exit_code)
+
+    def render(self) -> str:
+        return "\n".join(self.consequences)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """`did you mean `x`?` for the closest choice, or None."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`?" if close else None
 
 
 class Span(NamedTuple):
@@ -25,15 +88,15 @@ class Span(NamedTuple):
 NOWHERE = Span("<input>")
 
 
-class RDLError(Exception):
+class RDLError(RayonError):
     """One problem in the input, at one place."""
+
+    code = "input"
 
     def __init__(self, span: Span, message: str, *, expected: str | None = None, hint: str | None = None):
         self.span = span
-        self.message = message
         self.expected = expected
-        self.hint = hint
-        super().__init__(self.headline())
+        super().__init__(message, hint=hint, place=str(span))
 
     def headline(self) -> str:
         """`FILE:LINE:COL: message (expected …; hint)` on one line."""
@@ -48,26 +111,28 @@ class RDLError(Exception):
         """The headline, then the source line and a caret under the column when the source is known."""
         text = self.headline()
         source = (sources or {}).get(self.span.file)
-        if source is None or not self.span.line:
-            return text
-        lines = source.splitlines()
-        if self.span.line > len(lines):
-            return text
-        line = lines[self.span.line - 1].expandtabs(1)
-        return f"{text}\n    {line}\n    {' ' * (self.span.col - 1)}^"
+        if source is not None and self.span.line and self.span.line <= len(source.splitlines()):
+            line = source.splitlines()[self.span.line - 1].expandtabs(1)
+            text = f"{text}\n    {line}\n    {' ' * (self.span.col - 1)}^"
+        return "\n".join((text, *self.consequences))
 
 
-class RDLErrors(Exception):
+class RDLErrors(RayonError):
     """Every problem found in one pass, sorted by place; raised instead of a half-valid result."""
+
+    code = "input"
 
     def __init__(self, errors: Iterable[RDLError], sources: Mapping[str, str] | None = None):
         self.errors = sorted(errors, key=lambda e: (e.span.file, e.span.line, e.span.col))
         self.sources = dict(sources or {})
         super().__init__("\n".join(e.headline() for e in self.errors))
 
-    def render(self) -> str:
-        """All errors with carets, one block each."""
-        return "\n".join(e.render(self.sources) for e in self.errors)
+    def headline(self) -> str:
+        return self.message
+
+    def render(self) -> str:  # type: ignore[override]
+        """All errors with carets, one block each, then what was left undone."""
+        return "\n".join((*(e.render(self.sources) for e in self.errors), *self.consequences))
 
     def with_sources(self, sources: Mapping[str, str]) -> RDLErrors:
         """The same errors, able to print the source lines they point at."""

@@ -16,10 +16,9 @@ from functools import cached_property
 
 from rdl import units
 from rdl.cluster import Cluster
-from rdl.errors import ErrorSink, RDLError, Span
+from rdl.errors import ErrorSink, RDLError, Span, did_you_mean
 from rdl.graph import critical_path
 from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
-from rdl.syntax.parser import did_you_mean
 from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, child_path, label, walk
 
 UNBOUNDED = (-(2**62), 2**62)

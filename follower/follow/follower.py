@@ -48,9 +48,9 @@ from planner.agents.registry import DEFAULT_AGENT
 from planner.core.compile import compile_reservation
 from planner.core.plan import Accepted, Plan
 from rdl import units
+from rdl.errors import RayonError, did_you_mean
 from rdl.shape import step_ceil, step_floor
 from rdl.summary import span
-from rdl.syntax.parser import did_you_mean
 from rdl.tree import Resources
 
 if TYPE_CHECKING:
@@ -86,13 +86,13 @@ MAX_POLICIES: dict[str, MaxPolicy] = {"strict": _strict, "plan": _plan, "unlimit
 DEFAULT_MAX_POLICY = "strict"
 
 
-class FollowerError(Exception):
+class FollowerError(RayonError):
     """A bad follower setting, or a time the plan does not cover; nothing was changed."""
 
+    code = "follower"
+
     def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message + (f" ({hint})" if hint else ""))
-        self.message = message
-        self.hint = hint
+        super().__init__(message, hint=hint)
 
 
 class QueueControl(Protocol):

@@ -39,7 +39,7 @@ from follower.scheduler.policies import APP_POLICIES, get_policy
 from follower.scheduler.queues import ROOT, QueueSettings
 from follower.scheduler.resources import Resources
 from rdl import units
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import did_you_mean
 
 TOP_KEYS = ("queues", "placement", "node_policy", "preemption", "stateaware", "user_limits", "plan_queue",
             "default_queue")

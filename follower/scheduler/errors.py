@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rdl.errors import RayonError
 
-class SchedulerError(Exception):
+
+class SchedulerError(RayonError):
     """Base of the scheduler's errors."""
+
+    code = "scheduler"
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,8 +48,7 @@ from follower.sim.workloads.synthetic import UWFQ_SCENARIOS, SyntheticParams, ge
 from planner.agents.registry import AGENTS, DEFAULT_AGENT
 from rdl import units
 from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, parse_cluster, positive_duration
-from rdl.errors import Span
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import Span, did_you_mean
 
 KEYS = ("name", "seed", "start", "duration", "agent", "policy", "cluster", "workload", "scheduler", "follower")
 CLUSTER_KEYS = ("nodes", "step", "horizon", "failures", "policies")

@@ -21,7 +21,7 @@ from typing import Any
 from follower.follow.follower import PLAN_QUEUE, Follower, FollowerError
 from follower.scheduler.policies import APP_POLICIES
 from follower.sim.scenario import Scenario
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import did_you_mean
 
 BEST_EFFORT = "besteffort"  # below root
 BEST_EFFORT_QUEUE = f"root.{BEST_EFFORT}"

@@ -19,7 +19,7 @@ from planner.core.compile import Instance, compile_reservation
 from planner.core.decision import Reason
 from planner.core.plan import Allocation, Plan
 from planner.core.policy import check, headroom
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import did_you_mean
 from rdl.tree import Reservation
 
 

@@ -25,7 +25,7 @@ from typing import Any as AnyType
 
 import yaml
 
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import RayonError, did_you_mean
 
 ROLES = ("user", "admin")
 ALGORITHM = "sha256"
@@ -36,14 +36,14 @@ _HEX = re.compile(r"[0-9a-f]{64}")
 _USER = re.compile(r"[A-Za-z0-9_.@\-]+")
 
 
-class TokenError(Exception):
+class TokenError(RayonError):
     """A token file or environment entry that cannot be read: where, what is wrong, and the fix."""
+
+    code = "token"
 
     def __init__(self, where: str, message: str, hint: str | None = None):
         self.where = where
-        self.message = message
-        self.hint = hint
-        super().__init__(f"{where}: {message}" + (f" ({hint})" if hint else ""))
+        super().__init__(message, hint=hint, place=where)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from typing import Any as AnyType
 
 from planner.api.errors import ApiError
 from rdl.cluster import Cluster
-from rdl.errors import RDLError, RDLErrors, Span
+from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 from rdl.forms import jsonform, yarn
-from rdl.syntax.parser import did_you_mean, parse_text
+from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 from rdl.validate import validate
 

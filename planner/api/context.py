@@ -23,7 +23,7 @@ from planner.store.facade import Store
 from planner.store.schema import Instants
 from rdl import units
 from rdl.cluster import Cluster
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import did_you_mean
 
 bearer = HTTPBearer(auto_error=False, description="A token made with `rayon token USER`.")
 CHALLENGE = 'Bearer realm="rayon"'

@@ -41,8 +41,8 @@ from planner.store import queries
 from planner.store.facade import STATES, LogEntry, Record, StoreError
 from planner.store.schema import Instants, decision_json
 from rdl import units
+from rdl.errors import did_you_mean
 from rdl.shape import step_ceil, step_floor
-from rdl.syntax.parser import did_you_mean
 from rdl.tree import Reservation
 
 router = APIRouter(prefix="/v1")

@@ -38,8 +38,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from rdl import units
-from rdl.errors import ErrorSink, Span
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import ErrorSink, Span, did_you_mean
 
 INSTANTANEOUS = "instantaneous"
 AVERAGE = "average"

@@ -55,9 +55,9 @@ from planner.replan import adapt
 from planner.store import schema
 from rdl import units
 from rdl.cluster import CapacityChange, Cluster, parse_cluster
-from rdl.errors import RDLErrors
+from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError, RDLErrors, did_you_mean
 from rdl.shape import step_ceil, step_floor
-from rdl.syntax.parser import did_you_mean, parse_text
+from rdl.syntax.parser import parse_text
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Reservation, Resources
 
@@ -69,17 +69,16 @@ DEFAULT_STATE = Path("~/.local/state/rayon/plan.db")
 INIT_COMMAND = "rayon init --cluster CLUSTER.yaml"  # what `rayon` calls it (planner/cli/store.py)
 ERROR_CODES = ("uninitialised", "initialised", "schema", "unknown", "state", "input", "driver", "target", "database",
                "conflict")
+INTERNAL_CODES = ("database", "conflict")  # not the user's input: the command exits 1
 REPLAN_ATTEMPTS = 3  # re-plannings solved on a snapshot that another writer changed before they could commit
 
 
-class StoreError(Exception):
+class StoreError(RayonError):
     """A plan store problem the user can act on: a code, what went wrong and where, and what to do."""
 
     def __init__(self, code: str, message: str, hint: str | None = None):
-        self.code = code
-        self.message = message
-        self.hint = hint
-        super().__init__(message + (f" ({hint})" if hint else ""))
+        super().__init__(message, code=code, hint=hint,
+                         exit_code=EXIT_INTERNAL if code in INTERNAL_CODES else EXIT_BAD_INPUT)
 
 
 @dataclass(frozen=True, slots=True)

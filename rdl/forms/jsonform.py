@@ -12,9 +12,9 @@ import re
 from typing import Any as AnyType
 
 from rdl import units
-from rdl.errors import RDLError, RDLErrors, Span
+from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 from rdl.syntax.lexer import Token
-from rdl.syntax.parser import COMBINATORS, HEADER_KEYS, Keywords, RawValue, ValueReader, did_you_mean
+from rdl.syntax.parser import COMBINATORS, HEADER_KEYS, Keywords, RawValue, ValueReader
 from rdl.syntax.printer import format_time
 from rdl.tree import Atom, Expr, Order, Reservation, Window, kind
 

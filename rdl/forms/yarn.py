@@ -36,8 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any as AnyType
 
 from rdl import units
-from rdl.errors import ErrorSink, RDLError, RDLErrors, Span
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import ErrorSink, RDLError, RDLErrors, Span, did_you_mean
 from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, Resources, kind
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

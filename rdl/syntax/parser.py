@@ -8,14 +8,13 @@ reported together.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any as AnyValue
 
 from rdl import units
-from rdl.errors import ErrorSink, RDLError, RDLErrors, Span
+from rdl.errors import ErrorSink, RDLError, RDLErrors, Span, did_you_mean
 from rdl.syntax.lexer import Token, paused_gc, tokenize
 from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, Resources, TimeValue, Window
 
@@ -23,12 +22,6 @@ LOOKAHEAD = 2
 HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every")
 COMBINATORS = ("atom", "window", "order", "all", "any")
 ATOM_KEYS = ("b", "g", "h", "l", "w")
-
-
-def did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str | None:
-    """`did you mean `x`?` for the closest choice, or None."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
 
 
 # A parsed `key=value` argument: the value's token (or resource-vector entries) and its span.

@@ -8,7 +8,7 @@ from follower.scheduler.policies.fair import Fair
 from follower.scheduler.policies.fifo import Fifo
 from follower.scheduler.policies.stateaware import StateAware
 from follower.scheduler.policies.uwfq import Uwfq
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import did_you_mean
 
 APP_POLICIES: dict[str, type[Ordering]] = {cls.name: cls for cls in (Fifo, Fair, StateAware, Drf, Uwfq)}
 

@@ -18,7 +18,7 @@ import yaml
 
 from rdl import units
 from rdl.cluster import NodeGroup, _Reader
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import did_you_mean
 from rdl.syntax.printer import format_resources
 from rdl.tree import Resources
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from rdl.errors import RayonError
+
 MALFORMED = "malformed"
 UNUSABLE = "unusable"
 
@@ -28,12 +30,14 @@ class LineIssue:
         return f"{self.file}:{self.line}: {self.reason}"
 
 
-class TraceError(ValueError):
+class TraceError(RayonError, ValueError):
     """A malformed line in a strict import; names the file and line."""
+
+    code = "trace"
 
     def __init__(self, issue: LineIssue):
         self.issue = issue
-        super().__init__(str(issue))
+        super().__init__(issue.reason, place=f"{issue.file}:{issue.line}")
 
 
 @dataclass

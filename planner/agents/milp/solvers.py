@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pulp
 
-from rdl.syntax.parser import did_you_mean
+from rdl.errors import did_you_mean
 
 STATUSES = ("optimal", "feasible", "infeasible", "timeout", "error")
 CP_SAT_SCALE = 10_000  # objective weights are scaled to integers for CP-SAT

@@ -15,7 +15,6 @@ when a picture is drawn, so the `rayon` command starts as fast as before.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +26,7 @@ import numpy as np
 from planner.cli.store import opened, state_option
 from planner.core.plan import Plan
 from rdl import units
-from rdl.cli import EXIT_BAD_INPUT, TimeParam
+from rdl.cli import RayonCommand, TimeParam
 from rdl.errors import RayonError, did_you_mean
 from rdl.shape import step_ceil, step_floor
 
@@ -251,7 +250,7 @@ def _datetime64(moment: datetime) -> np.datetime64:
     return np.datetime64(moment.astimezone(UTC).replace(tzinfo=None), "s")
 
 
-@click.command("plot")
+@click.command("plot", cls=RayonCommand)
 @click.option("--out", default="plan.png", show_default=True, type=click.Path(dir_okay=False),
               help="Picture to write; the format follows the suffix (.png, .svg, .pdf).")
 @click.option("--from", "start", type=TimeParam(), help="Start of the time window (default: the plan's start).")
@@ -267,12 +266,8 @@ def plot_command(out: str, start: datetime | None, end: datetime | None, resourc
     start_step, end_step = window_steps(plan, start, end)
     try:
         written = plot_plan(plan, out, start_step, end_step, resources or None)
-    except PlotError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
     except OSError as error:
-        click.echo(f"error: cannot write {out}: {error.strerror or error}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        raise PlotError(f"cannot write {out}: {error.strerror or error}") from error
     click.echo(str(written))
 
 

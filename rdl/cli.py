@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime
 from typing import Any as AnyType
 
@@ -11,7 +10,7 @@ import click
 
 from rdl import units
 from rdl.cluster import Cluster, load_cluster
-from rdl.errors import RDLError, RDLErrors
+from rdl.errors import RayonError, RDLError, Reported
 from rdl.forms.jsonform import to_json
 from rdl.load import FORMATS, LoadedFile, all_errors, load
 from rdl.summary import summarize
@@ -19,7 +18,21 @@ from rdl.syntax.printer import format_reservations
 from rdl.table import format_table
 from rdl.validate import Context
 
-EXIT_BAD_INPUT = 2
+
+class RayonCommand(click.Command):
+    """Every `rayon` command: a `RayonError` it raises becomes its message on standard error and its exit status.
+
+    The one place where product errors meet the shell (2 bad input, 1 internal); nothing else exits.
+    """
+
+    def invoke(self, ctx: click.Context) -> AnyType:
+        try:
+            return super().invoke(ctx)
+        except RayonError as error:
+            text = error.render()
+            if text:
+                click.echo(text, err=True)
+            ctx.exit(error.exit_code)
 
 
 class TimeParam(click.ParamType):
@@ -42,15 +55,9 @@ def cluster_option(required: bool = False) -> AnyType:
                         required=required, help=help_text)
 
 
-def read_cluster_or_exit(path: str | None) -> Cluster | None:
-    """The cluster file, or a positioned error and exit status 2."""
-    if path is None:
-        return None
-    try:
-        return load_cluster(path)
-    except RDLErrors as errors:
-        click.echo(errors.render(), err=True)
-        sys.exit(EXIT_BAD_INPUT)
+def read_cluster(path: str | None) -> Cluster | None:
+    """The cluster file (None without a path); its errors are raised, positioned."""
+    return None if path is None else load_cluster(path)
 
 
 def error_json(error: RDLError) -> dict[str, AnyType]:
@@ -79,7 +86,7 @@ def summary_rows(loaded: LoadedFile, context: Context) -> list[list[str]]:
     return rows
 
 
-@click.command("check")
+@click.command("check", cls=RayonCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @cluster_option()
 @click.option("--format", "form", type=click.Choice(FORMATS), help="Read every file as this form (default: by "
@@ -93,7 +100,7 @@ def check_command(paths: tuple[str, ...], cluster_path: str | None, form: str | 
     PATHS are files or folders. A cluster file among them (or --cluster) is what the
     reservations are checked against. Exit status: 0 all valid, 2 any invalid.
     """
-    cluster = read_cluster_or_exit(cluster_path)
+    cluster = read_cluster(cluster_path)
     files = load(paths, form, cluster, now)
     if cluster is None:
         clusters = [f.cluster for f in files if f.cluster is not None]
@@ -105,7 +112,7 @@ def check_command(paths: tuple[str, ...], cluster_path: str | None, form: str | 
     else:
         echo_check(files, context, cluster)
     if errors is not None:
-        sys.exit(EXIT_BAD_INPUT)
+        raise Reported()
 
 
 def echo_check(files: list[LoadedFile], context: Context, cluster: Cluster | None) -> None:
@@ -129,7 +136,7 @@ def echo_check(files: list[LoadedFile], context: Context, cluster: Cluster | Non
                f"{len(invalid)} file(s) with errors", err=True)
 
 
-@click.command("fmt")
+@click.command("fmt", cls=RayonCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--format", "form", type=click.Choice(FORMATS), help="Read every file as this form.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON form instead of RDL text.")
@@ -138,8 +145,7 @@ def fmt_command(paths: tuple[str, ...], form: str | None, as_json: bool) -> None
     files = [f for f in load(paths, form) if f.cluster is None]
     errors = all_errors(files)
     if errors is not None:
-        click.echo(errors.render(), err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        raise errors
     reservations = [r for f in files for r in f.reservations]
     if as_json:
         click.echo(json.dumps([to_json(r) for r in reservations], indent=2))

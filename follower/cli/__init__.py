@@ -1,5 +1,8 @@
 """The `rayon` command: one click group assembled at the top of the import chain.
 
+Every command is a `rdl.cli.RayonCommand`: the one place where a `RayonError` becomes its
+message on standard error and its exit status (2 bad input, 1 internal).
+
 Each package keeps its own commands (`rdl.cli`, `planner.cli.plan`, ...) and this module,
 which may import all of them, puts them on one group.
 """

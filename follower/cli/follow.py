@@ -9,12 +9,10 @@ nothing on standard output.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any as AnyType
-from typing import NoReturn
 
 import click
 
@@ -35,7 +33,7 @@ from follower.follow.follower import (
 )
 from planner.cli.store import json_option, opened, state_option
 from rdl import units
-from rdl.cli import EXIT_BAD_INPUT, TimeParam
+from rdl.cli import RayonCommand, TimeParam
 from rdl.shape import step_floor
 from rdl.table import format_table
 
@@ -58,7 +56,7 @@ class MaxPolicyParam(click.ParamType):
         return "[" + "|".join(MAX_POLICIES) + "]"
 
 
-@click.command("follow")
+@click.command("follow", cls=RayonCommand)
 @click.option("--from", "start", type=TimeParam(), help="Time of the first round [default: the plan's clock].")
 @click.option("--to", "end", type=TimeParam(),
               help="Rounds start before this time [default: the end of the last reservation window still open "
@@ -91,27 +89,22 @@ def follow_command(start: datetime | None, end: datetime | None, every: int, cha
     queues.yaml per change point instead.
     """
     chosen = _output(output, as_json)
-    try:
-        follower = Follower(plan_queue, default_queue, round_steps=every, max_policy=max_policy)
-        names = dict(_rename(r) for r in renames)
-        base = yunikorn.load_base(Path(base_path).read_text(), base_path) if base_path else None
-    except FollowerError as error:
-        _fail(str(error))
+    follower = Follower(plan_queue, default_queue, round_steps=every, max_policy=max_policy)
+    names = dict(_rename(r) for r in renames)
+    base = yunikorn.load_base(Path(base_path).read_text(), base_path) if base_path else None
     with opened(state_path) as store:
         view = PlanView(store.load_plan())
         start = start or store.now()
     horizon_end = view.plan.clock.at(view.plan.clock.steps)
-    try:
-        view.step_of(start)
-        end = min(end or default_end(view, start, every), horizon_end)
-        if end <= start:
-            _fail(f"--to {units.format_instant(end)} is not after --from {units.format_instant(start)}: no round")
-        rounds = follower.rounds(view, start, end)
-        if chosen == "yunikorn":
-            click.echo(yunikorn.render(rounds, end, base, partition, sort_policy, names), nl=False)
-            return
-    except FollowerError as error:
-        _fail(str(error))
+    view.step_of(start)
+    end = min(end or default_end(view, start, every), horizon_end)
+    if end <= start:
+        raise FollowerError(f"--to {units.format_instant(end)} is not after --from {units.format_instant(start)}: "
+                            "no round")
+    rounds = follower.rounds(view, start, end)
+    if chosen == "yunikorn":
+        click.echo(yunikorn.render(rounds, end, base, partition, sort_policy, names), nl=False)
+        return
     shown = changed(rounds) if changes else rounds
     if chosen == "json":
         click.echo(json.dumps(document(follower, start, end, shown), indent=2))
@@ -175,7 +168,7 @@ def _maximum(queue: QueueTarget, max_policy: str) -> str:
 
 def _output(output: str | None, as_json: bool) -> str:
     if as_json and output not in (None, "json"):
-        _fail(f"--json and --format {output} ask for two outputs; give one")
+        raise FollowerError(f"--json and --format {output} ask for two outputs; give one")
     return "json" if as_json else output or "table"
 
 
@@ -185,10 +178,6 @@ def _rename(text: str) -> tuple[str, str]:
         raise FollowerError(f"--resource-name `{text}` is not PLAN=YUNIKORN", "e.g. gpu=nvidia.com/gpu")
     return plan.strip(), theirs.strip()
 
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
 
 
 COMMANDS = [follow_command]

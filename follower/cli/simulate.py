@@ -27,20 +27,19 @@ from follower.sim.evaluate import (
 )
 from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES
-from rdl.cli import EXIT_BAD_INPUT
-from rdl.errors import RDLErrors
+from rdl.cli import RayonCommand
+from rdl.errors import RayonError, RDLErrors
 from rdl.table import format_table
 
 
 def read_scenario(path: str) -> Scenario:
-    """The scenario, or exit 2 with every problem as `FILE:LINE:COL: message`."""
+    """The scenario; every problem is raised as `FILE:LINE:COL: message` (or `FILE: message`)."""
     try:
         return load_scenario(path)
-    except RDLErrors as errors:
-        click.echo(errors.render(), err=True)
+    except RDLErrors:
+        raise
     except (OSError, ValueError) as error:
-        click.echo(f"{path}: {error}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
+        raise RayonError(str(error), place=path) from error
 
 
 @contextmanager
@@ -92,7 +91,7 @@ def _summary_rows(result: Result) -> list[list[Any]]:
     ]
 
 
-@click.command("simulate")
+@click.command("simulate", cls=RayonCommand)
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
 @click.option("--agent", type=click.Choice(agent_names()), help="Planning agent; `none` plans nothing "
               "(the time-agnostic baseline). Default: the scenario's.")
@@ -125,8 +124,7 @@ def simulate_command(scenario: str, agent: str | None, policy: str | None, seed:
                               workload=workload)
             advance(total)
     except (SchedulerError, FollowerError, OSError, ValueError) as error:
-        click.echo(f"{scenario}: {error}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        raise RayonError(str(error), place=scenario) from error
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
         return
@@ -152,7 +150,7 @@ def _scenario_paths(text: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
-@click.command("evaluate")
+@click.command("evaluate", cls=RayonCommand)
 @click.option("--out", type=click.Path(file_okay=False), default="docs/evaluation", show_default=True,
               help="Folder for report.md and its figures.")
 @click.option("--reservations", default=",".join(RESERVATION_SCENARIOS), show_default=True,
@@ -193,8 +191,7 @@ def evaluate_command(out: str, reservations: str, agents: str, slacks: str, fair
     try:
         report = evaluate(Path(out), grid, workers, progress)
     except (SchedulerError, FollowerError, OSError, ValueError) as error:
-        click.echo(f"evaluate: {error}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        raise RayonError(str(error), place="evaluate") from error
     click.echo(str(report))
 
 

@@ -21,14 +21,12 @@ from planner.core.compile import Clock
 from planner.core.decision import Decision
 from planner.core.policy import parse_policy
 from rdl import units
-from rdl.cli import EXIT_BAD_INPUT, TimeParam, read_cluster_or_exit
+from rdl.cli import RayonCommand, TimeParam, read_cluster
 from rdl.cluster import Cluster
-from rdl.errors import RDLErrors
+from rdl.errors import EXIT_INTERNAL, RayonError
 from rdl.load import all_errors, load
 from rdl.table import format_table
 from rdl.tree import Reservation
-
-EXIT_INTERNAL = 1
 
 
 class AgentParam(click.ParamType):
@@ -88,14 +86,12 @@ def echo_decisions(decisions: Sequence[Decision], clock: Clock, agent: str) -> N
     click.echo(f"\n{accepted} of {len(decisions)} accepted by {agent}")
 
 
-def load_or_exit(paths: Sequence[str], cluster: Cluster, now: datetime | None, consequence: str) -> list[Reservation]:
-    """Every reservation in the files, validated against the cluster; or every error, then exit 2."""
+def load_valid(paths: Sequence[str], cluster: Cluster, now: datetime | None, consequence: str) -> list[Reservation]:
+    """Every reservation in the files, validated against the cluster; or every error, saying `consequence`."""
     files = [f for f in load(paths, None, cluster, now) if f.cluster is None]
     errors = all_errors(files)
     if errors is not None:
-        click.echo(errors.render(), err=True)
-        click.echo(consequence, err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        raise errors.then(consequence)
     return [r for f in files for r in f.reservations]
 
 
@@ -116,7 +112,7 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
     return planner, decisions, {}
 
 
-@click.command("plan")
+@click.command("plan", cls=RayonCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Cluster file (YAML): plan origin, step, horizon, capacity.")
@@ -146,25 +142,19 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
     planning ran (whatever was accepted), 2 for bad input (nothing planned), 1 for an
     internal failure.
     """
-    cluster = read_cluster_or_exit(cluster_path)
+    cluster = read_cluster(cluster_path)
     assert cluster is not None
-    try:
-        parse_policy(cluster.policies, cluster.step, cluster_path)
-    except RDLErrors as policy_errors:
-        click.echo(policy_errors.render(), err=True)
-        sys.exit(EXIT_BAD_INPUT)
+    parse_policy(cluster.policies, cluster.step, cluster_path)
     if now is not None and not cluster.start <= now < cluster.end:
-        click.echo(f"error: --now {units.format_instant(now)} is outside the plan "
-                   f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "
-                   "nothing was planned", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    reservations = load_or_exit(paths, cluster, now, "nothing was planned")
+        raise RayonError(f"--now {units.format_instant(now)} is outside the plan "
+                         f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "
+                         "nothing was planned")
+    reservations = load_valid(paths, cluster, now, "nothing was planned")
     names = [r.name for r in reservations]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        click.echo(f"error: reservation names must be unique across the files; repeated: {', '.join(duplicates)}; "
-                   "nothing was planned", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        raise RayonError(f"reservation names must be unique across the files; repeated: {', '.join(duplicates)}; "
+                         "nothing was planned")
     if not reservations:
         click.echo("warning: no reservations found in " + ", ".join(paths), err=True)
     milp = MilpAgent(backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
@@ -172,8 +162,8 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
     try:
         planner, decisions, extra = plan_reservations(cluster, reservations, agent, now, milp)
     except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document
-        click.echo(f"internal error while planning: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(EXIT_INTERNAL)
+        raise RayonError(f"{type(exc).__name__}: {exc}", code="internal", place="internal error while planning",
+                         exit_code=EXIT_INTERNAL) from exc
     if as_json:
         click.echo(json.dumps({**plan_document(cluster, agent, decisions, planner.plan.clock), **extra}, indent=2))
     else:

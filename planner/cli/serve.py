@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from typing import NoReturn
 
 import click
 
@@ -16,15 +17,15 @@ from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, Toke
 from planner.api.limits import DEFAULT_MAX_BODY
 from planner.store import queries
 from planner.store.facade import Store, StoreError, default_state_path
-from rdl.cli import EXIT_BAD_INPUT
+from rdl.cli import RayonCommand
+from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
 
-EXIT_INTERNAL = 1
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
-def fail(message: str, status: int = EXIT_BAD_INPUT) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(status)
+def fail(message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Stop the command: `message` for the user, `status` for the shell."""
+    raise RayonError(message, exit_code=status)
 
 
 def load_tokens(path: str | None) -> TokenRegistry:
@@ -70,7 +71,7 @@ def loopback(host: str) -> bool:
         return host == "localhost"
 
 
-@click.command("serve")
+@click.command("serve", cls=RayonCommand)
 @click.option("--state", "state_path", envvar="RAYON_STATE", show_envvar=True,
               help=f"Plan store: a SQLite file or a database URL [default: {default_state_path()}].")
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -111,7 +112,7 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
     uvicorn.Server(config).run(sockets=[sock])
 
 
-@click.command("token")
+@click.command("token", cls=RayonCommand)
 @click.argument("user")
 @click.option("--role", type=click.Choice(ROLES), default="user", show_default=True,
               help="admin: may see and change every reservation, and re-plan.")

@@ -10,7 +10,6 @@ schema version), 1 when the database fails or the plan kept changing under a re-
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -23,7 +22,7 @@ from planner.agents.explain import format_span
 from planner.agents.milp.agent import DEFAULT_GAP, DEFAULT_TIME_LIMIT
 from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
 from planner.agents.registry import DEFAULT_AGENT
-from planner.cli.plan import AgentParam, echo_decisions, load_or_exit
+from planner.cli.plan import AgentParam, echo_decisions, load_valid
 from planner.core.compile import Clock
 from planner.core.decision import allocation_json
 from planner.core.plan import Allocation
@@ -35,16 +34,12 @@ from planner.store.facade import (
     Record,
     ReplanOutcome,
     Store,
-    StoreError,
     default_state_path,
 )
 from rdl import units
-from rdl.cli import EXIT_BAD_INPUT, TimeParam
-from rdl.errors import RDLErrors
+from rdl.cli import RayonCommand, TimeParam
+from rdl.errors import RayonError, RDLErrors
 from rdl.table import format_table
-
-EXIT_INTERNAL = 1
-INTERNAL_CODES = ("database", "conflict")  # store errors that are not the user's input: exit 1
 
 
 def state_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
@@ -58,13 +53,9 @@ def json_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
 
 @contextmanager
 def opened(state_path: str | None, check_version: bool = True) -> Iterator[Store]:
-    """The store, with its errors turned into messages and exit statuses."""
-    try:
-        with Store.open(state_path, check_version=check_version) as store:
-            yield store
-    except StoreError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(EXIT_INTERNAL if error.code in INTERNAL_CODES else EXIT_BAD_INPUT)
+    """The store, closed when the block ends."""
+    with Store.open(state_path, check_version=check_version) as store:
+        yield store
 
 
 def record_json(record: Record, store: Store) -> dict[str, AnyType]:
@@ -80,7 +71,7 @@ def record_json(record: Record, store: Store) -> dict[str, AnyType]:
     return data
 
 
-@click.command("init")
+@click.command("init", cls=RayonCommand)
 @click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Cluster file (YAML) the plan is laid over.")
 @click.option("--force", is_flag=True, help="Start the store over, forgetting every reservation in it.")
@@ -89,16 +80,12 @@ def init_command(cluster_path: str, force: bool, state_path: str | None) -> None
     """Create the plan store from a cluster file."""
     text = Path(cluster_path).read_text()
     with opened(state_path, check_version=not force) as store:
-        try:
-            cluster = store.init(text, cluster_path, force=force)
-        except RDLErrors as errors:
-            click.echo(errors.render(), err=True)
-            sys.exit(EXIT_BAD_INPUT)
+        cluster = store.init(text, cluster_path, force=force)
         click.echo(f"initialised {store.where}: {cluster.steps} steps of {units.format_duration(cluster.step)} "
                    f"from {units.format_instant(cluster.start)}")
 
 
-@click.command("submit")
+@click.command("submit", cls=RayonCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
@@ -110,7 +97,7 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datet
     """Submit reservation files to the stored plan; each decision is committed before it is shown."""
     with opened(state_path) as store:
         cluster = store.cluster()
-        reservations = load_or_exit(paths, cluster, now or store.now(), "nothing was submitted")
+        reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
         decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run) for r in reservations]
         clock = store.load_plan().clock
         if as_json:
@@ -119,7 +106,7 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datet
             echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
 
 
-@click.command("list")
+@click.command("list", cls=RayonCommand)
 @click.option("--user", help="Only this user's reservations.")
 @click.option("--status", "wanted", type=click.Choice(STATES), help="Only reservations in this state.")
 @click.option("--from", "start", type=TimeParam(), help="Only those holding capacity at or after this time.")
@@ -139,7 +126,7 @@ def list_command(user: str | None, wanted: str | None, start: datetime | None, e
         click.echo(format_table(["RESERVATION", "STATE", "USER", "AGENT", "SUBMITTED", "ALLOCATIONS", "REASON"], rows))
 
 
-@click.command("show")
+@click.command("show", cls=RayonCommand)
 @click.argument("name")
 @state_option
 @json_option
@@ -169,7 +156,7 @@ def show_command(name: str, state_path: str | None, as_json: bool) -> None:
                        f"{'' if entry.accepted is None else ' accepted' if entry.accepted else ' rejected'}")
 
 
-@click.command("cancel")
+@click.command("cancel", cls=RayonCommand)
 @click.argument("name")
 @state_option
 @json_option
@@ -183,7 +170,7 @@ def cancel_command(name: str, state_path: str | None, as_json: bool) -> None:
             click.echo(f"{record.name}: {record.state}")
 
 
-@click.command("log")
+@click.command("log", cls=RayonCommand)
 @click.option("--limit", type=click.IntRange(min=1), help="Only the latest N entries.")
 @state_option
 @json_option
@@ -231,7 +218,7 @@ def holds(allocations: tuple[Allocation, ...] | list[Allocation], clock: Clock) 
     return format_span(min(a.start for a in allocations), max(a.end for a in allocations), clock)
 
 
-@click.command("update")
+@click.command("update", cls=RayonCommand)
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
@@ -248,14 +235,12 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetim
     """
     with opened(state_path) as store:
         cluster = store.cluster()
-        found = load_or_exit([path], cluster, now or store.now(), "nothing was updated")
+        found = load_valid([path], cluster, now or store.now(), "nothing was updated")
         chosen = [r for r in found if r.name == name]
         if len(chosen) != 1:
             names = ", ".join(f"`{r.name}`" for r in found) or "no reservation"
-            click.echo(f"error: {path} holds {names}, so no one new version of `{name}` (an update keeps the "
-                       "reservation's name)", err=True)
-            click.echo("nothing was updated", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+            raise RayonError(f"{path} holds {names}, so no one new version of `{name}` (an update keeps the "
+                             "reservation's name)").then("nothing was updated")
         decision = store.update(name, chosen[0], agent, dry_run=dry_run, submitted=now)
         clock = store.load_plan().clock
         if as_json:
@@ -270,7 +255,7 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetim
             click.echo(f"`{name}` keeps its previous version, unchanged")
 
 
-@click.command("advance")
+@click.command("advance", cls=RayonCommand)
 @click.option("--to", "to", type=TimeParam(), required=True, help="The plan's new clock (never earlier than now).")
 @state_option
 @json_option
@@ -289,7 +274,7 @@ def advance_command(to: datetime, state_path: str | None, as_json: bool) -> None
         click.echo(f"expired: {', '.join(report.expired)}" if report.expired else "nothing expired")
 
 
-@click.command("capacity")
+@click.command("capacity", cls=RayonCommand)
 @click.option("--at", "at", type=TimeParam(), required=True, help="When the change takes effect (inside the horizon).")
 @click.option("--set", "vector", required=True, metavar="VECTOR",
               help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
@@ -307,9 +292,7 @@ def capacity_command(at: datetime, vector: str, dry_run: bool, state_path: str |
     try:
         capacity = parse_vector(vector, "--set")
     except RDLErrors as errors:
-        click.echo(errors.render(), err=True)
-        click.echo("nothing was changed", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        raise errors.then("nothing was changed") from None
     with opened(state_path) as store:
         report = store.set_capacity(at, capacity, dry_run=dry_run)
         clock = store.load_plan().clock
@@ -344,7 +327,7 @@ def echo_capacity(report: CapacityReport, clock: Clock) -> None:
                f"{len(moves.dropped)} dropped")
 
 
-@click.command("replan")
+@click.command("replan", cls=RayonCommand)
 @click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
               help="Seconds the solver may take.")
 @click.option("--solver", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,

@@ -26,9 +26,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 
+from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.milp.agent import MilpAgent, batch_items
 from planner.agents.milp.bound import lp_bound, volume_bound
-from planner.agents.registry import GreedyAgent
 from planner.core.plan import Accepted, Plan
 from rdl import parse_cluster, parse_text
 from rdl.tree import Reservation

@@ -8,8 +8,9 @@ from datetime import datetime
 
 import numpy as np
 
+from planner.agents.base import Agent
 from planner.agents.deadline import earliest_deadline
-from planner.agents.registry import DEFAULT_AGENT, Agent, get_agent
+from planner.agents.registry import DEFAULT_AGENT, get_agent
 from planner.core.decision import Decision, Reason
 from planner.core.plan import Accepted, Plan
 from planner.replan.adapt import Adaptation, adapt, with_capacity

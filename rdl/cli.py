@@ -13,6 +13,7 @@ from rdl.cluster import Cluster, load_cluster
 from rdl.errors import RayonError, RDLError, Reported
 from rdl.forms.jsonform import to_json
 from rdl.load import FORMATS, LoadedFile, all_errors, load
+from rdl.registry import Registry, UnknownName
 from rdl.summary import summarize
 from rdl.syntax.printer import format_reservations
 from rdl.table import format_table
@@ -33,6 +34,23 @@ class RayonCommand(click.Command):
             if text:
                 click.echo(text, err=True)
             ctx.exit(error.exit_code)
+
+
+class NameParam(click.ParamType):
+    """A name from a registry (an agent, a solver, a policy), with a suggestion for a near miss."""
+
+    def __init__(self, registry: Registry[AnyType]):
+        self.registry = registry
+        self.name = registry.kind.upper()
+
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return self.registry.check(str(value))
+        except UnknownName as unknown:
+            self.fail(unknown.headline(), param, ctx)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self.registry) + "]"
 
 
 class TimeParam(click.ParamType):

@@ -24,7 +24,7 @@ class UnknownName(RayonError, KeyError, ValueError):
         self.kind = kind
         self.name = name
         self.names = names
-        super().__init__(f"unknown {kind} `{name}`; choose one of {', '.join(names)}", hint=did_you_mean(name, names))
+        super().__init__(f"unknown {kind} `{name}`; use one of {', '.join(names)}", hint=did_you_mean(name, names))
 
 
 class Registry(Generic[T]):
@@ -61,3 +61,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The thing registered as `name`, built now."""
         return self._factories[self.check(name)]()
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        """Every name with its thing, each built now, in the registry's order."""
+        return ((name, factory()) for name, factory in self._factories.items())

@@ -8,8 +8,6 @@ earliest deadline, be accepted with it).
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import json
 import re
 from pathlib import Path
@@ -30,11 +28,6 @@ from tests.test_cli import (
     reservations_of,
     with_deadline,
 )
-
-# A MILP agent (or any other) registers itself in AGENTS when its module is imported; make sure it is.
-for _module in ("planner.agents.milp.agent",):
-    with contextlib.suppress(ImportError):
-        importlib.import_module(_module)
 
 AGENT_NAMES = list(AGENTS)
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".rdl", ".json"))

@@ -40,6 +40,7 @@ from follower.scheduler.queues import ROOT, QueueSettings
 from follower.scheduler.resources import Resources
 from rdl import units
 from rdl.errors import did_you_mean
+from rdl.registry import UnknownName
 
 TOP_KEYS = ("queues", "placement", "node_policy", "preemption", "stateaware", "user_limits", "plan_queue",
             "default_queue")
@@ -235,10 +236,10 @@ class _Reader:
             data = {"type": data}
         data = self.keys(data, path, ("type", "weights"))
         kind = str(data.get("type", "fair"))
-        if kind not in NODE_POLICIES:
-            hint = did_you_mean(kind, list(NODE_POLICIES))
-            self.bad(f"{path}.type", f"unknown node policy `{kind}`; use one of {', '.join(NODE_POLICIES)}"
-                     + (f" ({hint})" if hint else ""))
+        try:
+            NODE_POLICIES.check(kind)
+        except UnknownName as unknown:
+            self.bad(f"{path}.type", str(unknown))
             kind = "fair"
         weights = data.get("weights", DEFAULT_WEIGHTS)
         if not isinstance(weights, Mapping) or not weights:

@@ -19,6 +19,7 @@ from typing import Any
 from follower.scheduler.applications import Container
 from follower.scheduler.ranking import Ranked
 from follower.scheduler.resources import EPSILON, Resources
+from rdl.registry import Registry
 
 DEFAULT_WEIGHTS: Mapping[str, float] = {"memory": 1.0, "vcores": 1.0}
 
@@ -75,14 +76,15 @@ def binpacking(weights: Mapping[str, float]) -> NodeKey:
     return lambda node: (-utilisation(node, weights), node.name)
 
 
-NODE_POLICIES: dict[str, Callable[[Mapping[str, float]], NodeKey]] = {"fair": fair, "binpacking": binpacking}
+NODE_POLICIES: Registry[Callable[[Mapping[str, float]], NodeKey]] = Registry.of(
+    "node policy", {"fair": fair, "binpacking": binpacking})
 
 
 class NodeSet:
     """The cluster's nodes, kept in the node policy's order."""
 
     def __init__(self, policy: str = "fair", weights: Mapping[str, float] | None = None) -> None:
-        self.key = NODE_POLICIES[policy](dict(weights if weights is not None else DEFAULT_WEIGHTS))
+        self.key = NODE_POLICIES.get(policy)(dict(weights if weights is not None else DEFAULT_WEIGHTS))
         self.policy = policy
         self.by_name: dict[str, Node] = {}
         self.ranked: Ranked[Node] = Ranked(self.key, lambda node: node.name, lambda node: node.schedulable)

@@ -25,11 +25,11 @@ from typing import Any
 from follower.sim.engine import Result, simulate
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.report import Cell, write_report
-from follower.sim.scenario import Scenario, load_scenario
+from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import USER_FAIR
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
-AGENTS = ("none", "gree", "gree-l", "milp")
+AGENTS = agent_names()
 SLACKS = (1.5, 3.0, 10.0)
 POLICIES = ("fifo", "fair", USER_FAIR, "uwfq")
 RESERVATION_SCENARIOS = ("synthetic_mix", "ricc_week", "alibaba_2days")  # Alibaba: two days, see its scenario

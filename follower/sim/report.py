@@ -13,6 +13,8 @@ from typing import Any
 
 import matplotlib
 
+from follower.sim.scenario import agent_names
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # the backend is chosen before pyplot loads
 
@@ -108,7 +110,7 @@ def _sla(cells: Sequence[Cell], scenario: str, slack: float, agent: str) -> floa
 
 
 def _agent_order(agent: str) -> tuple[int, str]:
-    order = ["none", "gree", "gree-l", "milp"]
+    order = list(agent_names())
     return (order.index(agent) if agent in order else len(order), agent)
 
 

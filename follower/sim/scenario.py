@@ -65,8 +65,8 @@ FROM_TRACE = "trace"
 
 
 def agent_names() -> tuple[str, ...]:
-    """`none` and every planning agent (`milp` registers itself when its module is imported)."""
-    return tuple(dict.fromkeys([NO_AGENT, *AGENTS, "milp"]))
+    """`none` and every planning agent."""
+    return (NO_AGENT, *AGENTS)
 
 
 @dataclass(frozen=True, slots=True)

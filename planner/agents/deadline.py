@@ -10,8 +10,9 @@ from datetime import datetime
 
 import numpy as np
 
+from planner.agents.base import Agent
+from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.greedy.placer import Placer, first_start
-from planner.agents.registry import Agent, GreedyAgent
 from planner.core.compile import compile_reservation, mirrored
 from planner.core.plan import Plan
 from rdl.shape import step_floor

@@ -1,131 +1,30 @@
-"""Planning agents, registered by name: the online greedy agents GREE and GREE-L.
+"""The planning agents by name: `gree` and `gree-l` (online, milliseconds) and `milp` (offline, seconds).
 
-An agent answers one question: where would this reservation go on this plan? It never
-changes the plan; the Planner commits what it answers.
+Listed statically; each is built when asked for, so naming `milp` does not import the MILP
+modeller until it is used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
-
-import numpy as np
-
-from planner.agents.explain import capacity_reason, clipped_reason, window_reason
-from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution
-from planner.core.compile import Instance, compile_reservation
-from planner.core.decision import Reason
-from planner.core.plan import Allocation, Plan
-from planner.core.policy import check, headroom
-from rdl.errors import did_you_mean
-from rdl.tree import Reservation
+from planner.agents.base import Agent
+from planner.agents.greedy.agent import GreedyAgent
+from rdl.registry import Registry
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """Where the reservation would go (allocations), or why it cannot (reason)."""
+def _milp() -> Agent:
+    from planner.agents.milp.agent import MilpAgent  # the modeller and solvers load only when the MILP is used
 
-    allocations: tuple[Allocation, ...] | None
-    reason: Reason | None = None
-
-    @property
-    def placed(self) -> bool:
-        return self.allocations is not None
+    return MilpAgent()
 
 
-class Agent(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome: ...
-
-
-@dataclass(frozen=True)
-class GreedyAgent:
-    """GREE (latest, tallest) or GREE-L (flattest over each stage's share), all-or-nothing."""
-
-    name: str
-    flat: bool
-    budget: int = DEFAULT_BUDGET
-
-    def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
-        instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
-        for instance in instances:
-            reason = window_reason(instance, plan, reservation)
-            if reason is not None:
-                return Outcome(None, reason)
-        limited = plan.policy.limited
-        user = reservation.user
-        free = plan.free()
-        if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it
-            free = np.minimum(free, headroom(plan.policy, user, plan.capacity, plan.used_by(user)))
-        outcome = self._search(plan, reservation, instances, free)
-        if not limited:
-            return outcome
-        if outcome.allocations is None:
-            unlimited = self._search(plan, reservation, instances, plan.free())
-            if unlimited.allocations is None:
-                return outcome
-            outcome = unlimited  # it fits the cluster, but not the user's share: say which limit
-        return self._within_policy(plan, reservation, outcome)
-
-    def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray) -> Outcome:
-        placer = Placer(free, plan.capacity, self.flat)
-        held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
-        placed: list[tuple[Instance, Solution]] = []
-        for instance in instances:
-            placer.budget, placer.failure = self.budget, None
-            search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
-                                      (instance.task.lo, instance.task.hi))
-            solution = next(search, None)
-            if solution is None:
-                reason = clipped_reason(instance, plan, reservation)
-                return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
-            held.append(search)
-            placed.append((instance, solution))
-        return Outcome(tuple(to_allocations(placed)))
-
-    @staticmethod
-    def _within_policy(plan: Plan, reservation: Reservation, outcome: Outcome) -> Outcome:
-        """The outcome, or a `policy` rejection naming the user's limit it would break."""
-        assert outcome.allocations is not None
-        added = plan.use_of(list(outcome.allocations))
-        user = reservation.user
-        violation = check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added)
-        if violation is None:
-            return outcome
-        return Outcome(None, Reason("policy", violation.message(plan.resources, plan.clock.origin, plan.clock.step)))
-
-
-def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
-    """Placements as allocations: one per atom, instance and start, in time order."""
-    allocations = []
-    for instance, solution in placed:
-        for placement in solution:
-            task = placement.task
-            for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(), strict=True):
-                allocations.append(Allocation(task.label, start, start + task.length, gangs * task.gang,
-                                              task.atom.bundle, instance.index))
-    return sorted(allocations, key=lambda a: (a.instance, a.start, a.atom))
-
-
-AGENTS: dict[str, Callable[[], Agent]] = {
+AGENTS: Registry[Agent] = Registry("agent", {
     "gree": lambda: GreedyAgent("gree", flat=False),
     "gree-l": lambda: GreedyAgent("gree-l", flat=True),
-}
+    "milp": _milp,
+})
 DEFAULT_AGENT = "gree-l"
 
 
-def register(name: str, factory: Callable[[], Agent]) -> None:
-    """Make an agent available by name (the MILP agent registers itself this way)."""
-    AGENTS[name] = factory
-
-
 def get_agent(name: str) -> Agent:
-    """The agent of that name; an unknown name is an error listing the valid ones."""
-    if name not in AGENTS:
-        hint = did_you_mean(name, list(AGENTS))
-        raise KeyError(f"unknown agent `{name}`; choose one of {', '.join(AGENTS)}" + (f" ({hint})" if hint else ""))
-    return AGENTS[name]()
+    """The agent of that name, built now; an unknown name is an `UnknownName` listing the valid ones."""
+    return AGENTS.get(name)

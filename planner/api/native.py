@@ -18,7 +18,8 @@ import numpy as np
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from planner.agents.registry import DEFAULT_AGENT, GreedyAgent, get_agent
+from planner.agents.greedy.agent import GreedyAgent
+from planner.agents.registry import DEFAULT_AGENT, get_agent
 from planner.api import bodies
 from planner.api.auth import Principal
 from planner.api.context import Service, admin, body, caller, service
@@ -42,6 +43,7 @@ from planner.store.facade import STATES, LogEntry, Record, StoreError
 from planner.store.schema import Instants, decision_json
 from rdl import units
 from rdl.errors import did_you_mean
+from rdl.registry import UnknownName
 from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation
 
@@ -98,13 +100,8 @@ def online_agent(name: str) -> str:
     """An agent fit for the request path (a greedy one, milliseconds); 422 otherwise."""
     try:
         agent = get_agent(name)
-    except KeyError:
-        import planner.agents.milp.agent  # noqa: F401 (registers the offline agent, so that its name is known, not suggested)
-
-        try:
-            agent = get_agent(name)
-        except KeyError as exc:
-            raise ApiError(422, "input", str(exc.args[0])) from None
+    except UnknownName as exc:
+        raise ApiError(422, "input", str(exc)) from None
     if not isinstance(agent, GreedyAgent):
         raise ApiError(422, "input", f"agent `{name}` plans offline (seconds per decision), not on the request path",
                        "submit with gree or gree-l; an admin re-optimises the plan with POST /v1/admin/replan")
@@ -327,8 +324,8 @@ def replan(response: Response, params: ReplanRequest | None = None, who: Princip
 
     params = params or ReplanRequest.model_validate({})
     if params.solver is not None and params.solver not in BACKENDS:
-        raise ApiError(422, "input", f"unknown solver `{params.solver}`; choose one of {', '.join(BACKENDS)}",
-                       did_you_mean(params.solver, list(BACKENDS)))
+        unknown = UnknownName(BACKENDS.kind, params.solver, BACKENDS.names)
+        raise ApiError(422, "input", unknown.message, unknown.hint)
     job = svc.jobs.replan(who.user, params.time_limit, params.solver, params.gap)
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return job.to_json()

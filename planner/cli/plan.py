@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime
 from typing import Any as AnyType
 
@@ -21,28 +22,12 @@ from planner.core.compile import Clock
 from planner.core.decision import Decision
 from planner.core.policy import parse_policy
 from rdl import units
-from rdl.cli import RayonCommand, TimeParam, read_cluster
+from rdl.cli import NameParam, RayonCommand, TimeParam, read_cluster
 from rdl.cluster import Cluster
 from rdl.errors import EXIT_INTERNAL, RayonError
 from rdl.load import all_errors, load
 from rdl.table import format_table
 from rdl.tree import Reservation
-
-
-class AgentParam(click.ParamType):
-    """An agent name from the registry, with a suggestion for a near miss."""
-
-    name = "AGENT"
-
-    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        try:
-            get_agent(value)
-        except KeyError as exc:
-            self.fail(str(exc.args[0]), param, ctx)
-        return str(value)
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "[" + "|".join(AGENTS) + "]"
 
 
 def cluster_json(cluster: Cluster) -> dict[str, str]:
@@ -116,11 +101,11 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Cluster file (YAML): plan origin, step, horizon, capacity.")
-@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--now", type=TimeParam(), help="The plan's clock and every submission time (default: the "
               "cluster's start).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document of decisions on standard output.")
-@click.option("--solver", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
+@click.option("--solver", type=NameParam(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
               help="MILP backend (with --agent milp).")
 @click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
               help="Seconds the MILP agent may take in all, greedy start included.")
@@ -157,8 +142,9 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
                          "nothing was planned")
     if not reservations:
         click.echo("warning: no reservations found in " + ", ".join(paths), err=True)
-    milp = MilpAgent(backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
-                     smooth=smooth) if agent == "milp" else None
+    chosen = get_agent(agent)
+    milp = replace(chosen, backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
+                   smooth=smooth) if isinstance(chosen, MilpAgent) else None
     try:
         planner, decisions, extra = plan_reservations(cluster, reservations, agent, now, milp)
     except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document

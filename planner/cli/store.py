@@ -21,8 +21,8 @@ import click
 from planner.agents.explain import format_span
 from planner.agents.milp.agent import DEFAULT_GAP, DEFAULT_TIME_LIMIT
 from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
-from planner.agents.registry import DEFAULT_AGENT
-from planner.cli.plan import AgentParam, echo_decisions, load_valid
+from planner.agents.registry import AGENTS, DEFAULT_AGENT
+from planner.cli.plan import echo_decisions, load_valid
 from planner.core.compile import Clock
 from planner.core.decision import allocation_json
 from planner.core.plan import Allocation
@@ -37,7 +37,7 @@ from planner.store.facade import (
     default_state_path,
 )
 from rdl import units
-from rdl.cli import RayonCommand, TimeParam
+from rdl.cli import NameParam, RayonCommand, TimeParam
 from rdl.errors import RayonError, RDLErrors
 from rdl.table import format_table
 
@@ -87,7 +87,7 @@ def init_command(cluster_path: str, force: bool, state_path: str | None) -> None
 
 @click.command("submit", cls=RayonCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
 @click.option("--now", type=TimeParam(), help="Submission time (default: the plan's clock).")
 @state_option
@@ -221,7 +221,7 @@ def holds(allocations: tuple[Allocation, ...] | list[Allocation], clock: Clock) 
 @click.command("update", cls=RayonCommand)
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--agent", type=AgentParam(), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
+@click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
 @click.option("--now", type=TimeParam(), help="Submission time of the new version (default: the plan's clock).")
 @state_option
@@ -330,7 +330,7 @@ def echo_capacity(report: CapacityReport, clock: Clock) -> None:
 @click.command("replan", cls=RayonCommand)
 @click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
               help="Seconds the solver may take.")
-@click.option("--solver", type=click.Choice(list(BACKENDS)), default=DEFAULT_BACKEND, show_default=True,
+@click.option("--solver", type=NameParam(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
               help="MILP backend.")
 @click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
               help="Relative optimality gap at which the solver stops.")

@@ -34,7 +34,7 @@ from typing import Any as AnyType
 import numpy as np
 import yaml
 
-from planner.agents.registry import Agent
+from planner.agents.base import Agent
 from planner.core.plan import Accepted, Allocation, Plan
 from planner.core.policy import check
 from rdl import units

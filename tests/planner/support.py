@@ -6,8 +6,6 @@ enumerators can import them directly.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -23,11 +21,6 @@ from rdl import units
 from rdl.cluster import Cluster, parse_cluster
 from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
-
-# A MILP agent (or any other) registers itself in AGENTS when its module is imported; make sure it is.
-for _module in ("planner.agents.milp.agent",):
-    with contextlib.suppress(ImportError):
-        importlib.import_module(_module)
 
 AGENT_NAMES: list[str] = list(AGENTS)
 

@@ -66,8 +66,10 @@ from typing import Any as AnyType
 
 import pulp
 
+from planner.agents.base import Outcome
 from planner.agents.deadline import earliest_deadline
 from planner.agents.explain import window_reason
+from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.milp.bound import volume_bound
 from planner.agents.milp.coarsen import (
     atom_count,
@@ -81,7 +83,6 @@ from planner.agents.milp.coarsen import (
 from planner.agents.milp.model import Item, build, read_back, warm_start
 from planner.agents.milp.smooth import smooth
 from planner.agents.milp.solvers import DEFAULT_BACKEND, get_backend
-from planner.agents.registry import GreedyAgent, Outcome, register
 from planner.core.compile import compile_reservation
 from planner.core.decision import Decision, Reason
 from planner.core.plan import Accepted, Allocation, Plan
@@ -385,4 +386,4 @@ def write_model(problem: pulp.LpProblem, path: str) -> None:
         problem.writeLP(path)
 
 
-register("milp", MilpAgent)
+

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pulp
 
-from rdl.errors import did_you_mean
+from rdl.registry import Registry
 
 STATUSES = ("optimal", "feasible", "infeasible", "timeout", "error")
 CP_SAT_SCALE = 10_000  # objective weights are scaled to integers for CP-SAT
@@ -208,16 +208,13 @@ def _integer_scale(values: list[float]) -> int:
     return scale
 
 
-BACKENDS: dict[str, Backend] = {"highs": solve_highs, "cbc": solve_cbc, "cpsat": solve_cpsat}
+BACKENDS: Registry[Backend] = Registry.of("solver", {"highs": solve_highs, "cbc": solve_cbc, "cpsat": solve_cpsat})
 DEFAULT_BACKEND = "highs"
 
 
 def get_backend(name: str) -> Backend:
-    """The backend of that name; an unknown name is an error listing the valid ones."""
-    if name not in BACKENDS:
-        hint = did_you_mean(name, list(BACKENDS))
-        raise KeyError(f"unknown solver `{name}`; choose one of {', '.join(BACKENDS)}" + (f" ({hint})" if hint else ""))
-    return BACKENDS[name]
+    """The backend of that name; an unknown name is an `UnknownName` listing the valid ones."""
+    return BACKENDS.get(name)
 
 
 def confirm_infeasible(problem: pulp.LpProblem, time_limit: float) -> bool:

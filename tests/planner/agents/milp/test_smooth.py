@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.milp.agent import MilpAgent
 from planner.agents.milp.smooth import changes, fewest_changes, neighbours, smooth
-from planner.agents.registry import GreedyAgent
 from planner.core.check import check_plan
 from planner.core.decision import allocation_json
 from planner.core.plan import Accepted, Allocation, Plan

@@ -1,0 +1,87 @@
+"""GREE and GREE-L as agents: each stage latest-and-tallest or flattest, all-or-nothing, within the user's share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from planner.agents.base import Outcome
+from planner.agents.explain import capacity_reason, clipped_reason, window_reason
+from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution
+from planner.core.compile import Instance, compile_reservation
+from planner.core.decision import Reason
+from planner.core.plan import Allocation, Plan
+from planner.core.policy import check, headroom
+from rdl.tree import Reservation
+
+
+@dataclass(frozen=True)
+class GreedyAgent:
+    """GREE (latest, tallest) or GREE-L (flattest over each stage's share), all-or-nothing."""
+
+    name: str
+    flat: bool
+    budget: int = DEFAULT_BUDGET
+
+    def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
+        instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
+        for instance in instances:
+            reason = window_reason(instance, plan, reservation)
+            if reason is not None:
+                return Outcome(None, reason)
+        limited = plan.policy.limited
+        user = reservation.user
+        free = plan.free()
+        if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it
+            free = np.minimum(free, headroom(plan.policy, user, plan.capacity, plan.used_by(user)))
+        outcome = self._search(plan, reservation, instances, free)
+        if not limited:
+            return outcome
+        if outcome.allocations is None:
+            unlimited = self._search(plan, reservation, instances, plan.free())
+            if unlimited.allocations is None:
+                return outcome
+            outcome = unlimited  # it fits the cluster, but not the user's share: say which limit
+        return self._within_policy(plan, reservation, outcome)
+
+    def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray) -> Outcome:
+        placer = Placer(free, plan.capacity, self.flat)
+        held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
+        placed: list[tuple[Instance, Solution]] = []
+        for instance in instances:
+            placer.budget, placer.failure = self.budget, None
+            search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
+                                      (instance.task.lo, instance.task.hi))
+            solution = next(search, None)
+            if solution is None:
+                reason = clipped_reason(instance, plan, reservation)
+                return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
+            held.append(search)
+            placed.append((instance, solution))
+        return Outcome(tuple(to_allocations(placed)))
+
+    @staticmethod
+    def _within_policy(plan: Plan, reservation: Reservation, outcome: Outcome) -> Outcome:
+        """The outcome, or a `policy` rejection naming the user's limit it would break."""
+        assert outcome.allocations is not None
+        added = plan.use_of(list(outcome.allocations))
+        user = reservation.user
+        violation = check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added)
+        if violation is None:
+            return outcome
+        return Outcome(None, Reason("policy", violation.message(plan.resources, plan.clock.origin, plan.clock.step)))
+
+
+def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
+    """Placements as allocations: one per atom, instance and start, in time order."""
+    allocations = []
+    for instance, solution in placed:
+        for placement in solution:
+            task = placement.task
+            for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(), strict=True):
+                allocations.append(Allocation(task.label, start, start + task.length, gangs * task.gang,
+                                              task.atom.bundle, instance.index))
+    return sorted(allocations, key=lambda a: (a.instance, a.start, a.atom))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -11,11 +11,18 @@ from pathlib import Path
 from rdl.cluster import Cluster, is_cluster_text, parse_cluster
 from rdl.errors import RDLError, RDLErrors, Span
 from rdl.forms import jsonform, yarn
+from rdl.registry import Registry
 from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 from rdl.validate import validate
 
-FORMATS = ("rdl", "json", "yarn", "cluster")
+# The reservation forms by name: each reads a file's text into its reservations (positioned RDLErrors otherwise).
+READERS: Registry[Callable[[str, str], list[Reservation]]] = Registry.of("format", {
+    "rdl": parse_text,
+    "json": jsonform.parse_json_text,
+    "yarn": lambda text, name: [yarn.parse_yarn_text(text, name)],
+})
+FORMATS = (*READERS, "cluster")
 SUFFIXES = {".rdl": "rdl", ".json": "json", ".yaml": "cluster", ".yml": "cluster"}
 
 
@@ -76,12 +83,8 @@ def read_file(path: Path, form: str | None = None) -> LoadedFile:
     try:
         if form == "cluster":
             loaded.cluster = parse_cluster(text, name)
-        elif form == "yarn":
-            loaded.reservations = [yarn.parse_yarn_text(text, name)]
-        elif form == "json":
-            loaded.reservations = jsonform.parse_json_text(text, name)
         else:
-            loaded.reservations = parse_text(text, name)
+            loaded.reservations = READERS.get(form)(text, name)
     except RDLErrors as errors:
         loaded.errors = errors.with_sources({name: text})
     return loaded

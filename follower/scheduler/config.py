@@ -282,10 +282,10 @@ class _Reader:
             data = {"rule": data}
         data = self.keys(data, path, RULE_KEYS)
         name = str(data.get("rule", ""))
-        if name not in RULES:
-            hint = did_you_mean(name, list(RULES))
-            self.bad(f"{path}.rule", f"unknown placement rule `{name}`; use one of {', '.join(RULES)}"
-                     + (f" ({hint})" if hint else ""))
+        try:
+            RULES.check(name)
+        except UnknownName as unknown:
+            self.bad(f"{path}.rule", str(unknown))
             return Rule("reject")
         nested = None
         if name == "nestedUserQueue":

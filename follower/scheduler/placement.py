@@ -20,13 +20,13 @@ follows one that always answers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from follower.scheduler.errors import QueueError
 from follower.scheduler.queues import ROOT, QueueTree
+from rdl.registry import Registry
 
-RULES = ("specified", "user", "primaryGroup", "secondaryGroupExistingQueue", "nestedUserQueue", "default", "reject")
 DEFAULT_QUEUE = "root.default"
 DOT = "_dot_"  # stands for `.` in a queue name made from a user, group or reservation name (YARN, YuniKorn)
 
@@ -125,18 +125,23 @@ class Placement:
 
 
 def _apply(rule: Rule, submission: Submission, tree: QueueTree) -> Placed | Refused | None:
-    if rule.name == "reject":
-        return Refused("the placement rule `reject` matched")
-    if rule.name == "specified":
-        return _specified(rule, submission, tree)
-    if rule.name == "secondaryGroupExistingQueue":
-        for group in submission.groups[1:]:
-            queue = tree.find(f"{rule.parent}.{clean(group)}")
-            if queue is not None and queue.is_leaf:
-                return Placed(queue.path, False, rule.name)
-        return None
-    if rule.name == "nestedUserQueue":
-        return _nested(rule, submission, tree)
+    """The rule's answer: a queue, a refusal, or None to pass the application on to the next rule."""
+    return RULES.get(rule.name)(rule, submission, tree)
+
+
+def _reject(rule: Rule, submission: Submission, tree: QueueTree) -> Refused:
+    return Refused("the placement rule `reject` matched")
+
+
+def _secondary_group(rule: Rule, submission: Submission, tree: QueueTree) -> Placed | None:
+    for group in submission.groups[1:]:
+        queue = tree.find(f"{rule.parent}.{clean(group)}")
+        if queue is not None and queue.is_leaf:
+            return Placed(queue.path, False, rule.name)
+    return None
+
+
+def _targeted(rule: Rule, submission: Submission, tree: QueueTree) -> Placed | None:
     target = _target(rule, submission)
     return None if target is None else _leaf(target, rule.create, rule.name, tree)
 
@@ -200,3 +205,10 @@ def _creatable(path: str, tree: QueueTree) -> bool:
         if ancestor is not None:
             return not ancestor.is_leaf
     return True
+
+
+RULES: Registry[Callable[[Rule, Submission, QueueTree], Placed | Refused | None]] = Registry.of("placement rule", {
+    "specified": _specified, "user": _targeted, "primaryGroup": _targeted,
+    "secondaryGroupExistingQueue": _secondary_group, "nestedUserQueue": _nested, "default": _targeted,
+    "reject": _reject,
+})

@@ -13,14 +13,15 @@ from typing import Any as AnyType
 
 from planner.api.errors import ApiError
 from rdl.cluster import Cluster
-from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
+from rdl.errors import RDLError, RDLErrors, Span
 from rdl.forms import jsonform, yarn
+from rdl.load import READERS
+from rdl.registry import UnknownName
 from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 from rdl.validate import validate
 
 SOURCE = "<request>"
-FORMATS = ("rdl", "json", "yarn")
 CONTENT_TYPES = {"text/plain": "rdl", "text/x-rdl": "rdl", "application/x-rdl": "rdl", "application/json": "json"}
 
 
@@ -40,10 +41,10 @@ def decode(body: bytes, consequence: str) -> str:
 def body_format(content_type: str | None, chosen: str | None, text: str) -> str:
     """The form of a body: `?format=` if given, else by Content-Type, else JSON if it looks like JSON."""
     if chosen is not None:
-        if chosen not in FORMATS:
-            raise ApiError(422, "input", f"unknown format `{chosen}`; choose one of {', '.join(FORMATS)}",
-                           did_you_mean(chosen, FORMATS))
-        return chosen
+        try:
+            return READERS.check(chosen)
+        except UnknownName as unknown:
+            raise ApiError(422, "input", unknown.message, unknown.hint) from None
     media = (content_type or "").split(";")[0].strip().lower()
     if media in CONTENT_TYPES:
         return CONTENT_TYPES[media]

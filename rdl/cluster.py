@@ -1,23 +1,24 @@
 """The cluster file: plan origin, step, horizon, capacity (or node groups) and known capacity changes.
 
-Read through YAML's node graph rather than plain `safe_load` so that every error names
-its `FILE:LINE:COL`, and so that YAML's own guesses (timestamps, sexagesimal numbers)
-never change what the user wrote.
+Read through the positioned reader (`rdl.config`), so every error names its `FILE:LINE:COL`;
+the sharing policy (`policies:`) is checked here too, with positions, so a file that passes
+`rayon check` is one every command can plan on.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 
 import yaml
 
 from rdl import units
-from rdl.errors import ErrorSink, Span, did_you_mean
+from rdl.config import ConfigReader
+from rdl.errors import Span, did_you_mean
+from rdl.policy import check_policy
 from rdl.tree import Resources
 
 DEFAULT_STEP = 60
@@ -75,77 +76,22 @@ class Cluster:
         return Resources.of(peak)
 
 
-class _Reader:
-    """Turns the YAML node graph into a Cluster, collecting positioned errors."""
-
-    def __init__(self, file: str):
-        self.file = file
-        self.sink = ErrorSink()
-
-    def span(self, node: yaml.Node) -> Span:
-        return Span(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
-
-    def mapping(self, node: yaml.Node, what: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-        if not isinstance(node, yaml.MappingNode):
-            self.sink.add(self.span(node), f"{what} must be a mapping of `key: value`")
-            return {}
-        entries: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-        for key, value in node.value:
-            name = str(key.value)
-            if name in entries:
-                self.sink.add(self.span(key), f"`{name}` is given twice in {what}")
-            entries[name] = (key, value)
-        return entries
-
-    def scalar(self, node: yaml.Node, parse: Callable[[str], object], what: str) -> object:
-        if not isinstance(node, yaml.ScalarNode):
-            self.sink.add(self.span(node), f"{what} must be a single value")
-            return None
-        try:
-            return parse(str(node.value))
-        except ValueError as exc:
-            self.sink.add(self.span(node), f"{what}: {exc}")
-            return None
-
-    def resources(self, node: yaml.Node, what: str) -> Resources | None:
-        return self.resource_entries(self.mapping(node, what), what)
-
-    def resource_entries(self, entries: dict[str, tuple[yaml.Node, yaml.Node]], what: str) -> Resources | None:
-        values = {}
-        for name, (_, value) in entries.items():
-            quantity = self.scalar(value, partial(units.parse_quantity, name), f"`{name}`")
-            if isinstance(quantity, float):
-                if quantity <= 0:
-                    self.sink.add(self.span(value), f"`{name}` in {what} must be positive, got {value.value}")
-                values[name] = quantity
-        return Resources.of(values) if values else None
-
-    def time(self, node: yaml.Node, start: datetime | None, what: str) -> datetime | None:
-        def parse(text: str) -> datetime:
-            if text.startswith("+"):
-                if start is None:
-                    raise ValueError("a relative time needs a valid `start`")
-                return start + timedelta(seconds=units.parse_relative(text))
-            return units.parse_instant(text)
-
-        value = self.scalar(node, parse, what)
-        return value if isinstance(value, datetime) else None
-
-    def node_groups(self, node: yaml.Node) -> tuple[NodeGroup, ...]:
-        if not isinstance(node, yaml.SequenceNode) or not node.value:
-            self.sink.add(self.span(node), "`nodes` must be a list of `{name, count, <resources>}`")
-            return ()
-        groups = []
-        for index, item in enumerate(node.value):
-            entries = self.mapping(item, f"node group {index + 1}")
-            name_entry = entries.pop("name", None)
-            name = str(name_entry[1].value) if name_entry else f"group{index + 1}"
-            count_entry = entries.pop("count", None)
-            count = self.scalar(count_entry[1], _positive_int, "`count`") if count_entry else 1
-            size = self.resource_entries(entries, f"node group `{name}`")
-            if size is not None and isinstance(count, int):
-                groups.append(NodeGroup(name, count, size))
-        return tuple(groups)
+def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:
+    """`nodes: [{name, count, <resources>}, ...]` as node groups."""
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        reader.sink.add(reader.span(node), "`nodes` must be a list of `{name, count, <resources>}`")
+        return ()
+    groups = []
+    for index, item in enumerate(node.value):
+        entries = dict(reader.mapping(item, f"node group {index + 1}"))
+        name_entry = entries.pop("name", None)
+        name = str(name_entry[1].value) if name_entry else f"group{index + 1}"
+        count_entry = entries.pop("count", None)
+        count = reader.scalar(count_entry[1], _positive_int, "`count`") if count_entry else 1
+        size = reader.resource_entries(entries, f"node group `{name}`")
+        if size is not None and isinstance(count, int):
+            groups.append(NodeGroup(name, count, size))
+    return tuple(groups)
 
 
 def _positive_int(text: str) -> int:
@@ -166,19 +112,9 @@ def positive_duration(text: str) -> float:
 def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     """Parse and validate a cluster file; raises RDLErrors naming every problem."""
     sources = {file: text}
-    reader = _Reader(file)
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        span = Span(file, mark.line + 1, mark.column + 1) if mark else Span(file)
-        reader.sink.add(span, f"not valid YAML: {getattr(exc, 'problem', exc)}")
-        reader.sink.raise_if_any(sources)
-        raise AssertionError("unreachable") from None
-    if root is None:
-        reader.sink.add(Span(file, 1, 1), "the cluster file is empty",
-                        expected="`start`, `step`, `horizon`, `capacity`")
-        reader.sink.raise_if_any(sources)
+    reader = ConfigReader(file)
+    root = reader.compose(text, "the cluster file", "`start`, `step`, `horizon`, `capacity`")
+    reader.sink.raise_if_any(sources)
     assert root is not None
     entries = reader.mapping(root, "the cluster file")
     for name, (key, _) in entries.items():
@@ -201,10 +137,10 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
             reader.sink.add(reader.span(entries["horizon"][1]), "`horizon` must be at least one step")
     policies: dict[str, object] = {}
     if "policies" in entries:
-        try:
-            policies = yaml.safe_load(yaml.serialize(entries["policies"][1])) or {}
-        except yaml.YAMLError as exc:  # a tag safe_load refuses, such as `!!python/object`
-            reader.sink.add(reader.span(entries["policies"][1]), f"`policies`: {getattr(exc, 'problem', exc)}")
+        node = entries["policies"][1]
+        policies = reader.plain(node, "`policies`")
+        if isinstance(step, float) and step == int(step) and step > 0:
+            check_policy(policies, int(step), file, reader.locator(node, "policies"), reader.sink)
     reader.sink.raise_if_any(sources)
     assert start is not None and capacity is not None
     assert isinstance(step, float | int) and isinstance(horizon, float | int)
@@ -212,13 +148,13 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
                    changes=changes, policies=policies)
 
 
-def _capacity(reader: _Reader, entries: dict, file: str) -> tuple[Resources | None, tuple[NodeGroup, ...]]:
+def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources | None, tuple[NodeGroup, ...]]:
     if "capacity" in entries and "nodes" in entries:
         reader.sink.add(reader.span(entries["nodes"][0]), "give either `capacity` or `nodes`, not both")
     if "capacity" in entries:
         return reader.resources(entries["capacity"][1], "`capacity`"), ()
     if "nodes" in entries:
-        groups = reader.node_groups(entries["nodes"][1])
+        groups = node_groups(reader, entries["nodes"][1])
         total: dict[str, float] = {}
         for group in groups:
             for name, value in group.size.items():
@@ -229,7 +165,7 @@ def _capacity(reader: _Reader, entries: dict, file: str) -> tuple[Resources | No
     return None, ()
 
 
-def _changes(reader: _Reader, entries: dict, start: datetime | None,
+def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
              capacity: Resources | None) -> tuple[CapacityChange, ...]:
     if "changes" not in entries:
         return ()
@@ -237,7 +173,7 @@ def _changes(reader: _Reader, entries: dict, start: datetime | None,
     if not isinstance(node, yaml.SequenceNode):
         reader.sink.add(reader.span(node), "`changes` must be a list of `{at: TIME, capacity: {...}}`")
         return ()
-    changes = []
+    stated = []
     for item in node.value:
         fields = reader.mapping(item, "a capacity change")
         if "at" not in fields or "capacity" not in fields:
@@ -249,10 +185,15 @@ def _changes(reader: _Reader, entries: dict, start: datetime | None,
             for name in new:
                 if name not in capacity:
                     reader.sink.add(reader.span(fields["capacity"][1]), f"the cluster has no resource `{name}`",
-                                    expected="one of " + ", ".join(capacity))
+                                    expected="one of " + ", ".join(capacity), hint=did_you_mean(name, capacity))
         if at is not None and new is not None:
-            changes.append(CapacityChange(at, Resources.of({**dict(capacity or {}), **dict(new)})))
-    return tuple(sorted(changes, key=lambda c: c.at))
+            stated.append((at, new))
+    # In time order, a change sets what it names; every other resource keeps the value it had just before.
+    changes, current = [], dict(capacity or {})
+    for at, new in sorted(stated, key=lambda change: change[0]):
+        current = {**current, **dict(new)}
+        changes.append(CapacityChange(at, Resources.of(current)))
+    return tuple(changes)
 
 
 def load_cluster(path: str | Path) -> Cluster:

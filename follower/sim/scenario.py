@@ -47,8 +47,8 @@ from follower.sim.workloads.swf import SwfParams, read_swf
 from follower.sim.workloads.synthetic import UWFQ_SCENARIOS, SyntheticParams, generate_synthetic
 from planner.agents.registry import AGENTS, DEFAULT_AGENT
 from rdl import units
-from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, parse_cluster, positive_duration
-from rdl.errors import Span, did_you_mean
+from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, node_groups, parse_cluster, positive_duration
+from rdl.errors import did_you_mean
 
 KEYS = ("name", "seed", "start", "duration", "agent", "policy", "cluster", "workload", "scheduler", "follower")
 CLUSTER_KEYS = ("nodes", "step", "horizon", "failures", "policies")
@@ -204,7 +204,7 @@ def parse_scenario(text: str, file: str = "<scenario>", folder: Path | None = No
                    policies: tuple[str, ...] = POLICIES) -> Scenario:
     """Parse a scenario's text; trace files are found relative to `folder` (default: the current one)."""
     reader = Reader(file, folder or Path.cwd())
-    root = _compose(reader, text)
+    root = reader.compose(text, "the scenario file", "`cluster` and `workload`")
     entries = reader.mapping(root, "the scenario") if root is not None else {}
     for name, (key, _) in entries.items():
         if name not in KEYS:
@@ -239,19 +239,6 @@ def _section(reader: Reader, entries: dict[str, tuple[yaml.Node, yaml.Node]], ke
     return Section(reader.plain(entries[key][1], f"`{key}`"), entries[key][1], reader.file)
 
 
-def _compose(reader: Reader, text: str) -> yaml.Node | None:
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        span = Span(reader.file, mark.line + 1, mark.column + 1) if mark else Span(reader.file)
-        reader.sink.add(span, f"not valid YAML: {getattr(exc, 'problem', exc)}")
-        return None
-    if root is None:
-        reader.sink.add(Span(reader.file, 1, 1), "the scenario file is empty", expected="`cluster` and `workload`")
-    return root
-
-
 def _cluster(reader: Reader, node: yaml.Node) -> ClusterSpec | None:
     entries = reader.mapping(node, "`cluster`")
     for name, (key, _) in entries.items():
@@ -261,7 +248,7 @@ def _cluster(reader: Reader, node: yaml.Node) -> ClusterSpec | None:
     if reader.required(entries, ("nodes",), node, "`cluster`"):
         value = entries["nodes"][1]
         from_trace = isinstance(value, yaml.ScalarNode) and value.value == FROM_TRACE
-        nodes = None if from_trace else reader.node_groups(value)
+        nodes = None if from_trace else node_groups(reader, value)
         reader.nodes = nodes or ()  # container sizes in the workload are checked against them
     step = reader.scalar(entries["step"][1], _whole_seconds, "`step`") if "step" in entries else DEFAULT_STEP
     horizon = reader.scalar(entries["horizon"][1], _whole_seconds, "`horizon`") if "horizon" in entries \

@@ -20,7 +20,6 @@ from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
 from planner.agents.registry import AGENTS, DEFAULT_AGENT, get_agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision
-from planner.core.policy import parse_policy
 from rdl import units
 from rdl.cli import NameParam, RayonCommand, TimeParam, read_cluster
 from rdl.cluster import Cluster
@@ -129,7 +128,6 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
     """
     cluster = read_cluster(cluster_path)
     assert cluster is not None
-    parse_policy(cluster.policies, cluster.step, cluster_path)
     if now is not None and not cluster.start <= now < cluster.end:
         raise RayonError(f"--now {units.format_instant(now)} is outside the plan "
                          f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "

@@ -19,9 +19,10 @@ from typing import Any as AnyType
 
 import numpy as np
 
-from planner.core.policy import average_violation, instantaneous_violation, parse_policy
+from planner.core.policy import average_violation, instantaneous_violation
 from rdl import units
 from rdl.cluster import Cluster
+from rdl.policy import parse_policy
 from rdl.shape import lease_count, lease_steps
 from rdl.tree import Atom, Expr, Order, Reservation, Window, atom_label, child_path, labelled_atoms
 

@@ -13,8 +13,9 @@ from datetime import datetime
 import numpy as np
 
 from planner.core.compile import Clock
-from planner.core.policy import check, parse_policy
+from planner.core.policy import check
 from rdl.cluster import Cluster
+from rdl.policy import parse_policy
 from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation, Resources
 

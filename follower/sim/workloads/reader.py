@@ -1,6 +1,6 @@
 """Read parameter dataclasses from YAML nodes, collecting errors that name `FILE:LINE:COL`.
 
-Builds on the cluster file's reader (`rdl.cluster`): the same node-graph reading, so YAML's
+Builds on the one positioned YAML reader (`rdl.config`): the same node-graph reading, so YAML's
 own guesses (timestamps, sexagesimal numbers) never change what the user wrote, and every
 value keeps its position. A field's metadata (`follower.sim.workloads.fields`) says how its
 value reads; unknown keys get a "did you mean".
@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 from rdl import units
-from rdl.cluster import NodeGroup, _Reader
+from rdl.cluster import NodeGroup
+from rdl.config import ConfigReader
 from rdl.errors import did_you_mean
 from rdl.syntax.printer import format_resources
 from rdl.tree import Resources
@@ -26,24 +27,13 @@ BAD = object()  # a value that failed to read (and was reported)
 TRUE, FALSE = ("true", "yes", "on"), ("false", "no", "off")
 
 
-class Reader(_Reader):
-    """The cluster reader, plus typed parameters, lists and files relative to the scenario's folder."""
+class Reader(ConfigReader):
+    """The positioned reader, plus typed parameters, lists and files relative to the scenario's folder."""
 
     def __init__(self, file: str, folder: Path):
         super().__init__(file)
         self.folder = folder
-        self.read: dict[int, dict[str, tuple[yaml.Node, yaml.Node]]] = {}
         self.nodes: tuple[NodeGroup, ...] = ()  # when known: container sizes are checked against them
-
-    def mapping(self, node: yaml.Node, what: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-        """The entries of a mapping node, read (and its duplicate keys reported) once however often asked."""
-        if id(node) not in self.read:
-            self.read[id(node)] = super().mapping(node, what)
-        return self.read[id(node)]
-
-    def unknown(self, key: yaml.Node, name: str, known: tuple[str, ...] | list[str], what: str) -> None:
-        self.sink.add(self.span(key), f"unknown key `{name}` in {what}", expected="one of " + ", ".join(known),
-                      hint=did_you_mean(name, list(known)))
 
     def params(self, node: yaml.Node, cls: type, what: str, skip: tuple[str, ...] = ()) -> Any:
         """The dataclass `cls` from a mapping of its fields; BAD when anything in it failed."""
@@ -146,26 +136,6 @@ class Reader(_Reader):
             raise ValueError(f"no such file: {resolved}")
         return str(resolved.resolve())
 
-    def plain(self, node: yaml.Node, what: str) -> dict[str, Any]:
-        """A section as plain data (for another loader), refusing tags that `safe_load` refuses."""
-        try:
-            data = yaml.safe_load(yaml.serialize(node))
-        except yaml.YAMLError as exc:
-            self.sink.add(self.span(node), f"{what}: {getattr(exc, 'problem', exc)}")
-            return {}
-        if data is None:
-            return {}
-        if not isinstance(data, dict):
-            self.sink.add(self.span(node), f"{what} must be a mapping of `key: value`")
-            return {}
-        return data
-
-    def required(self, entries: Mapping[str, Any], names: tuple[str, ...], node: yaml.Node, what: str) -> bool:
-        """Whether every name is present; reports the missing ones at the mapping."""
-        missing = [name for name in names if name not in entries]
-        for name in missing:
-            self.sink.add(self.span(node), f"{what} needs `{name}`")
-        return not missing
 
 
 def _duration(text: str) -> float:

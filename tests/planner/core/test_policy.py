@@ -10,20 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core.policy import (
-    AVERAGE,
-    INSTANTANEOUS,
-    NO_OVERCOMMIT,
-    SharingPolicy,
-    Violation,
-    average_violation,
-    check,
-    headroom,
-    instantaneous_violation,
-    parse_policy,
-)
+from planner.core.policy import Violation, average_violation, check, headroom, instantaneous_violation
 from rdl.cluster import parse_cluster
 from rdl.errors import RDLErrors
+from rdl.policy import AVERAGE, INSTANTANEOUS, NO_OVERCOMMIT, SharingPolicy, parse_policy
 
 ORIGIN = datetime(2026, 11, 23, tzinfo=UTC)
 MINUTE = 60

@@ -1,0 +1,50 @@
+"""The cluster file: checked as strictly as RDL, with positions; capacity changes keep what they do not name."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from rdl.cluster import parse_cluster
+from rdl.errors import RDLErrors
+
+BASE = "start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 7d\ncapacity: {memory: 100GiB, vcores: 10}\n"
+
+
+def errors_of(text: str) -> list[str]:
+    with pytest.raises(RDLErrors) as caught:
+        parse_cluster(text, "cluster.yaml")
+    return [error.headline() for error in caught.value.errors]
+
+
+def test_a_share_over_100_percent_is_refused_where_it_is_written() -> None:
+    (message,) = errors_of(BASE + "policies:\n  user_limits:\n    instantaneous: 200%\n")
+    assert message.startswith("cluster.yaml:7:20: `policies.user_limits.instantaneous` must be a share from 0% to 100%")
+
+
+def test_a_policy_error_inside_a_user_override_points_at_that_user() -> None:
+    text = BASE + "policies:\n  user_limits:\n    window: 24h\n    users:\n      alice: {average: 2}\n"
+    (message,) = errors_of(text)
+    assert message.startswith("cluster.yaml:9:24: `policies.user_limits.users.alice.average`")
+
+
+def test_an_unknown_policy_key_suggests_the_right_one() -> None:
+    (message,) = errors_of(BASE + "policies:\n  user_limit:\n    instantaneous: 50%\n")
+    assert message.startswith("cluster.yaml:6:3: `policies.user_limit` is not a policy setting")
+    assert "did you mean `user_limits`?" in message
+
+
+def test_partial_capacity_changes_keep_the_resources_they_do_not_name() -> None:
+    text = BASE + ("changes:\n"
+                   "  - {at: +2d, capacity: {memory: 50GiB}}\n"
+                   "  - {at: +1d, capacity: {vcores: 5}}\n"
+                   "  - {at: +3d, capacity: {vcores: 8}}\n")
+    cluster = parse_cluster(text, "cluster.yaml")
+    day = 86400
+    start = datetime(2026, 11, 23, tzinfo=UTC)
+    assert [(int((c.at - start).total_seconds()) // day, dict(c.capacity)) for c in cluster.changes] == [
+        (1, {"memory": 100 * 1024, "vcores": 5.0}),
+        (2, {"memory": 50 * 1024, "vcores": 5.0}),
+        (3, {"memory": 50 * 1024, "vcores": 8.0}),
+    ]

@@ -19,6 +19,7 @@ from rdl import units
 from rdl.config import ConfigReader
 from rdl.errors import Span, did_you_mean
 from rdl.policy import check_policy
+from rdl.source import read_text
 from rdl.tree import Resources
 
 DEFAULT_STEP = 60
@@ -199,7 +200,7 @@ def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
 def load_cluster(path: str | Path) -> Cluster:
     """Read and validate a cluster file."""
     path = Path(path)
-    return parse_cluster(path.read_text(), str(path))
+    return parse_cluster(read_text(path), str(path))
 
 
 def is_cluster_text(text: str) -> bool:

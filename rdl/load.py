@@ -9,9 +9,10 @@ from datetime import datetime
 from pathlib import Path
 
 from rdl.cluster import Cluster, is_cluster_text, parse_cluster
-from rdl.errors import RDLError, RDLErrors, Span
+from rdl.errors import RDLError, RDLErrors
 from rdl.forms import jsonform, yarn
 from rdl.registry import Registry
+from rdl.source import read_text
 from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 from rdl.validate import validate
@@ -75,9 +76,9 @@ def read_file(path: Path, form: str | None = None) -> LoadedFile:
     """Parse one file (validation comes later, when the cluster is known)."""
     name = str(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        return LoadedFile(name, form or "rdl", errors=RDLErrors([RDLError(Span(name), f"cannot read: {exc.strerror}")]))
+        text = read_text(path)
+    except RDLErrors as errors:
+        return LoadedFile(name, form or "rdl", errors=errors)
     form = form or detect_format(path, text)
     loaded = LoadedFile(name, form, text)
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any as AnyType
 
 import click
@@ -35,6 +34,7 @@ from planner.cli.store import json_option, opened, state_option
 from rdl import units
 from rdl.cli import RayonCommand, TimeParam
 from rdl.shape import step_floor
+from rdl.source import read_text
 from rdl.table import format_table
 
 FORMATS = ("table", "json", "yunikorn")
@@ -91,7 +91,7 @@ def follow_command(start: datetime | None, end: datetime | None, every: int, cha
     chosen = _output(output, as_json)
     follower = Follower(plan_queue, default_queue, round_steps=every, max_policy=max_policy)
     names = dict(_rename(r) for r in renames)
-    base = yunikorn.load_base(Path(base_path).read_text(), base_path) if base_path else None
+    base = yunikorn.load_base(read_text(base_path), base_path) if base_path else None
     with opened(state_path) as store:
         view = PlanView(store.load_plan())
         start = start or store.now()

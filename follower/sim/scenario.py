@@ -49,6 +49,7 @@ from planner.agents.registry import AGENTS, DEFAULT_AGENT
 from rdl import units
 from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, node_groups, parse_cluster, positive_duration
 from rdl.errors import did_you_mean
+from rdl.source import read_text
 
 KEYS = ("name", "seed", "start", "duration", "agent", "policy", "cluster", "workload", "scheduler", "follower")
 CLUSTER_KEYS = ("nodes", "step", "horizon", "failures", "policies")
@@ -197,7 +198,7 @@ def _seed(text: str) -> int:
 def load_scenario(path: str | Path, policies: tuple[str, ...] = POLICIES) -> Scenario:
     """Read and check a scenario file; raises RDLErrors naming every problem with `FILE:LINE:COL`."""
     path = Path(path)
-    return parse_scenario(path.read_text(), str(path), path.parent, policies)
+    return parse_scenario(read_text(path), str(path), path.parent, policies)
 
 
 def parse_scenario(text: str, file: str = "<scenario>", folder: Path | None = None,

@@ -13,7 +13,6 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import Any as AnyType
 
 import click
@@ -39,6 +38,7 @@ from planner.store.facade import (
 from rdl import units
 from rdl.cli import NameParam, RayonCommand, TimeParam
 from rdl.errors import RayonError, RDLErrors
+from rdl.source import read_text
 from rdl.table import format_table
 
 
@@ -78,7 +78,7 @@ def record_json(record: Record, store: Store) -> dict[str, AnyType]:
 @state_option
 def init_command(cluster_path: str, force: bool, state_path: str | None) -> None:
     """Create the plan store from a cluster file."""
-    text = Path(cluster_path).read_text()
+    text = read_text(cluster_path)
     with opened(state_path, check_version=not force) as store:
         cluster = store.init(text, cluster_path, force=force)
         click.echo(f"initialised {store.where}: {cluster.steps} steps of {units.format_duration(cluster.step)} "

@@ -24,12 +24,10 @@ from follower.follow.follower import (
     Follower,
     FollowerError,
     PlanView,
-    QueueTarget,
-    Round,
-    format_amount,
-    format_vector,
     get_max_policy,
 )
+from follower.follow.rounds import QueueTarget, Round
+from follower.follow.text import format_amount, format_vector
 from planner.cli.store import json_option, opened, state_option
 from rdl import units
 from rdl.cli import RayonCommand, TimeParam

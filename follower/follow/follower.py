@@ -32,19 +32,17 @@ convert to and from the scheduler's `Resources` at that boundary (`SCHEDULER_MEM
 
 from __future__ import annotations
 
-import functools
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
-from typing import Any as AnyType
+from typing import Protocol
 
 import numpy as np
 
+from follower.follow.rounds import Action, QueueTarget, Round
+from follower.follow.text import format_vector, settings_text
 from follower.scheduler.placement import reservation_queue
 from follower.scheduler.resources import Resources as Quantities
-from planner.agents.registry import DEFAULT_AGENT
 from planner.core.compile import compile_reservation
 from planner.core.plan import Accepted, Plan
 from rdl import units
@@ -52,9 +50,6 @@ from rdl.errors import RayonError, did_you_mean
 from rdl.shape import step_ceil, step_floor
 from rdl.summary import span
 from rdl.tree import Resources
-
-if TYPE_CHECKING:
-    from planner.store.facade import CapacityReport, Store
 
 PLAN_QUEUE = "root.plan"
 DEFAULT_QUEUE = "default"
@@ -138,78 +133,6 @@ def from_scheduler(resources: Mapping[str, float], names: Iterable[str]) -> Reso
 
 def _memory_factor(name: str) -> float:
     return SCHEDULER_MEMORY_FACTOR if name == units.MEMORY else 1
-
-
-@dataclass(frozen=True, slots=True)
-class QueueTarget:
-    """What one queue the follower manages should be this round.
-
-    `kind` is `plan` (the plan queue), `default` (the plan's default queue) or `reservation`;
-    `planned` is what the plan alone gives the queue, before scaling down for lost capacity.
-    """
-
-    path: str
-    kind: str
-    reservation: str | None
-    guaranteed: Resources
-    maximum: Resources | None
-    planned: Resources
-
-    def to_json(self) -> dict[str, AnyType]:
-        return {"queue": self.path, "kind": self.kind, "reservation": self.reservation,
-                "guaranteed": vector_json(self.guaranteed),
-                "max": None if self.maximum is None else vector_json(self.maximum),
-                "planned": vector_json(self.planned)}
-
-
-@dataclass(frozen=True, slots=True)
-class Round:
-    """The queues the plan wants at one time, and what happened since the previous round."""
-
-    time: datetime
-    step: int
-    plan_capacity: Resources  # the plan's capacity at this step
-    capacity: Resources  # what the cluster really has (the plan's capacity unless told otherwise)
-    reserved: Resources  # what the active reservations hold now, before scaling
-    plan: QueueTarget
-    default: QueueTarget
-    reservations: tuple[QueueTarget, ...]  # by reservation name
-    ended: tuple[str, ...]  # reservations whose window closed since the previous round
-    scale: float  # applied to every reservation queue: 1.0 unless over-committed
-
-    @property
-    def overcommitted(self) -> bool:
-        """Whether the reservations active now need more than the cluster really has."""
-        return self.scale < 1.0
-
-    @property
-    def queues(self) -> tuple[QueueTarget, ...]:
-        """Every queue the round wants, parents first: the plan queue, its default queue, the reservations."""
-        return (self.plan, self.default, *self.reservations)
-
-    def settings(self) -> tuple[tuple[str, Resources, Resources | None], ...]:
-        """What a scheduler is told this round (path, guaranteed, max): equal settings, equal configuration."""
-        return tuple((q.path, q.guaranteed, q.maximum) for q in self.queues)
-
-    def to_json(self) -> dict[str, AnyType]:
-        return {"time": units.format_instant(self.time), "step": self.step,
-                "plan_capacity": vector_json(self.plan_capacity), "capacity": vector_json(self.capacity),
-                "reserved": vector_json(self.reserved), "overcommitted": self.overcommitted,
-                "scale": self.scale, "ended": list(self.ended), "queues": [q.to_json() for q in self.queues]}
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """One call the follower made on the scheduler: `create`, `set`, `move`, `kill`, `remove`, `scale`, `replan`."""
-
-    kind: str
-    queue: str
-    application: str | None = None
-    detail: str = ""
-
-    def __str__(self) -> str:
-        subject = self.queue if self.application is None else f"{self.application} in {self.queue}"
-        return f"{self.kind} {subject}" + (f": {self.detail}" if self.detail else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,7 +334,7 @@ class Follower:
             maximum = None if target.maximum is None else to_scheduler(target.maximum)
             control.ensure_queue(target.path, to_scheduler(target.guaranteed), maximum)
             kind = "create" if target.kind != "plan" and target.path not in existing else "set"
-            actions.append(Action(kind, target.path, detail=_describe(target)))
+            actions.append(Action(kind, target.path, detail=settings_text(target.guaranteed, target.maximum)))
         wanted = {target.path for target in round.queues}
         for path in sorted(existing - wanted):
             actions.extend(self._retire(path, round, control))
@@ -449,19 +372,6 @@ class Follower:
         return actions
 
 
-def store_replanner(store: Store, agent: str = DEFAULT_AGENT) -> Callable[[Round], CapacityReport]:
-    """A `replan` callback: tell the store what the cluster really has from the round on, which adapts the plan.
-
-    The store keeps the reservations that still fit, moves those it can and only then drops some,
-    lowest priority first (`Store.set_capacity`). Follow the re-loaded plan afterwards.
-    """
-
-    def replan(round: Round) -> CapacityReport:
-        return store.set_capacity(max(round.time, store.now()), dict(round.capacity.items()), agent=agent)
-
-    return replan
-
-
 def _scale(reserved: np.ndarray, usable: np.ndarray) -> float:
     """The largest factor (at most 1) by which the reservations fit what the cluster has."""
     over = reserved > usable * (1 + TOLERANCE) + TOLERANCE
@@ -486,30 +396,3 @@ def _children(paths: Iterable[str], parent: str) -> list[str]:
     """The paths directly below `parent` (the scheduler may list deeper ones too)."""
     prefix = parent + "."
     return [p for p in paths if p.startswith(prefix) and "." not in p[len(prefix):]]
-
-
-def vector_json(resources: Mapping[str, float]) -> dict[str, int | float]:
-    """A resource vector for JSON, in plan units (memory in MiB); whole amounts as integers."""
-    return {name: int(value) if float(value).is_integer() else value for name, value in resources.items()}
-
-
-def format_amount(name: str, value: float) -> str:
-    """One quantity for people: `4GiB`, `20`, `0`; scaled ones to at most three decimals."""
-    tidy = float(round(value)) if math.isclose(value, round(value), abs_tol=1e-6) else round(value, 3)
-    return units.format_quantity(name, tidy) if tidy else "0"
-
-
-def format_vector(resources: Mapping[str, float]) -> str:
-    """`{memory: 4GiB, vcores: 2}` for people."""
-    return "{" + ", ".join(f"{k}: {format_amount(k, v)}" for k, v in resources.items()) + "}"
-
-
-def _describe(target: QueueTarget) -> str:
-    return _settings_text(target.guaranteed, target.maximum)
-
-
-@functools.lru_cache(maxsize=4096)
-def _settings_text(guaranteed: Resources, maximum: Resources | None) -> str:
-    """Rounds repeat the same settings step after step (the simulator runs thousands): format each once."""
-    limit = "no max" if maximum is None else f"max {format_vector(maximum)}"
-    return f"guaranteed {format_vector(guaranteed)}, {limit}"

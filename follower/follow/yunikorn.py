@@ -30,7 +30,8 @@ from typing import Any as AnyType
 
 import yaml
 
-from follower.follow.follower import MEBIBYTE, FollowerError, QueueTarget, Round
+from follower.follow.follower import MEBIBYTE, FollowerError
+from follower.follow.rounds import QueueTarget, Round
 from rdl import units
 
 SORT_POLICIES = ("fifo", "fair")  # `stateaware` is deprecated since YuniKorn 1.5 and an alias of fifo from 1.6

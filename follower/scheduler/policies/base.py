@@ -11,12 +11,31 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from follower.scheduler.applications import Application
-from follower.scheduler.queues import Queue
 from follower.scheduler.ranking import Ranked
 from follower.scheduler.resources import Resources
+
+
+class LeafSettings(Protocol):
+    """The settings of a leaf queue that a policy reads."""
+
+    @property
+    def priority_sort(self) -> bool: ...
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+
+
+class LeafQueue(Protocol):
+    """What a policy reads of its leaf queue; declared here so the policies stay below the queue tree."""
+
+    @property
+    def settings(self) -> LeafSettings: ...
+
+    @property
+    def guaranteed(self) -> Resources: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +56,7 @@ class Ordering(ABC):
     name: ClassVar[str]
     options: ClassVar[tuple[str, ...]] = ()  # keys this policy reads from the queue's policy options
 
-    def __init__(self, queue: Queue, context: PolicyContext) -> None:
+    def __init__(self, queue: LeafQueue, context: PolicyContext) -> None:
         self.queue = queue
         self.context = context
 
@@ -81,7 +100,7 @@ class Ordering(ABC):
 class KeyOrdering(Ordering):
     """An ordering by a sort key; priority first when the queue enables it; ties by application id."""
 
-    def __init__(self, queue: Queue, context: PolicyContext) -> None:
+    def __init__(self, queue: LeafQueue, context: PolicyContext) -> None:
         super().__init__(queue, context)
         self.ranked: Ranked[Application] = Ranked(self._full_key, lambda app: app.id, schedulable)
 

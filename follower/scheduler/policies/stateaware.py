@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from follower.scheduler.applications import Application, AppState
-from follower.scheduler.policies.base import Ordering, PolicyContext, schedulable
-from follower.scheduler.queues import Queue
+from follower.scheduler.policies.base import LeafQueue, Ordering, PolicyContext, schedulable
 from follower.scheduler.ranking import Ranked
 
 
@@ -24,7 +23,7 @@ class StateAware(Ordering):
 
     name = "stateaware"
 
-    def __init__(self, queue: Queue, context: PolicyContext) -> None:
+    def __init__(self, queue: LeafQueue, context: PolicyContext) -> None:
         super().__init__(queue, context)
         self.running: Ranked[Application] = Ranked(self._key, lambda app: app.id, schedulable)
         self.starting: Ranked[Application] = Ranked(self._age, lambda app: app.id)

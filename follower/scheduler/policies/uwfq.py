@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from follower.scheduler.applications import Application
-from follower.scheduler.policies.base import KeyOrdering, PolicyContext
-from follower.scheduler.queues import Queue
+from follower.scheduler.policies.base import KeyOrdering, LeafQueue, PolicyContext
 from rdl import units
 
 DEFAULTS: dict[str, Any] = {"resource": "vcores", "default_work": 600.0, "grace_period": 5.0, "user_weights": {}}
@@ -67,7 +66,7 @@ class Uwfq(KeyOrdering):
     name = "uwfq"
     options = tuple(DEFAULTS)
 
-    def __init__(self, queue: Queue, context: PolicyContext) -> None:
+    def __init__(self, queue: LeafQueue, context: PolicyContext) -> None:
         super().__init__(queue, context)
         settings = {**DEFAULTS, **queue.settings.options}
         self.resource: str = settings["resource"]

@@ -14,12 +14,12 @@ from follower.follow.follower import (
     Follower,
     FollowerError,
     PlanView,
-    Round,
     from_scheduler,
     queue_name,
-    store_replanner,
     to_scheduler,
 )
+from follower.follow.replanner import store_replanner
+from follower.follow.rounds import Round
 from planner.admission import Planner
 from planner.core.plan import Accepted, Allocation, Plan
 from planner.store.facade import Store

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from follower.follow import yunikorn
-from follower.follow.follower import Follower, FollowerError, Round
+from follower.follow.follower import Follower, FollowerError
+from follower.follow.rounds import Round
 from planner.admission import Planner
 from rdl.cluster import load_cluster
 from rdl.syntax.parser import parse_text

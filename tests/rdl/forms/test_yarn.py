@@ -14,7 +14,8 @@ import pytest
 import rdl
 from rdl.errors import RDLErrors
 from rdl.forms.jsonform import from_json, to_json
-from rdl.forms.yarn import from_yarn, looks_like_yarn, parse_yarn_text, sanitize_name, to_yarn
+from rdl.forms.yarn import from_yarn, looks_like_yarn, parse_yarn_text, to_yarn
+from rdl.forms.yarn_read import sanitize_name
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Absolute, All, Any, Atom, Order, Relative, Reservation, Resources, Window
 

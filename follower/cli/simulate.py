@@ -13,7 +13,7 @@ import click
 
 from follower.follow.follower import FollowerError
 from follower.scheduler.errors import SchedulerError
-from follower.sim.engine import Result, simulate
+from follower.sim.engine import simulate
 from follower.sim.evaluate import (
     AGENTS,
     EXAMPLES,
@@ -25,6 +25,7 @@ from follower.sim.evaluate import (
     Run,
     evaluate,
 )
+from follower.sim.metrics import Result
 from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES
 from rdl.cli import RayonCommand

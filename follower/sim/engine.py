@@ -31,96 +31,34 @@ the order they were scheduled; the same scenario and seed give the same trace, b
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, TextIO
 
-import numpy as np
 import simpy
 
-import planner.agents.milp.agent  # noqa: F401  (registers the `milp` agent)
 from follower.follow.follower import Follower, PlanView, queue_name
 from follower.scheduler.applications import Allocation, Preemption
 from follower.scheduler.errors import PlacementRejected
 from follower.scheduler.scheduler import Scheduler
-from follower.sim.metrics import JobRecord, Usage, summarize
+from follower.sim.metrics import JobRecord, Result, Usage, summarize
+from follower.sim.planning import SimulatedPlanner, simulation_agent
+from follower.sim.running import RunningJob, estimated_work
 from follower.sim.scenario import NO_AGENT, Scenario
 from follower.sim.setup import SIMULATION_POLICIES, follower_from, scheduler_config
 from follower.sim.workloads.job import Job, Workload, node_names
-from planner.admission import Planner
-from planner.agents.registry import DEFAULT_AGENT, Agent, get_agent
-from rdl.shape import step_ceil
+from planner.agents.base import Agent
 
 DRIVER_PRIORITY = 1
 EXECUTOR_PRIORITY = 0
 DAY = 86400.0
-MILP_TIME_LIMIT = 2.0  # seconds the `milp` agent may spend on one arrival's decision (greedy start included)
 PREEMPTION_INTERVAL = 3.0  # seconds between preemption passes (YARN's preemption monitor interval)
-
-
-@dataclass
-class RunningJob:
-    """A job's application while it lives: what it holds and how much work is left.
-
-    Jobs with per-task times (`Job.tasks`) run them one by one on their executors (`pending`,
-    `running`); the others are fluid: `work` executor-seconds done at one per running executor.
-    """
-
-    job: Job
-    record: JobRecord
-    work: float
-    driver: str | None = None
-    executors: set[str] = field(default_factory=set)
-    rate: float = 0.0
-    since: float = 0.0
-    version: int = 0
-    asks: int = 0
-    executors_asked: bool = False
-    pending: deque[float] = field(default_factory=deque)
-    running: dict[str, tuple[float, int]] = field(default_factory=dict)  # executor -> (task seconds, token)
-    ended: bool = False
-
-    @property
-    def needs_driver(self) -> bool:
-        return self.job.containers > self.job.executors
-
-    @property
-    def by_task(self) -> bool:
-        return bool(self.job.tasks) and self.job.executors > 0
-
-    def speed(self) -> float:
-        """Units of work done per second with what it holds now (fluid jobs)."""
-        if self.needs_driver and self.driver is None:
-            return 0.0
-        return float(len(self.executors)) if self.job.executors else 1.0
-
-
-@dataclass
-class Result:
-    """What `rayon simulate` reports: the figures, the per-job records, and how long it all took."""
-
-    scenario: str
-    agent: str
-    policy: str
-    seed: int
-    summary: dict[str, Any]
-    records: list[JobRecord]
-    events: int
-    simulated_s: float
-    wall_s: float
-
-    def to_json(self) -> dict[str, Any]:
-        """The `--json` document."""
-        return {"scenario": self.scenario, "agent": self.agent, "policy": self.policy, "seed": self.seed,
-                **self.summary, "events": self.events, "simulated_s": self.simulated_s, "wall_s": self.wall_s,
-                "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None}
 
 
 class Simulation:
@@ -138,9 +76,8 @@ class Simulation:
         cluster = scenario.plan_cluster(self.workload)
         self.step = float(cluster.step.total_seconds()) if isinstance(cluster.step, timedelta) else float(cluster.step)
         self.planning = scenario.agent != NO_AGENT
-        self.agent = agent or (simulation_agent(scenario.agent) if self.planning else None)
-        self.planner = Planner(cluster, self.start)
-        self.planned_capacity = self.planner.plan.capacity.copy()
+        self.planner = SimulatedPlanner(cluster, self.start,
+                                        agent or (simulation_agent(scenario.agent) if self.planning else None))
         self.view = PlanView(self.planner.plan)
         self.scheduler = Scheduler(scheduler_config(scenario))
         self.follower: Follower = follower_from(scenario, replan=self._replan)
@@ -149,7 +86,6 @@ class Simulation:
         self.down: set[str] = set()
         self.jobs: dict[str, RunningJob] = {}
         self.waiting_for_queue: list[str] = []
-        self.acceptance: list[str] = []
         self.usage = Usage()
         self.events = 0
         self._cycle_due = False
@@ -237,9 +173,9 @@ class Simulation:
 
     def _replan(self, _round: Any) -> None:
         """The follower saw reservations over what the nodes have: adapt the plan to it from now on."""
-        if not self.planning or self.agent is None:
+        if not self.planning or self.planner.agent is None:
             return
-        report = self.planner.adapt(self._capacity_from_now(), self.acceptance, self.agent)
+        report = self.planner.adapt(self._datetime(self.env.now), self.scheduler.capacity())
         self.view = PlanView(self.planner.plan)
         for name in report.dropped:
             self.jobs[name].record.dropped = True
@@ -247,19 +183,8 @@ class Simulation:
 
     def _restore(self) -> None:
         """A node came back: what the plan may count on from now is the planned capacity again (up to the nodes)."""
-        self.planner.adapt(self._capacity_from_now(), self.acceptance, self.agent or DEFAULT_AGENT)
+        self.planner.adapt(self._datetime(self.env.now), self.scheduler.capacity())
         self.view = PlanView(self.planner.plan)
-
-    def _capacity_from_now(self) -> np.ndarray:
-        """The planned capacity, capped from the current step on by what the nodes have now (the planner
-        cannot know when failed nodes return, so it assumes they stay away)."""
-        plan = self.planner.plan
-        now_step = min(plan.clock.steps, max(0, step_ceil(plan.clock.origin, self._datetime(self.env.now),
-                                                          plan.clock.step)))
-        real = np.array([self.scheduler.capacity().get(name) for name in plan.resources])
-        capacity = self.planned_capacity.copy()
-        capacity[:, now_step:] = np.minimum(capacity[:, now_step:], real[:, None])
-        return capacity
 
     # ---- jobs ------------------------------------------------------------------------------------
 
@@ -275,19 +200,15 @@ class Simulation:
 
     def _reserve(self, job: Job, record: JobRecord) -> bool:
         """Submit the job's reservation to the planner; True when accepted."""
-        assert self.agent is not None
-        now = self._datetime(self.env.now)
-        self.planner.advance(now)
         reservation = replace(job, declared=job.declared + self.scheduler.config.preemption_delay).to_reservation(
             self.start, self.resource_names)
-        decision = self.planner.submit(reservation, self.agent, submitted=now, explain=False)
+        decision = self.planner.reserve(reservation, self._datetime(self.env.now))
         record.reservation = job.id
         record.accepted = decision.accepted
         self._trace(self.env.now, job.id, "accepted" if decision.accepted else "rejected",
                     f"{self.follower.plan_queue}.{queue_name(job.id)}",
                     detail=None if decision.accepted or decision.reason is None else decision.reason.code)
         if decision.accepted:
-            self.acceptance.append(job.id)
             self.view = PlanView(self.planner.plan)
         return decision.accepted
 
@@ -312,7 +233,7 @@ class Simulation:
         job = run.job
         try:  # without a reservation, the placement rules choose (by default: the best-effort queue)
             path = self.scheduler.submit(job.id, job.user, self.env.now, reservation=reservation,
-                                         estimated_work=_estimated_work(job), job=job.id, tags=dict(job.tags))
+                                         estimated_work=estimated_work(job), job=job.id, tags=dict(job.tags))
         except PlacementRejected as refused:
             self._trace(self.env.now, job.id, "refused", None, detail=refused.reason)
             run.record.refused = True
@@ -520,21 +441,6 @@ class Simulation:
         if detail:
             line["detail"] = detail
         self.trace.write(json.dumps(line, sort_keys=False) + "\n")
-
-
-def simulation_agent(name: str) -> Agent:
-    """The agent by name; the MILP decides each arrival within MILP_TIME_LIMIT (admission is online here)."""
-    agent = get_agent(name)
-    if dataclasses.is_dataclass(agent) and hasattr(agent, "time_limit"):
-        agent = dataclasses.replace(agent, time_limit=MILP_TIME_LIMIT)  # type: ignore[type-var]
-    return agent
-
-
-def _estimated_work(job: Job) -> float:
-    """What the job declares it will use, in vcore-seconds (the unit uwfq's virtual time counts)."""
-    if job.tasks and job.executors:
-        return sum(job.tasks) * float(job.executor.get("vcores") or 1.0)
-    return job.declared * float(job.total.get("vcores") or 1.0)
 
 
 def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = None, seed: int | None = None,

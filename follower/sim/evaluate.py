@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from follower.sim.engine import Result, simulate
-from follower.sim.metrics import JobRecord, fairness_against
+from follower.sim.engine import simulate
+from follower.sim.metrics import JobRecord, Result, fairness_against
 from follower.sim.report import Cell, write_report
 from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import USER_FAIR

@@ -191,3 +191,24 @@ def _mean(values: list[float]) -> float | None:
 
 def _percentile(values: list[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if values else None
+
+
+@dataclass
+class Result:
+    """What `rayon simulate` reports: the figures, the per-job records, and how long it all took."""
+
+    scenario: str
+    agent: str
+    policy: str
+    seed: int
+    summary: dict[str, Any]
+    records: list[JobRecord]
+    events: int
+    simulated_s: float
+    wall_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The `--json` document."""
+        return {"scenario": self.scenario, "agent": self.agent, "policy": self.policy, "seed": self.seed,
+                **self.summary, "events": self.events, "simulated_s": self.simulated_s, "wall_s": self.wall_s,
+                "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None}

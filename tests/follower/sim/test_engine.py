@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from follower.sim.engine import Result, Simulation, simulate
+from follower.sim.engine import Simulation, simulate
+from follower.sim.metrics import Result
 from follower.sim.scenario import Scenario, load_scenario, parse_scenario
 from follower.sim.workloads.job import Workload
 
@@ -212,7 +213,7 @@ def test_per_task_jobs_run_their_tasks_on_the_executors_they_get() -> None:
 
 
 def test_the_milp_agent_decides_each_arrival_within_the_simulators_limit() -> None:
-    from follower.sim.engine import MILP_TIME_LIMIT, simulation_agent
+    from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
 
     assert simulation_agent("milp").time_limit == MILP_TIME_LIMIT  # type: ignore[attr-defined]
     assert simulation_agent("gree-l").name == "gree-l"

@@ -1,0 +1,67 @@
+"""The planner as the simulator drives it: admission at each production job's arrival, repair when nodes
+fail or return. Everything goes through the Planner's own seam (`submit`, `advance`, `adapt`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import datetime
+
+import numpy as np
+
+from planner.admission import Planner
+from planner.agents.base import Agent
+from planner.agents.registry import DEFAULT_AGENT, get_agent
+from planner.core.decision import Decision
+from planner.core.plan import Plan
+from planner.replan.adapt import Adaptation
+from rdl.cluster import Cluster
+from rdl.shape import step_ceil
+from rdl.tree import Reservation
+
+MILP_TIME_LIMIT = 2.0  # seconds the `milp` agent may spend on one arrival's decision (greedy start included)
+
+
+def simulation_agent(name: str) -> Agent:
+    """The agent by name; the MILP decides each arrival within MILP_TIME_LIMIT (admission is online here)."""
+    agent = get_agent(name)
+    if dataclasses.is_dataclass(agent) and hasattr(agent, "time_limit"):
+        agent = dataclasses.replace(agent, time_limit=MILP_TIME_LIMIT)  # type: ignore[type-var]
+    return agent
+
+
+class SimulatedPlanner:
+    """A Planner with the capacity it was planned on, its agent, and its reservations in order of acceptance."""
+
+    def __init__(self, cluster: Cluster, start: datetime, agent: Agent | None):
+        self.planner = Planner(cluster, start)
+        self.agent = agent
+        self.planned_capacity = self.planner.plan.capacity.copy()
+        self.acceptance: list[str] = []
+
+    @property
+    def plan(self) -> Plan:
+        return self.planner.plan
+
+    def reserve(self, reservation: Reservation, now: datetime) -> Decision:
+        """Decide a reservation submitted now (the plan's clock moved to it first)."""
+        assert self.agent is not None
+        self.planner.advance(now)
+        decision = self.planner.submit(reservation, self.agent, submitted=now, explain=False)
+        if decision.accepted:
+            self.acceptance.append(reservation.name)
+        return decision
+
+    def adapt(self, now: datetime, real: Mapping[str, float]) -> Adaptation:
+        """Re-plan onto what the nodes really have from now on (the planned capacity before now)."""
+        return self.planner.adapt(self.capacity_from(now, real), self.acceptance, self.agent or DEFAULT_AGENT)
+
+    def capacity_from(self, now: datetime, real: Mapping[str, float]) -> np.ndarray:
+        """The planned capacity, capped from the current step on by what the nodes have now (the planner
+        cannot know when failed nodes return, so it assumes they stay away)."""
+        clock = self.plan.clock
+        now_step = min(clock.steps, max(0, step_ceil(clock.origin, now, clock.step)))
+        have = np.array([real.get(name) for name in self.plan.resources])
+        capacity = self.planned_capacity.copy()
+        capacity[:, now_step:] = np.minimum(capacity[:, now_step:], have[:, None])
+        return capacity

@@ -95,13 +95,6 @@ class PlanCache:
         return planner
 
 
-def planner_over(plan: Plan) -> Planner:
-    """A Planner over an existing plan (Planner() would lay a fresh one over the cluster)."""
-    planner = Planner.__new__(Planner)
-    planner.plan = plan
-    return planner
-
-
 def swapping(moved: dict[str, Accepted]) -> Callable[[Planner], None]:
     """A change to a cached planner: these reservations, with their new leases, instead of their old selves."""
 

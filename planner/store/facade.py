@@ -38,13 +38,14 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from planner.admission import Planner
 from planner.agents.registry import DEFAULT_AGENT, Agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision
 from planner.core.plan import Accepted, Plan
 from planner.replan import adapt
 from planner.store import lifecycle, queries, schema
-from planner.store.cache import PlanCache, planner_over, swapping
+from planner.store.cache import PlanCache, swapping
 from planner.store.errors import StoreError
 from planner.store.records import AdvanceReport, CapacityReport, LogEntry, Owner, Page, Record, ReplanOutcome
 from planner.store.session import Database, default_state_path
@@ -127,9 +128,10 @@ class Store:
     def load_plan(self, now: datetime | None = None) -> Plan:
         """The plan as stored: the cluster's capacity and every accepted reservation's leases (a new object)."""
         with self._lock, self._db.session(write=False) as (connection, meta):
-            plan = self._cache.planner(connection, meta).plan.copy()  # the cache's own stays untouched
-        plan.now = now or plan.now
-        return plan
+            copy = Planner.over(self._cache.planner(connection, meta).plan.copy())  # the cache's own stays untouched
+        if now is not None:
+            copy.advance(now)
+        return copy.plan
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -194,7 +196,7 @@ class Store:
                     raise StoreError("state", f"reservation `{name}` is running (since "
                                      f"{units.format_instant(planner.plan.clock.at(first))}), so it cannot be "
                                      "updated", "cancel it and submit what is left as a new reservation")
-                trial = planner_over(planner.plan.copy())
+                trial = Planner.over(planner.plan.copy())
                 trial.plan.remove(name)
                 when = submitted or planner.plan.now
                 decision = trial.submit(reservation, agent, when, dry_run=True, explain=explain)

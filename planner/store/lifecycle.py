@@ -16,12 +16,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from planner.admission import Planner
-from planner.agents.registry import Agent, get_agent
+from planner.agents.registry import Agent
 from planner.core.decision import Reason
 from planner.core.plan import Plan, capacity_over_time
 from planner.replan import adapt
 from planner.store import schema
-from planner.store.cache import planner_over
 from planner.store.errors import StoreError
 from planner.store.records import AdvanceReport, CapacityReport, ReplanOutcome
 from planner.store.writes import Rows, utcnow
@@ -78,7 +77,7 @@ def moving_clock(report: AdvanceReport) -> Callable[[Planner], None]:
     def move(planner: Planner) -> None:
         for name in report.expired:
             planner.plan.remove(name)
-        planner.plan.now = report.now
+        planner.advance(report.now)
 
     return move
 
@@ -126,9 +125,8 @@ def adapt_to(connection: Connection, planner: Planner, change: CheckedChange, ag
     table = schema.reservations
     acceptance = list(connection.execute(sa.select(table.c.name).where(table.c.state == "accepted")
                                          .order_by(table.c.decided, table.c.id)).scalars())
-    plan = adapt.with_capacity(planner.plan, change.cluster, capacity_over_time(change.cluster, planner.plan.clock))
-    moves = adapt.adapt(plan, acceptance, get_agent(agent) if isinstance(agent, str) else agent)
-    trial = planner_over(plan)
+    trial = Planner.over(planner.plan)  # adapting lays a copy over the new capacity: the cached plan stays as it is
+    moves = trial.adapt(capacity_over_time(change.cluster, planner.plan.clock), acceptance, agent, change.cluster)
     priorities = {name: planner.plan.accepted[name].reservation.priority for name in moves.affected}
     vector = ", ".join(f"{k}: {units.format_quantity(k, v)}" for k, v in change.capacity.items())
     reasons = {name: _dropped_reason(name, change.at, vector, priorities[name],

@@ -26,6 +26,13 @@ class Planner:
     def __init__(self, cluster: Cluster, now: datetime | None = None):
         self.plan = Plan(cluster, now)
 
+    @classmethod
+    def over(cls, plan: Plan) -> Planner:
+        """A Planner that owns an existing plan (the constructor lays a fresh one over the cluster)."""
+        planner = cls.__new__(cls)
+        planner.plan = plan
+        return planner
+
     def submit(self, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT, submitted: datetime | None = None,
                dry_run: bool = False, validated: bool = False, explain: bool = True) -> Decision:
         """Decide one reservation; accepted ones are added to the plan unless `dry_run`."""

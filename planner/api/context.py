@@ -18,9 +18,9 @@ from planner.api.auth import Principal, TokenRegistry
 from planner.api.errors import ApiError
 from planner.api.jobs import Jobs
 from planner.core.compile import Clock
-from planner.store import queries
 from planner.store.facade import Store
-from planner.store.schema import Instants
+from planner.store.records import Owner
+from planner.store.rendering import Instants
 from rdl import units
 from rdl.cluster import Cluster
 from rdl.errors import did_you_mean
@@ -36,7 +36,7 @@ class View:
     now: datetime
     cluster: Cluster
     instants: Instants  # formatted plan steps (and the plan's clock, `instants.clock`)
-    owner: queries.Owner | None
+    owner: Owner | None
 
 
 @dataclass
@@ -55,7 +55,7 @@ class Service:
 
     def view(self, name: str | None = None) -> View:
         """The plan's clock, its cluster (parsed again only when it changed), and the named reservation's owner."""
-        meta, owner = queries.meta_and_owner(self.store, name)
+        meta, owner = self.store.meta_and_owner(name)
         key = (meta["plan_id"], meta["rebuild_version"])  # what the store's own cache of the cluster is keyed by
         cached = self._cluster
         if cached is None or cached[0] != key:
@@ -68,7 +68,7 @@ class Service:
         view = self.view(name)
         found = view.owner
         if found is None:
-            mine = queries.names(self.store, None if caller.admin else caller.user)
+            mine = self.store.names(None if caller.admin else caller.user)
             raise ApiError(404, "unknown", f"no reservation named `{name}` in the plan",
                            did_you_mean(name, mine))
         if not caller.may_act_for(found.user):

@@ -38,9 +38,9 @@ from planner.api.models import (
 )
 from planner.core.compile import Clock
 from planner.core.decision import Decision
-from planner.store import queries
-from planner.store.facade import STATES, LogEntry, Record, StoreError
-from planner.store.schema import Instants, decision_json
+from planner.store.facade import STATES, StoreError
+from planner.store.records import Holding, LogEntry, Record
+from planner.store.rendering import Instants, decision_json
 from rdl import units
 from rdl.errors import did_you_mean
 from rdl.registry import UnknownName
@@ -80,7 +80,7 @@ async def health() -> dict[str, str]:
 def ready(svc: Service = Depends(service)) -> AnyType:
     """Readiness: the store answers and holds a plan (503 otherwise, with the store error's code); no token."""
     try:
-        meta = queries.meta(svc.store)
+        meta = svc.store.meta()
     except StoreError as error:
         log.warning("not ready: %s", error)  # the details stay in the server's log: this answer needs no token
         return JSONResponse({"status": "unavailable", "reason": error.code}, 503)
@@ -147,7 +147,7 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
 
 
 def record_json(record: Record, instants: Instants, with_rdl: bool = False,
-                holdings: dict[str, queries.Holding] | None = None) -> dict[str, AnyType]:
+                holdings: dict[str, Holding] | None = None) -> dict[str, AnyType]:
     """A stored reservation: its decision record as it stands (given `holdings`, what its leases add up to)."""
     data = decision_json(record.decision(), instants)
     if holdings is not None:
@@ -193,9 +193,9 @@ def list_reservations(request: Request, user: str | None = None, state: str | No
         raise ApiError(422, "input", f"unknown state `{state}`; choose one of {', '.join(STATES)}",
                        did_you_mean(state, STATES))
     view = svc.view()
-    found = queries.page(svc.store, view.cluster, user=user if who.admin else who.user, state=state,
-                         start=instant(start, "from"), end=instant(end, "to"), offset=offset, limit=limit,
-                         with_leases=allocations)
+    found = svc.store.page(view.cluster, user=user if who.admin else who.user, state=state,
+                           start=instant(start, "from"), end=instant(end, "to"), offset=offset, limit=limit,
+                           with_leases=allocations)
     following = offset + len(found.records)
     return JSONResponse({
         "items": [record_json(r, view.instants, holdings=None if allocations else found.holdings)
@@ -208,7 +208,7 @@ def list_reservations(request: Request, user: str | None = None, state: str | No
 def get_reservation(name: str, who: Principal = Depends(caller), svc: Service = Depends(service)) -> JSONResponse:
     """One stored reservation with its allocations and its RDL text."""
     view = svc.owned(name, who)
-    found = queries.page(svc.store, view.cluster, names_in=[name], limit=1)
+    found = svc.store.page(view.cluster, names_in=[name], limit=1)
     return JSONResponse(record_json(found.records[0], view.instants, with_rdl=True))
 
 
@@ -306,8 +306,8 @@ def decision_log(request: Request, limit: int = Query(100, ge=1, le=MAX_PAGE),
                  reservation: str | None = None, who: Principal = Depends(caller),
                  svc: Service = Depends(service)) -> dict[str, AnyType]:
     """The decision log, latest `limit` entries oldest first; users see what they did and what was done to theirs."""
-    entries = queries.log_entries(svc.store, limit=limit, before=before, reservation=reservation,
-                                  visible_to=None if who.admin else who.user)
+    entries = svc.store.log_entries(limit=limit, before=before, reservation=reservation,
+                                    visible_to=None if who.admin else who.user)
     older = str(request.url.include_query_params(before=entries[0].id)) if len(entries) == limit else None
     return {"entries": [log_json(e) for e in entries], "next": older}
 

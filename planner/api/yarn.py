@@ -33,9 +33,9 @@ from planner.api.errors import ApiError
 from planner.api.models import ErrorOut, YarnAnswer, YarnList, YarnNewReservation
 from planner.core.compile import Clock
 from planner.core.decision import Decision
-from planner.store import queries
-from planner.store.facade import Record, StoreError
-from planner.store.schema import Instants, decision_json
+from planner.store.facade import StoreError
+from planner.store.records import Record
+from planner.store.rendering import Instants, decision_json
 from rdl.errors import RDLError, RDLErrors, Span
 from rdl.forms import yarn as yarn_form
 from rdl.syntax.printer import format_reservation
@@ -107,7 +107,7 @@ def read_definition(data: dict[str, AnyType], rid: str, owner: str, view: View, 
 
 def stored(svc: Service, view: View, name: str) -> Record:
     """The stored reservation of that name (which the view has seen)."""
-    return queries.page(svc.store, view.cluster, names_in=[name], limit=1).records[0]
+    return svc.store.page(view.cluster, names_in=[name], limit=1).records[0]
 
 
 def rejected(rid: str, decision: Decision, instants: Instants, what: str) -> ApiError:
@@ -197,10 +197,10 @@ def list_reservations(queue: str | None = Query(None, description="only this que
         raise ApiError(400, "input", f"end-time {end_time} must be after start-time {start_time}")
     with as_yarn():
         view = svc.owned(rid, who) if rid is not None else svc.view()
-        found = queries.page(svc.store, view.cluster, user=None if who.admin else who.user, state="accepted",
-                             start=_instant(max(start_time, 0)), end=_instant(end_time) if end_time >= 0 else None,
-                             names_in=[rid] if rid is not None else None, queue=queue, limit=2**31 - 1,
-                             with_leases=include)
+        found = svc.store.page(view.cluster, user=None if who.admin else who.user, state="accepted",
+                               start=_instant(max(start_time, 0)), end=_instant(end_time) if end_time >= 0 else None,
+                               names_in=[rid] if rid is not None else None, queue=queue, limit=2**31 - 1,
+                               with_leases=include)
     return {"reservations": [info(record, view.instants.clock, include) for record in found.records]}
 
 

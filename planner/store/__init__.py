@@ -1,1 +1,1 @@
-"""The durable plan store: its schema, the Store facade, and paged reads."""
+"""The durable plan store: the Store facade, and the schema, queries, cache and writes behind it."""

@@ -1,0 +1,108 @@
+"""Where a plan store lives and how it is entered: its engine, transactions, and the checks every session makes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from planner.store import schema
+from planner.store.errors import StoreError
+
+DEFAULT_STATE = Path("~/.local/state/rayon/plan.db")
+# How the error for an empty store says to fill it; the command line may point at its own command.
+INIT_COMMAND = "rayon init --cluster CLUSTER.yaml"  # what `rayon` calls it (planner/cli/store.py)
+
+
+def default_state_path() -> Path | str:
+    """`$RAYON_STATE` (a file path or a database URL) if set, else `~/.local/state/rayon/plan.db`."""
+    value = os.environ.get("RAYON_STATE", "").strip()
+    if "://" in value:
+        return value
+    return Path(value or DEFAULT_STATE).expanduser()
+
+
+class Database:
+    """One plan store's engine and where it is, with the transactions and sessions the Store works in."""
+
+    def __init__(self, engine: Engine, where: str):
+        self.engine = engine
+        self.where = where
+        self.ready = False  # the tables are known to exist: sessions stop looking for them
+
+    @classmethod
+    def open(cls, target: str | Path) -> Database:
+        """The database at a path or URL; nothing is read yet."""
+        url = schema.target_url(target)
+        where = (url.database or "") if url.get_backend_name() == "sqlite" else url.render_as_string(hide_password=True)
+        return cls(_engine(url), where)
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool) -> Iterator[Connection]:
+        """One transaction (a write one holds the plan's writer lock); database failures become StoreErrors."""
+        try:
+            with schema.transaction(self.engine, write) as connection:
+                yield connection
+        except sa.exc.DBAPIError as exc:
+            raise StoreError("database", f"the plan store at {self.where} failed: {exc.orig}",
+                             "is it a plan store, and is the database reachable?") from exc
+
+    @contextlib.contextmanager
+    def session(self, write: bool) -> Iterator[tuple[Connection, dict[str, str]]]:
+        """A transaction on an initialised store of our schema version, with its meta rows."""
+        with self.transaction(write) as connection:
+            if not self.ready and not schema.has_tables(connection):
+                raise StoreError("uninitialised", f"the plan store at {self.where} holds no plan yet",
+                                 f"initialise it with a cluster file first: `{INIT_COMMAND}`")
+            meta = schema.read_meta(connection)
+            self.check_schema(meta)
+            self.ready = True
+            yield connection, meta
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """One read-only snapshot without the checks of a session, for the server's reads; failures are StoreErrors."""
+        try:
+            with schema.transaction(self.engine, write=False) as connection:
+                yield connection
+        except sa.exc.DBAPIError as exc:
+            raise StoreError("database", f"the plan store at {self.where} failed: {exc.orig}",
+                             "is the database reachable?") from exc
+
+    def check_schema(self, meta: dict[str, str]) -> None:
+        """Refuse a store of another schema version, naming both and what to do."""
+        found = int(meta.get("schema_version", "0"))
+        if found == schema.SCHEMA_VERSION:
+            return
+        hint = (f"use a rayon that reads version {found}" if found > schema.SCHEMA_VERSION else
+                "no migration exists yet: keep the rayon that wrote it")
+        raise StoreError("schema", f"the plan store at {self.where} has schema version {found}, but this rayon "
+                         f"reads version {schema.SCHEMA_VERSION}",
+                         f"{hint}, or start a new plan elsewhere (set RAYON_STATE to a new file and initialise it)")
+
+    def already(self, connection: Connection) -> StoreError:
+        """The error for initialising a store that already holds a plan."""
+        table = schema.reservations
+        count = connection.execute(sa.select(sa.func.count()).where(table.c.state == "accepted")).scalar_one()
+        source = connection.execute(sa.select(schema.cluster.c.source)).scalar()
+        return StoreError("initialised", f"the plan store at {self.where} already holds a plan (cluster "
+                          f"`{source}`, {count} accepted reservations)",
+                          "re-initialise with force to discard it, or set RAYON_STATE to another file")
+
+
+def _engine(url: sa.URL) -> Engine:
+    """The engine for a URL; a missing driver or unknown database is a StoreError that says what to install."""
+    try:
+        return schema.create_engine(url)
+    except (ImportError, sa.exc.NoSuchModuleError) as exc:
+        missing = exc.name if isinstance(exc, ImportError) and exc.name else url.drivername
+        raise StoreError("driver", f"the plan store at {url.render_as_string(hide_password=True)} needs the "
+                         f"database driver `{missing}`, which is not installed",
+                         "for PostgreSQL: pip install 'psycopg[binary]' and use a postgresql+psycopg:// URL") \
+            from exc
+    except ValueError as exc:
+        raise StoreError("target", str(exc), "give a file path or a postgresql+psycopg:// URL") from exc

@@ -1,0 +1,186 @@
+"""The rows one write transaction writes: reservations, leases, meta, log rows, and the plan version it leaves."""
+
+from __future__ import annotations
+
+import functools
+import getpass
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any as AnyType
+
+from sqlalchemy.engine import Connection
+
+from planner.core.compile import Clock
+from planner.core.decision import Decision
+from planner.core.plan import Accepted, Allocation
+from planner.replan import adapt
+from planner.store import queries, schema
+from planner.store.records import CapacityReport, Record, ReplanOutcome
+from planner.store.rendering import Instants, allocation_json, decision_json
+from rdl import units
+from rdl.cluster import Cluster
+from rdl.syntax.printer import format_reservation
+from rdl.tree import Reservation
+
+LogRow = Callable[[Connection, str, str | None, str | None, str | None, bool | None, dict[str, AnyType] | None,
+                   dict[str, AnyType] | None], None]
+"""(connection, action, actor, reservation, request, accepted, reason, decision): appends one log row."""
+
+
+def fresh_meta(cluster: Cluster) -> dict[str, str]:
+    """Meta rows of a new plan: its own id, version 0, the clock at the cluster's start."""
+    return {"schema_version": str(schema.SCHEMA_VERSION), "plan_id": uuid.uuid4().hex, "plan_version": "0",
+            "rebuild_version": "0", "now": units.format_instant(cluster.start)}
+
+
+def append_log(connection: Connection, action: str, actor: str | None, name: str | None, request: str | None,
+               accepted: bool | None, reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None) -> None:
+    """Append one row to the decision log."""
+    connection.execute(schema.log.insert(), dict(
+        time=utcnow(), actor=actor or _actor(), action=action, reservation=name, request=request,
+        accepted=accepted, reason_code=reason["code"] if reason else None, reason=reason, decision=decision))
+
+
+class Rows:
+    """The writes of one write transaction (which holds the writer lock); `version` is the plan version it leaves."""
+
+    def __init__(self, connection: Connection, meta: dict[str, str], instants: Callable[[Clock], Instants],
+                 log: LogRow):
+        self.connection = connection
+        self.meta = meta
+        self.version = int(meta["plan_version"])
+        self._instants = instants
+        self._log = log
+
+    def bump(self) -> int:
+        """The next plan version, written to meta."""
+        self.version += 1
+        schema.write_meta(self.connection, {"plan_version": str(self.version)})
+        return self.version
+
+    def log(self, action: str, actor: str | None, name: str | None, request: str | None, accepted: bool | None,
+            reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None) -> None:
+        """Append one row to the decision log."""
+        self._log(self.connection, action, actor, name, request, accepted, reason, decision)
+
+    def submission(self, clock: Clock, reservation: Reservation, decision: Decision, when: datetime,
+                   actor: str | None) -> None:
+        """Store a submission's decision: row, leases and log row (an accepted name's clash is only logged)."""
+        table = schema.reservations
+        text = format_reservation(reservation)
+        row = self.connection.execute(schema.FIND_RESERVATION, {"name": reservation.name}).first()
+        if row is None or row.state != "accepted":  # an accepted name keeps its row: the clash is only logged
+            if row is not None:
+                self.connection.execute(schema.leases.delete().where(schema.leases.c.reservation_id == row.id))
+                self.connection.execute(table.delete().where(table.c.id == row.id))
+            if decision.accepted:
+                self.bump()
+            self._insert(reservation, text, decision, when)
+        reason = decision.reason.to_json() if decision.reason else None
+        self.log("submit", actor, reservation.name, text, decision.accepted, reason,
+                 decision_json(decision, self._instants(clock)))
+
+    def cancel(self, clock: Clock, name: str, actor: str | None) -> Record:
+        """Mark an accepted reservation cancelled (its leases stay, for the record), log what it freed; its record."""
+        table = schema.reservations
+        self.connection.execute(table.update().where(table.c.name == name)
+                                .values(state="cancelled", updated=utcnow(), version=self.version))
+        (record,) = queries.records(self.connection, table.c.name == name)
+        freed = [allocation_json(a, self._instants(clock)) for a in record.allocations]
+        self.log("cancel", actor, name, None, True, None,
+                 {"reservation": name, "cancelled": True, "allocations": freed})
+        return record
+
+    def update(self, clock: Clock, old: Accepted, reservation: Reservation, decision: Decision, when: datetime,
+               actor: str | None) -> None:
+        """Store an update's outcome: the swap (row and leases) if accepted; the log row either way."""
+        text = format_reservation(reservation)
+        record = decision_json(decision, self._instants(clock))
+        if decision.accepted:
+            self.bump()
+            table = schema.reservations
+            decided = utcnow()
+            row_id = self._replace_leases(reservation.name, decision.allocations)
+            self.connection.execute(table.update().where(table.c.id == row_id).values(
+                rdl=text, user=reservation.user, queue=reservation.queue, value=reservation.value,
+                priority=reservation.priority, submitted=when, agent=decision.extra.get("agent"), decided=decided,
+                updated=decided, reason_code=None, reason=None, version=self.version))
+            record["previous_allocations"] = [allocation_json(a, self._instants(clock)) for a in old.allocations]
+        reason = decision.reason.to_json() if decision.reason else None
+        self.log("update", actor, reservation.name, text, decision.accepted, reason, record)
+
+    def capacity(self, text: str, report: CapacityReport, clock: Clock, actor: str | None) -> None:
+        """Store a capacity change: the cluster file, moved leases, dropped reservations, and the log rows."""
+        version = self.bump()
+        schema.write_meta(self.connection, {"rebuild_version": str(version)})  # the cluster changed: caches rebuild
+        self.connection.execute(schema.cluster.update().values(yaml=text))
+        table, now = schema.reservations, utcnow()
+        moves = report.adaptation
+        self._moves("capacity", actor, moves.moved, moves.previous, self._instants(clock))
+        for name in moves.dropped:
+            reason = report.reasons[name]
+            self.connection.execute(table.update().where(table.c.name == name).values(
+                state="dropped", updated=now, reason_code=reason.code, reason=reason.to_json(), version=version))
+            self.log("capacity", actor, name, None, False, reason.to_json(),
+                     {"reservation": name, "accepted": False, "dropped": True, "reason": reason.to_json()})
+        change = adapt.change_entry(report.at, report.capacity)
+        self.log("capacity", actor, None, change, None, None, report.to_json(clock))
+
+    def replan(self, outcome: ReplanOutcome, clock: Clock, actor: str | None) -> None:
+        """Store what re-planning moved (nothing, if nothing moved) and its log rows."""
+        if outcome.moved:
+            self.bump()
+            self._moves("replan", actor, outcome.moved, outcome.previous, self._instants(clock))
+        summary = outcome.to_json(clock)
+        summary["moved"] = list(outcome.moved)
+        self.log("replan", actor, None, None, None, None, summary)
+
+    def _insert(self, reservation: Reservation, text: str, decision: Decision, when: datetime) -> None:
+        """Insert a decided reservation's row and, if it holds any, its leases."""
+        decided = utcnow()
+        reason = decision.reason
+        result = self.connection.execute(schema.reservations.insert(), dict(
+            name=reservation.name, rdl=text, user=reservation.user, queue=reservation.queue,
+            value=reservation.value, priority=reservation.priority, submitted=when,
+            state="accepted" if decision.accepted else "rejected", agent=decision.extra.get("agent"),
+            decided=decided, updated=decided, reason_code=reason.code if reason else None,
+            reason=reason.to_json() if reason else None, version=self.version))
+        if decision.allocations:
+            key = result.inserted_primary_key
+            assert key is not None
+            schema.insert_leases(self.connection, key[0], decision.allocations)
+
+    def _replace_leases(self, name: str, allocations: Iterable[Allocation]) -> int:
+        """Give the named reservation these leases instead of its own; returns its row id."""
+        row = self.connection.execute(schema.FIND_RESERVATION, {"name": name}).one()
+        self.connection.execute(schema.leases.delete().where(schema.leases.c.reservation_id == row.id))
+        schema.insert_leases(self.connection, row.id, allocations)
+        return int(row.id)
+
+    def _moves(self, action: str, actor: str | None, moved: Mapping[str, Sequence[Allocation]],
+               previous: Mapping[str, Sequence[Allocation]], instants: Instants) -> None:
+        """New leases for moved reservations, each with a log row saying where they were and are."""
+        table, now = schema.reservations, utcnow()
+        for name, allocations in moved.items():
+            row_id = self._replace_leases(name, list(allocations))
+            self.connection.execute(table.update().where(table.c.id == row_id).values(updated=now,
+                                                                                       version=self.version))
+            self.log(action, actor, name, None, True, None,
+                     {"reservation": name, "accepted": True, "moved": True,
+                      "allocations": [allocation_json(a, instants) for a in allocations],
+                      "previous_allocations": [allocation_json(a, instants) for a in previous.get(name, ())]})
+
+
+def utcnow() -> datetime:
+    """The wall-clock time of a decision (the plan's own clock is `Store.now`)."""
+    return datetime.now(UTC)
+
+
+@functools.cache
+def _actor() -> str:
+    """Who is acting, when the caller does not say: the operating-system user."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

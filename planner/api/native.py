@@ -141,7 +141,8 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
             raise ApiError(403, "forbidden", f"the name `{reservation.name}` belongs to another user's reservation",
                            f"choose another name\n{consequence}")
         bodies.validated(reservation, view.cluster, view.now, text, consequence)
-        decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain)
+        decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain,
+                                    validated=True)
     created = decision.accepted and not dry_run
     return answer(decision, view.instants, dry_run, 201 if created else 200)
 

@@ -145,7 +145,7 @@ def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
                                "change it with POST /ws/v1/cluster/reservation/update")
             return JSONResponse({"reservation-id": rid, "decision": decision_json(record.decision(), view.instants)},
                                 202)
-        decision = svc.store.submit(reservation, actor=who.user)
+        decision = svc.store.submit(reservation, actor=who.user, validated=True)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "could not be placed; nothing was submitted")
     return JSONResponse({"reservation-id": rid, "decision": decision_json(decision, view.instants)}, 202)

@@ -98,7 +98,7 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datet
     with opened(state_path) as store:
         cluster = store.cluster()
         reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
-        decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run) for r in reservations]
+        decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run, validated=True) for r in reservations]
         clock = store.load_plan().clock
         if as_json:
             click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
 
-ERROR_CODES = ("uninitialised", "initialised", "schema", "unknown", "state", "input", "driver", "target", "database",
-               "conflict")
 INTERNAL_CODES = ("database", "conflict")  # not the user's input: the command exits 1
 
 

@@ -136,15 +136,18 @@ class Store:
     # -- decisions -------------------------------------------------------------------------------
 
     def submit(self, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT, actor: str | None = None,
-               submitted: datetime | None = None, dry_run: bool = False, explain: bool = True) -> Decision:
-        """Decide one reservation and commit the decision (reservation, leases, log row) before answering."""
+               submitted: datetime | None = None, dry_run: bool = False, explain: bool = True,
+               validated: bool = False) -> Decision:
+        """Decide one reservation and commit the decision (reservation, leases, log row) before answering.
+
+        `validated`: the caller has validated it against this store's cluster already (no second pass)."""
         with self._lock:
             self._warm(dry_run)
             with self._db.session(write=not dry_run) as (connection, meta):
                 planner = self._cache.planner(connection, meta)
                 when = submitted or planner.plan.now
                 # Decide without touching the cached plan: it learns of the reservation only once committed.
-                decision = planner.submit(reservation, agent, when, dry_run=True, explain=explain)
+                decision = planner.submit(reservation, agent, when, dry_run=True, explain=explain, validated=validated)
                 if dry_run:
                     return decision
                 rows = self._rows(connection, meta)

@@ -31,7 +31,6 @@ the order they were scheduled; the same scenario and seed give the same trace, b
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections import deque
@@ -52,6 +51,7 @@ from follower.sim.planning import SimulatedPlanner, simulation_agent
 from follower.sim.running import RunningJob, estimated_work
 from follower.sim.scenario import NO_AGENT, Scenario
 from follower.sim.setup import SIMULATION_POLICIES, follower_from, scheduler_config
+from follower.sim.tracing import EventLog
 from follower.sim.workloads.job import Job, Workload, node_names
 from planner.agents.base import Agent
 
@@ -70,7 +70,7 @@ class Simulation:
         self.workload = workload if workload is not None else scenario.load_workload()
         self.env = simpy.Environment()
         self.rng = random.Random(scenario.seed)
-        self.trace = trace
+        self._trace = EventLog(trace).write
         self.progress = progress
         self.start: datetime = scenario.start
         cluster = scenario.plan_cluster(self.workload)
@@ -424,23 +424,9 @@ class Simulation:
             self._restore()
         self._round()
 
-    # ---- output ----------------------------------------------------------------------------------
-
     def _datetime(self, seconds: float) -> datetime:
         return self.start + timedelta(seconds=seconds)
 
-    def _trace(self, now: float, application: str | None, event: str, queue: str | None, node: str | None = None,
-               resources: Mapping[str, float] | None = None, detail: str | None = None,
-               container: str | None = None) -> None:
-        if self.trace is None:
-            return
-        line: dict[str, Any] = {"time": now, "application": application, "event": event, "queue": queue,
-                                "node": node, "resources": dict(sorted(resources.items())) if resources else None}
-        if container:
-            line["container"] = container
-        if detail:
-            line["detail"] = detail
-        self.trace.write(json.dumps(line, sort_keys=False) + "\n")
 
 
 def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = None, seed: int | None = None,
@@ -451,4 +437,3 @@ def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = 
     if workload is not None and seed is not None and seed != scenario.seed:
         workload = None  # generated with the scenario's seed: load again with the new one
     return Simulation(chosen, workload=workload, trace=trace, progress=progress).run()
-

@@ -24,34 +24,17 @@ from follower.follow.follower import (
     Follower,
     FollowerError,
     PlanView,
-    get_max_policy,
 )
 from follower.follow.rounds import QueueTarget, Round
 from follower.follow.text import format_amount, format_vector
 from planner.cli.store import json_option, opened, state_option
 from rdl import units
-from rdl.cli import RayonCommand, TimeParam
+from rdl.cli import NameParam, RayonCommand, TimeParam
 from rdl.shape import step_floor
 from rdl.source import read_text
 from rdl.table import format_table
 
 FORMATS = ("table", "json", "yunikorn")
-
-
-class MaxPolicyParam(click.ParamType):
-    """A max policy name from the registry, with a suggestion for a near miss."""
-
-    name = "POLICY"
-
-    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        try:
-            get_max_policy(value)
-        except FollowerError as exc:
-            self.fail(str(exc), param, ctx)
-        return str(value)
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "[" + "|".join(MAX_POLICIES) + "]"
 
 
 @click.command("follow", cls=RayonCommand)
@@ -64,7 +47,7 @@ class MaxPolicyParam(click.ParamType):
 @click.option("--plan-queue", default=PLAN_QUEUE, show_default=True, help="The plan's (reservable) queue.")
 @click.option("--default-queue", default=DEFAULT_QUEUE, show_default=True,
               help="The plan's default queue, below the plan queue.")
-@click.option("--max-policy", type=MaxPolicyParam(), default=DEFAULT_MAX_POLICY, show_default=True,
+@click.option("--max-policy", type=NameParam(MAX_POLICIES), default=DEFAULT_MAX_POLICY, show_default=True,
               help="The max of the plan's queues: strict (= guaranteed), plan (the plan's capacity) or unlimited.")
 @click.option("--format", "output", type=click.Choice(FORMATS), help="Output format [default: table].")
 @click.option("--sort-policy", type=click.Choice(yunikorn.SORT_POLICIES), default=yunikorn.DEFAULT_SORT_POLICY,

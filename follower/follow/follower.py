@@ -47,6 +47,7 @@ from planner.core.compile import compile_reservation
 from planner.core.plan import Accepted, Plan
 from rdl import units
 from rdl.errors import RayonError, did_you_mean
+from rdl.registry import Registry, UnknownName
 from rdl.shape import step_ceil, step_floor
 from rdl.summary import span
 from rdl.tree import Resources
@@ -77,7 +78,8 @@ def _unlimited(guaranteed: Resources, capacity: Resources) -> Resources | None:
     return None
 
 
-MAX_POLICIES: dict[str, MaxPolicy] = {"strict": _strict, "plan": _plan, "unlimited": _unlimited}
+MAX_POLICIES: Registry[MaxPolicy] = Registry.of(
+    "max policy", {"strict": _strict, "plan": _plan, "unlimited": _unlimited})
 DEFAULT_MAX_POLICY = "strict"
 
 
@@ -109,11 +111,11 @@ class QueueControl(Protocol):
 
 
 def get_max_policy(name: str) -> MaxPolicy:
-    """The max policy of that name; an unknown name is an error listing the valid ones."""
-    if name not in MAX_POLICIES:
-        raise FollowerError(f"unknown max policy `{name}`; choose one of {', '.join(MAX_POLICIES)}",
-                            did_you_mean(name, list(MAX_POLICIES)))
-    return MAX_POLICIES[name]
+    """The max policy of that name; an unknown name is a FollowerError listing the valid ones."""
+    try:
+        return MAX_POLICIES.get(name)
+    except UnknownName as unknown:
+        raise FollowerError(unknown.message, unknown.hint) from None
 
 
 def queue_name(reservation: str) -> str:

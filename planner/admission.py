@@ -23,15 +23,13 @@ from rdl.validate import validate
 class Planner:
     """Owns a plan and admits reservations into it, one at a time, all-or-nothing."""
 
-    def __init__(self, cluster: Cluster, now: datetime | None = None):
-        self.plan = Plan(cluster, now)
+    def __init__(self, cluster: Cluster, now: datetime | None = None, *, plan: Plan | None = None):
+        self.plan = plan if plan is not None else Plan(cluster, now)
 
     @classmethod
     def over(cls, plan: Plan) -> Planner:
         """A Planner that owns an existing plan (the constructor lays a fresh one over the cluster)."""
-        planner = cls.__new__(cls)
-        planner.plan = plan
-        return planner
+        return cls(plan.cluster, plan=plan)
 
     def submit(self, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT, submitted: datetime | None = None,
                dry_run: bool = False, validated: bool = False, explain: bool = True) -> Decision:

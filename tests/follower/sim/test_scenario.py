@@ -28,7 +28,6 @@ from rdl.tree import Resources
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
-TRACES = ROOT.parent / "shared" / "data" / "traces"
 NODES = "cluster:\n  nodes: [{name: w, count: 2, memory: 8GiB, vcores: 4}]\n"
 JOBS = "workload:\n  jobs: [{id: a, submit: 0s, runtime: 5m, driver: {memory: 1GiB, vcores: 1}}]\n"
 
@@ -47,8 +46,6 @@ def test_there_are_example_scenarios() -> None:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda path: path.stem)
 def test_every_example_scenario_loads_and_its_production_reservations_validate(path: Path) -> None:
-    if "../shared/data/traces" in path.read_text() and not TRACES.is_dir():
-        pytest.skip("the shared traces are not available")
     scenario = load_scenario(path)
     workload = scenario.load_workload()
     assert workload.jobs

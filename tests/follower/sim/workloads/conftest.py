@@ -13,16 +13,15 @@ from follower.sim.workloads.swf import SwfParams, read_swf
 from follower.sim.workloads.tracefile import Slice
 from rdl.cluster import Cluster, NodeGroup, parse_cluster
 
-TRACES = Path(__file__).resolve().parents[5] / "shared" / "data" / "traces"
+TRACES = Path(__file__).resolve().parents[4] / "examples" / "traces"
 WEEK = 7 * 86400.0
 START = datetime(2026, 11, 23, tzinfo=UTC)
 
 
 def trace(name: str) -> Path:
-    """A file of the shared traces; the test is skipped when the traces are not there."""
+    """A file of the traces the repository ships (examples/traces/)."""
     path = TRACES / name
-    if not path.is_file():
-        pytest.skip(f"trace {path} is not available")
+    assert path.is_file(), f"examples/traces/ lacks {name}"
     return path
 
 

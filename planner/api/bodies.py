@@ -23,6 +23,9 @@ from rdl.validate import validate
 
 SOURCE = "<request>"
 CONTENT_TYPES = {"text/plain": "rdl", "text/x-rdl": "rdl", "application/x-rdl": "rdl", "application/json": "json"}
+# Types that say nothing of the body's form, read by its content instead: `curl --data-binary @file` sends the
+# file unchanged but labels it a form (application/x-www-form-urlencoded).
+BY_CONTENT = ("", "application/octet-stream", "application/x-www-form-urlencoded")
 
 
 def decode(body: bytes, consequence: str) -> str:
@@ -48,9 +51,10 @@ def body_format(content_type: str | None, chosen: str | None, text: str) -> str:
     media = (content_type or "").split(";")[0].strip().lower()
     if media in CONTENT_TYPES:
         return CONTENT_TYPES[media]
-    if media and media != "application/octet-stream":
+    if media not in BY_CONTENT:
         raise ApiError(415, "media_type", f"cannot read a body of type `{media}`",
-                       "send RDL text as text/plain or JSON (RDL or YARN) as application/json")
+                       "send RDL text with `Content-Type: text/plain` or JSON (RDL or YARN) with "
+                       "`Content-Type: application/json`")
     return "json" if text.lstrip()[:1] in ("{", "[") else "rdl"
 
 

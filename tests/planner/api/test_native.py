@@ -157,6 +157,16 @@ def test_bodies_that_are_not_text_or_of_unknown_type_are_refused(api: Server) ->
     assert unknown.status_code == 422 and "did you mean `rdl`" in unknown.json()["error"]["hint"]
 
 
+def test_a_file_sent_as_curl_sends_it_is_read_by_its_content(api: Server) -> None:
+    """`curl --data-binary @file.rdl` labels the raw file a form; it is read as what it holds, RDL or JSON."""
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    with api.client("alice") as alice:
+        rdl = alice.post("/v1/reservations", content=pinned("curl_rdl", 0, 10, 1), headers=form)
+        xml = alice.post("/v1/reservations", content=b"<xml/>", headers={"Content-Type": "application/xml"})
+    assert rdl.status_code == 201, rdl.text
+    assert "Content-Type: text/plain" in xml.json()["error"]["hint"]
+
+
 def test_agents_are_chosen_by_name_and_only_online_ones_on_the_request_path(api: Server) -> None:
     with api.client("alice") as alice:
         assert submit(alice, pinned("by_gree", 0, 10, 1), agent="gree").json()["agent"] == "gree"

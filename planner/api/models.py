@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.api.jobs import MAX_TIME_LIMIT
 from planner.core.decision import REASON_CODES
 from planner.store.facade import ACTIONS, STATES
 
@@ -212,7 +213,8 @@ class Ready(BaseModel):
 
 
 class ReplanRequest(Strict):
-    time_limit: float | None = Field(None, ge=0.5, description="seconds the solver may take")
+    time_limit: float | None = Field(None, ge=0.5, le=MAX_TIME_LIMIT, description="seconds the solver may take "
+                                     f"(at most {MAX_TIME_LIMIT:g})")
     solver: str | None = Field(None, description="MILP backend: highs, cbc or cpsat")
     gap: float | None = Field(None, ge=0.0, description="relative gap at which the solver stops")
 
@@ -222,7 +224,7 @@ class JobOut(BaseModel):
 
     id: str
     kind: str
-    status: Literal["queued", "running", "done", "failed"]
+    status: Literal["queued", "running", "done", "failed", "cancelled"]
     requested_by: str
     params: dict[str, AnyType]
     submitted: str

@@ -332,6 +332,16 @@ def replan(response: Response, params: ReplanRequest | None = None, who: Princip
     return job.to_json()
 
 
+@router.delete("/jobs/{job_id}", response_model=JobOut, response_model_exclude_none=True, tags=["admin"],
+               responses=ERRORS)
+def cancel_job(job_id: str, who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:
+    """Cancel a job still running (its requester or an admin): the plan stays as it was before the job."""
+    job = svc.jobs.get(job_id)
+    if not who.may_act_for(job.requested_by):
+        raise ApiError(403, "forbidden", f"job `{job_id}` was started by another user")
+    return svc.jobs.cancel(job_id).to_json()
+
+
 @router.get("/jobs/{job_id}", response_model=JobOut, response_model_exclude_none=True, tags=["admin"],
             responses=ERRORS)
 def get_job(job_id: str, who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:

@@ -26,6 +26,8 @@ def main() -> None:
     """Rayon: reserve cluster capacity ahead of time, and have it guaranteed.
 
     Write reservations in RDL, check them, plan them against a cluster, and follow the plan.
+
+    Reference: docs/rdl.md (the language), docs/cluster.md (the cluster file), docs/decisions.md (the answers).
     """
 
 

@@ -140,7 +140,7 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     if "policies" in entries:
         node = entries["policies"][1]
         policies = reader.plain(node, "`policies`")
-        if isinstance(step, float) and step == int(step) and step > 0:
+        if isinstance(step, int | float) and step == int(step) and step > 0:
             check_policy(policies, int(step), file, reader.locator(node, "policies"), reader.sink)
     reader.sink.raise_if_any(sources)
     assert start is not None and capacity is not None

@@ -7,7 +7,6 @@ A block's info string says what it is and how it is checked:
 | `rdl`, `json` | `rayon check --cluster CLUSTER` exits 0 (RDL text; a reservation in JSON form) |
 | `yaml` | a cluster file: `rayon check` exits 0, and `rayon plan` with it plans one small reservation |
 | `rdl-error`, `json-error`, `yaml-error` | `rayon check` exits 2 and prints the `error` block that follows |
-| `yaml-plan-error` | a cluster file `rayon check` accepts but `rayon plan` refuses: exit 2, the `error` block |
 | `json-plan` | the document `rayon plan --json` prints, trimmed: every key, entry and value shown is in the real one |
 | `sh`, `text`, `python` | not run |
 
@@ -38,12 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 DEFAULT_CLUSTER = "examples/cluster.yaml"
 CHECKED = ("rdl", "json", "yaml")
-ERRORS = ("rdl-error", "json-error", "yaml-error", "yaml-plan-error")
+ERRORS = ("rdl-error", "json-error", "yaml-error")
 RUN = (*CHECKED, *ERRORS, "json-plan")
 NOT_RUN = ("sh", "text", "python", "error")
 DEFAULT_NAMES = {"rdl": "example.rdl", "json": "example.json", "yaml": "cluster.yaml", "rdl-error": "bad.rdl",
-                 "json-error": "bad.json", "yaml-error": "cluster.yaml", "yaml-plan-error": "cluster.yaml"}
-# What `rayon plan` is given beside a cluster file whose policies are the point of a `yaml-plan-error` block.
+                 "json-error": "bad.json", "yaml-error": "cluster.yaml"}
+# What `rayon plan` is given beside a cluster file example, to show that every command accepts it.
 ONE_RESERVATION = "reservation r {\n  atom(b={memory: 2GiB, vcores: 1}, w=1h)\n}\n"
 FENCE = re.compile(r"^(```+)(.*)$")
 
@@ -181,7 +180,7 @@ def test_error_blocks_follow_error_examples() -> None:
 def test_the_reference_pages_hold_examples() -> None:
     kinds = {(b.page.name, b.kind) for b in RUN_BLOCKS}
     for page, kind in [("rdl.md", "rdl"), ("rdl.md", "rdl-error"), ("rdl.md", "json"), ("rdl.md", "json-error"),
-                       ("cluster.md", "yaml"), ("cluster.md", "yaml-error"), ("cluster.md", "yaml-plan-error"),
+                       ("cluster.md", "yaml"), ("cluster.md", "yaml-error"),
                        ("decisions.md", "json-plan")]:
         assert (page, kind) in kinds, f"docs/{page} has no `{kind}` example"
 
@@ -197,16 +196,13 @@ def test_block(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         assert code == 0, stderr
         trimmed_from(json.loads(block.text), json.loads(stdout))
         return
-    if block.kind == "yaml-plan-error":
-        (tmp_path / "reservation.rdl").write_text(ONE_RESERVATION)
-        result = rayon("plan", "--cluster", block.name, "reservation.rdl")
-    elif block.kind.startswith("yaml"):
+    if block.kind.startswith("yaml"):
         result = rayon("check", block.name)
     else:
         result = rayon("check", "--cluster", cluster, block.name)
     if block.kind in CHECKED:
         assert result.exit_code == 0, f"{block.id}: rayon check says\n{result.stderr}"
-        if block.kind == "yaml":  # `rayon check` reads `policies` as plain YAML: planning checks them
+        if block.kind == "yaml":  # what `rayon check` accepts, planning accepts too
             (tmp_path / "reservation.rdl").write_text(ONE_RESERVATION)
             planned = rayon("plan", "--cluster", block.name, "reservation.rdl")
             assert planned.exit_code == 0, f"{block.id}: rayon plan says\n{planned.stderr}"

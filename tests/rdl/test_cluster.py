@@ -48,3 +48,9 @@ def test_partial_capacity_changes_keep_the_resources_they_do_not_name() -> None:
         (2, {"memory": 50 * 1024, "vcores": 5.0}),
         (3, {"memory": 50 * 1024, "vcores": 8.0}),
     ]
+
+
+def test_the_policy_is_checked_with_the_default_step_too() -> None:
+    text = "start: 2026-11-23T00:00:00Z\ncapacity: {vcores: 10}\npolicies:\n  user_limits:\n    instantaneous: 150%\n"
+    (message,) = errors_of(text)
+    assert message.startswith("cluster.yaml:5:20: `policies.user_limits.instantaneous` must be a share")

@@ -7,24 +7,32 @@ milliseconds on every request). The token file is YAML:
 
     tokens:
       - {user: alice, role: user, hash: "sha256:5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"}
-      - {user: ops, role: admin, hash: "sha256:..."}
+      - {user: ops, role: admin, hash: "sha256:...", expires: "2026-12-24T00:00:00Z"}
 
 and `$RAYON_TOKENS` holds more entries as `USER:ROLE:sha256:HEX`, separated by commas or whitespace.
+A token with `expires` is refused from that time on. A server notices a changed token file by
+itself (within `RELOAD_EVERY` seconds, or at once on SIGHUP): revoking a token is deleting its line.
+A file that no longer reads is reported and the tokens read before stay in force.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import secrets
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any as AnyType
 
 import yaml
 
+from rdl import units
 from rdl.errors import RayonError, did_you_mean
 
 ROLES = ("user", "admin")
@@ -34,6 +42,9 @@ ENV_TOKENS = "RAYON_TOKENS"
 ENV_TOKEN_FILE = "RAYON_TOKENS_FILE"
 _HEX = re.compile(r"[0-9a-f]{64}")
 _USER = re.compile(r"[A-Za-z0-9_.@\-]+")
+FIELDS = ("user", "role", "hash", "expires")
+RELOAD_EVERY = 2.0  # seconds between looks at the token file's modification time
+log = logging.getLogger("rayon.tokens")
 
 
 class TokenError(RayonError):
@@ -52,6 +63,11 @@ class Principal:
 
     user: str
     role: str
+    expires: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the token has expired at `now`."""
+        return self.expires is not None and now >= self.expires
 
     @property
     def admin(self) -> bool:
@@ -77,13 +93,37 @@ class TokenRegistry:
 
     def __init__(self, entries: Mapping[str, Principal] | None = None):
         self._by_hash: dict[str, Principal] = dict(entries or {})
+        self._source: tuple[str | Path, Mapping[str, str]] | None = None  # where `load` read it, for reloads
+        self._stamp: tuple[float, int] | None = None  # the token file's modification time and size when read
+        self._looked = 0.0
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._by_hash)
 
     def authenticate(self, token: str) -> Principal | None:
-        """The principal of a token, or None for an unknown one."""
+        """The principal of a token (perhaps expired: see `Principal.expired`), or None for an unknown one."""
+        self.refresh()
         return self._by_hash.get(hash_token(token))
+
+    def refresh(self, force: bool = False) -> None:
+        """Read the token file again if it changed (looked at every RELOAD_EVERY seconds, or now if `force`)."""
+        if self._source is None or (not force and time.monotonic() - self._looked < RELOAD_EVERY):
+            return
+        with self._lock:
+            self._looked = time.monotonic()
+            path, environ = self._source
+            stamp = _stamp(path)
+            if stamp == self._stamp and not force:
+                return
+            try:
+                fresh = TokenRegistry.load(path, environ)
+            except TokenError as error:  # keep serving with the tokens read before; say why the file was not taken
+                log.warning("token file not reloaded: %s", error)
+                self._stamp = stamp
+                return
+            self._by_hash, self._stamp = fresh._by_hash, fresh._stamp
+            log.info("token file reloaded: %d token(s)", len(self._by_hash))
 
     def add(self, digest: str, principal: Principal, where: str) -> None:
         """Register one hashed token; a hash listed twice is an error (two users would share a token)."""
@@ -104,23 +144,43 @@ class TokenRegistry:
     def load(cls, path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> TokenRegistry:
         """Tokens from the file (if given) and from `$RAYON_TOKENS` (if set)."""
         registry = cls()
+        env = dict(os.environ if environ is None else environ)
         if path is not None:
+            registry._source, registry._stamp, registry._looked = (path, env), _stamp(path), time.monotonic()
             for digest, principal, where in read_token_file(path):
                 registry.add(digest, principal, where)
-        env = os.environ if environ is None else environ
         for digest, principal, where in parse_env_tokens(env.get(ENV_TOKENS, "")):
             registry.add(digest, principal, where)
         return registry
 
 
-def _principal(user: AnyType, role: AnyType, where: str) -> Principal:
-    """A checked user and role."""
+def _stamp(path: str | Path) -> tuple[float, int] | None:
+    """The file's modification time and size, or None when it cannot be seen."""
+    try:
+        status = Path(path).stat()
+    except OSError:
+        return None
+    return status.st_mtime, status.st_size
+
+
+def _principal(user: AnyType, role: AnyType, where: str, expires: AnyType = None) -> Principal:
+    """A checked user, role and expiry."""
     if not isinstance(user, str) or not _USER.fullmatch(user):
         raise TokenError(where, f"`user` must be a user name (letters, digits, `_ . @ -`), got {user!r}")
     if role not in ROLES:
         hint = did_you_mean(str(role), ROLES)
         raise TokenError(where, f"unknown role {role!r}; choose one of {', '.join(ROLES)}", hint)
-    return Principal(user, role)
+    return Principal(user, role, _expiry(expires, where))
+
+
+def _expiry(value: AnyType, where: str) -> datetime | None:
+    """A checked `expires` time (ISO-8601 with a zone), or None."""
+    if value is None:
+        return None
+    try:
+        return value if isinstance(value, datetime) and value.tzinfo else units.parse_instant(str(value))
+    except ValueError as exc:
+        raise TokenError(where, f"`expires`: {exc}", "for example `expires: 2026-12-24T00:00:00Z`") from None
 
 
 def _digest(value: AnyType, where: str) -> str:
@@ -154,11 +214,11 @@ def read_token_file(path: str | Path) -> list[tuple[str, Principal, str]]:
 def _file_entry(item: AnyType, where: str) -> tuple[str, Principal, str]:
     if not isinstance(item, dict):
         raise TokenError(where, f"an entry is a mapping {{user, role, hash}}, got {item!r}")
-    unknown = sorted(set(item) - {"user", "role", "hash"})
+    unknown = sorted(set(item) - set(FIELDS))
     if unknown:
-        raise TokenError(where, f"unknown field `{unknown[0]}`",
-                         did_you_mean(str(unknown[0]), ["user", "role", "hash"]))
-    return _digest(item.get("hash"), where), _principal(item.get("user"), item.get("role", "user"), where), where
+        raise TokenError(where, f"unknown field `{unknown[0]}`", did_you_mean(str(unknown[0]), FIELDS))
+    principal = _principal(item.get("user"), item.get("role", "user"), where, item.get("expires"))
+    return _digest(item.get("hash"), where), principal, where
 
 
 def parse_env_tokens(text: str) -> list[tuple[str, Principal, str]]:
@@ -172,14 +232,14 @@ def parse_env_tokens(text: str) -> list[tuple[str, Principal, str]]:
     return entries
 
 
-def append_token(path: str | Path, user: str, role: str) -> str:
+def append_token(path: str | Path, user: str, role: str, expires: datetime | None = None) -> str:
     """Make a token for the user, add its hash to the token file (created owner-only), and return the token."""
-    principal = _principal(user, role, str(path))
+    principal = _principal(user, role, str(path), expires)
     file = Path(path)
     existing: Iterable[tuple[str, Principal, str]] = read_token_file(file) if file.exists() else []
     token = new_token()
-    entries = [{"user": p.user, "role": p.role, "hash": digest} for digest, p, _ in existing]
-    entries.append({"user": principal.user, "role": principal.role, "hash": hash_token(token)})
+    entries = [_entry(digest, p) for digest, p, _ in existing]
+    entries.append(_entry(hash_token(token), principal))
     text = "# rayon API tokens: hashes only; `rayon token USER --tokens FILE` adds one.\n" + \
         yaml.safe_dump({"tokens": entries}, sort_keys=False, default_flow_style=None, width=200)
     file.parent.mkdir(parents=True, exist_ok=True)
@@ -189,3 +249,16 @@ def append_token(path: str | Path, user: str, role: str) -> str:
         handle.write(text)
     os.replace(temporary, file)  # a reader never sees half a file
     return token
+
+
+def _entry(digest: str, principal: Principal) -> dict[str, str]:
+    """One token file entry."""
+    entry = {"user": principal.user, "role": principal.role, "hash": digest}
+    if principal.expires is not None:
+        entry["expires"] = units.format_instant(principal.expires)
+    return entry
+
+
+def utcnow() -> datetime:
+    """The wall clock, in UTC (tokens expire by it)."""
+    return datetime.now(UTC)

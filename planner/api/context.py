@@ -14,7 +14,7 @@ from datetime import datetime
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from planner.api.auth import Principal, TokenRegistry
+from planner.api.auth import Principal, TokenRegistry, utcnow
 from planner.api.errors import ApiError
 from planner.api.jobs import Jobs
 from planner.core.compile import Clock
@@ -93,6 +93,11 @@ def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = 
     if principal is None:
         raise ApiError(401, "unauthenticated", "the bearer token is not known to this server",
                        "check the token, or ask an admin for a new one",
+                       headers={"WWW-Authenticate": f'{CHALLENGE}, error="invalid_token"'})
+    if principal.expired(utcnow()):
+        assert principal.expires is not None
+        raise ApiError(401, "unauthenticated", f"the bearer token expired at {units.format_instant(principal.expires)}",
+                       "ask an admin for a new one (`rayon token USER --expires 30d`)",
                        headers={"WWW-Authenticate": f'{CHALLENGE}, error="invalid_token"'})
     return principal
 

@@ -7,16 +7,20 @@ plan), 1 when the server cannot start (the port is taken, the database is unreac
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 import sys
+from datetime import timedelta
 from typing import NoReturn
 
 import click
 
-from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token
+from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token, utcnow
 from planner.api.limits import DEFAULT_MAX_BODY
 from planner.store.facade import Store, StoreError, default_state_path
+from rdl import units
 from rdl.cli import RayonCommand
+from rdl.cluster import positive_duration
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -107,6 +111,7 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
     click.echo(f"rayon serve: plan store {store.where}; {len(tokens)} tokens for {', '.join(tokens.users())}; "
                f"listening on http://{url_host}:{where[1]}", err=True)
     sys.stderr.flush()
+    signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
     config = uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=10)
     uvicorn.Server(config).run(sockets=[sock])
 
@@ -117,15 +122,24 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
               help="admin: may see and change every reservation, and re-plan.")
 @click.option("--tokens", "tokens_path", type=click.Path(dir_okay=False), envvar=ENV_TOKEN_FILE, show_envvar=True,
               required=True, help="Token file to add the hash to (created, readable by its owner only).")
-def token(user: str, role: str, tokens_path: str) -> None:
+@click.option("--expires", "lifetime", metavar="DURATION", help="The token stops working this long from now "
+              "(`30d`, `12h`); default: never.")
+def token(user: str, role: str, tokens_path: str, lifetime: str | None) -> None:
     """Make a bearer token for USER: its hash goes into the token file, the token to standard output, once."""
+    expires = None
+    if lifetime is not None:
+        try:
+            expires = utcnow() + timedelta(seconds=positive_duration(lifetime))
+        except ValueError as exc:
+            fail(f"--expires: {exc}")
     try:
-        secret = append_token(tokens_path, user, role)
+        secret = append_token(tokens_path, user, role, expires)
     except TokenError as error:
         fail(str(error))
     click.echo(secret)
-    click.echo(f"added a {role} token for `{user}` to {tokens_path}; it is shown only this once "
-               "(a running server reads the file when it starts)", err=True)
+    until = f", valid until {units.format_instant(expires)}" if expires else ""
+    click.echo(f"added a {role} token for `{user}` to {tokens_path}{until}; it is shown only this once "
+               "(a running server picks up the file's changes within seconds, or at once on SIGHUP)", err=True)
 
 
 COMMANDS = [serve, token]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import stat
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from follower.cli import main
 from planner.api.auth import (
     ENV_TOKENS,
     Principal,
@@ -16,6 +19,7 @@ from planner.api.auth import (
     hash_token,
     new_token,
     parse_env_tokens,
+    read_token_file,
 )
 
 
@@ -86,3 +90,38 @@ def test_admins_may_act_for_anyone_users_for_themselves() -> None:
     assert Principal("alice", "user").may_act_for("alice")
     assert not Principal("bob", "user").may_act_for("alice")
     assert not Principal("bob", "user").may_act_for(None)  # a reservation without an owner is an admin's
+
+
+def test_a_token_expires_at_its_time(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    soon = datetime(2026, 12, 24, tzinfo=UTC)
+    token = append_token(path, "alice", "user", expires=soon)
+    principal = TokenRegistry.load(path, environ={}).authenticate(token)
+    assert principal is not None and principal.expires == soon
+    assert not principal.expired(soon - timedelta(seconds=1)) and principal.expired(soon)
+
+
+def test_a_running_registry_takes_the_token_files_changes_and_keeps_its_tokens_when_the_file_breaks(
+        tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    alice = append_token(path, "alice", "user")
+    registry = TokenRegistry.load(path, environ={})
+    bob = append_token(path, "bob", "user")
+    registry.refresh(force=True)
+    assert registry.authenticate(bob) == Principal("bob", "user")
+    path.write_text("\n".join(line for line in path.read_text().splitlines() if "alice" not in line) + "\n")
+    registry.refresh(force=True)
+    assert registry.authenticate(alice) is None  # revoked without a restart
+    path.write_text("tokens: [{user: bob, hash: rayon_not_a_hash}]\n")
+    registry.refresh(force=True)
+    assert registry.authenticate(bob) == Principal("bob", "user")
+
+
+def test_rayon_token_expires_takes_a_duration(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    made = CliRunner().invoke(main, ["token", "alice", "--tokens", str(path), "--expires", "30d"])
+    assert made.exit_code == 0 and "valid until" in made.output
+    (entry,) = read_token_file(path)
+    assert entry[1].expires is not None
+    refused = CliRunner().invoke(main, ["token", "alice", "--tokens", str(path), "--expires", "30"])
+    assert refused.exit_code == 2 and "--expires" in refused.output

@@ -18,9 +18,10 @@ from planner.api.auth import TokenRegistry
 from planner.api.context import Service
 from planner.api.errors import YARN_PREFIX, ApiError
 from planner.api.jobs import Jobs
-from planner.api.limits import DEFAULT_MAX_BODY, BodyLimit
+from planner.api.limits import DEFAULT_MAX_BODY, RequestLimits
 from planner.api.models import REQUEST_MODELS
-from planner.store.facade import Store, StoreError, default_state_path
+from planner.store.facade import Store, default_state_path
+from rdl.errors import RayonError
 
 DESCRIPTION = """Reservations over a durable plan: submit one and get the decision at once (accepted with its
 leases, or rejected with the reason and the earliest deadline that would fit). Native endpoints under `/v1`;
@@ -53,7 +54,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.state.yarn_ids = yarn.YarnIds(cluster_timestamp)
     app.include_router(native.router)
     app.include_router(yarn.router)
-    app.add_middleware(BodyLimit, limit=max_body)
+    app.add_middleware(RequestLimits, limit=max_body)
     install_handlers(app)
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
     return app
@@ -86,9 +87,9 @@ def install_handlers(app: FastAPI) -> None:
         assert isinstance(exc, ApiError)
         return respond(request, exc)
 
-    async def store_error(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StoreError)
-        return respond(request, ApiError.from_store(exc))
+    async def product_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RayonError)
+        return respond(request, ApiError.from_error(exc))
 
     async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -107,7 +108,7 @@ def install_handlers(app: FastAPI) -> None:
                                          "read the reservation back to see where it stands", changed=None))
 
     app.add_exception_handler(ApiError, api_error)
-    app.add_exception_handler(StoreError, store_error)
+    app.add_exception_handler(RayonError, product_error)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, unexpected)

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import Any as AnyType
 
-from planner.store.facade import StoreError
 from rdl.cli import error_json
-from rdl.errors import RDLErrors
+from rdl.errors import EXIT_INTERNAL, RayonError, RDLErrors
 
 YARN_PREFIX = "/ws/"
-# A store error's code → the HTTP status it answers with.
-STORE_STATUS = {"unknown": 404, "state": 409, "conflict": 409, "initialised": 409, "input": 422,
-                "uninitialised": 503, "schema": 503, "database": 503, "driver": 500, "target": 500}
+# A product error's code → the HTTP status it answers with: the one table (the command line maps the same
+# errors to exit statuses, rdl.cli.RayonCommand). A code not listed answers by its exit status: 422 for bad
+# input, 500 for an internal failure.
+STATUS = {"unknown": 404, "state": 409, "conflict": 409, "initialised": 409, "input": 422, "unknown_name": 422,
+          "uninitialised": 503, "schema": 503, "database": 503, "driver": 500, "target": 500, "internal": 500}
 YARN_EXCEPTIONS = {400: "BadRequestException", 401: "AuthenticationException", 403: "ForbiddenException",
                    404: "NotFoundException", 413: "BadRequestException", 415: "BadRequestException",
                    422: "BadRequestException", 503: "ServiceUnavailableException"}
@@ -48,9 +49,11 @@ class ApiError(Exception):
         return cls(status, "input", f"{errors.render()}\n{consequence}", None, [error_json(e) for e in errors.errors])
 
     @classmethod
-    def from_store(cls, error: StoreError) -> ApiError:
-        """A store error with the status its code stands for."""
-        return cls(STORE_STATUS.get(error.code, 500), error.code, error.message, error.hint)
+    def from_error(cls, error: RayonError) -> ApiError:
+        """A product error (the store's, a name's, ...) with the status its code stands for."""
+        default = 500 if error.exit_code == EXIT_INTERNAL else 422
+        return cls(STATUS.get(error.code, default), error.code, error.headline() if error.place else error.message,
+                   error.hint)
 
     def native(self) -> dict[str, AnyType]:
         body: dict[str, AnyType] = {"status": self.status, "code": self.code, "message": self.message}

@@ -1,30 +1,44 @@
-"""A request body size limit, as ASGI middleware: too large answers 413 before the body is read or parsed.
+"""Limits on a request, as ASGI middleware: its body's size and the time it may take to arrive, and a 500
+that never costs the client its connection.
 
-A declared `Content-Length` over the limit is refused at once; a body sent without one (chunked)
-is counted as it arrives and refused as soon as it passes the limit.
+A declared `Content-Length` over the size limit is refused at once (413); a body sent without one
+(chunked) is counted as it arrives and refused as soon as it passes the limit. A body that has not
+arrived whole within `BODY_SECONDS` of the first read is refused (408): a client trickling bytes
+holds nothing for long. An unexpected failure answers 500 here, inside the server, so that the
+connection stays open for the client's next request (an error escaping to the server closes it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner.api.errors import YARN_PREFIX, ApiError
 
 DEFAULT_MAX_BODY = 1024 * 1024  # bytes: a reservation is a few kilobytes; a thousand of them still fit
+BODY_SECONDS = 30.0  # for the whole body to arrive: a megabyte over a slow link, not a trickle
+log = logging.getLogger("rayon.api")
 
 
-class _TooLarge(Exception):
-    pass
+class _Refused(Exception):
+    """A request refused before it was read whole: the answer to give."""
+
+    def __init__(self, error: ApiError):
+        self.error = error
 
 
-class BodyLimit:
-    """Refuse request bodies larger than `limit` bytes with 413, in the dialect of the request."""
+class RequestLimits:
+    """Refuse request bodies larger than `limit` bytes (413) or slower than `seconds` (408), in the request's
+    dialect; answer an unexpected failure with 500 on a connection that stays open."""
 
-    def __init__(self, app: ASGIApp, limit: int = DEFAULT_MAX_BODY):
+    def __init__(self, app: ASGIApp, limit: int = DEFAULT_MAX_BODY, seconds: float = BODY_SECONDS):
         self.app = app
         self.limit = limit
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -32,18 +46,21 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(scope, send)
+            await _answer(scope, send, self._too_large(), close=True)
             return
-        seen = 0
-        started = False
+        seen, started, deadline = 0, False, None
 
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
+        async def limited() -> Message:
+            nonlocal seen, deadline
+            deadline = deadline or time.monotonic() + self.seconds
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise _Refused(self._too_slow()) from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge
+                    raise _Refused(self._too_large())
             return message
 
         async def watched(message: Message) -> None:
@@ -52,17 +69,37 @@ class BodyLimit:
             await send(message)
 
         try:
-            await self.app(scope, counted, watched)
-        except _TooLarge:
+            await self.app(scope, limited, watched)
+        except _Refused as refused:
             if started:
                 raise
-            await self._refuse(scope, send)
+            await _answer(scope, send, refused.error, close=True)
+        except Exception as exc:  # the app's own handlers missed it: answer here, keep the connection
+            if started:
+                raise
+            log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
+            await _answer(scope, send, _internal(exc), close=False)
 
-    async def _refuse(self, scope: Scope, send: Send) -> None:
-        error = ApiError(413, "too_large", f"the request body is larger than the limit of {self.limit} bytes",
-                         "send one reservation per request; the server's limit is `rayon serve --max-body`")
-        body = json.dumps(error.yarn() if scope["path"].startswith(YARN_PREFIX) else error.native()).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+    def _too_large(self) -> ApiError:
+        return ApiError(413, "too_large", f"the request body is larger than the limit of {self.limit} bytes",
+                        "send one reservation per request; the server's limit is `rayon serve --max-body`")
+
+    def _too_slow(self) -> ApiError:
+        return ApiError(408, "too_slow", f"the request body did not arrive whole within {self.seconds:g} seconds",
+                        "send the body at once")
+
+
+def _internal(exc: Exception) -> ApiError:
+    return ApiError(500, "internal", f"internal error: {type(exc).__name__}: {exc}",
+                    "the plan store commits each decision whole or not at all; read the reservation back to see "
+                    "where it stands", changed=None)
+
+
+async def _answer(scope: Scope, send: Send, error: ApiError, close: bool) -> None:
+    """Send `error` as the whole response, in the dialect of the request."""
+    body = json.dumps(error.yarn() if scope["path"].startswith(YARN_PREFIX) else error.native()).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:  # the rest of the body was never read: the connection cannot carry another request
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -72,7 +72,7 @@ def as_yarn() -> Iterator[None]:
     try:
         yield
     except StoreError as error:
-        status = ApiError.from_store(error).status
+        status = ApiError.from_error(error).status
         raise ApiError(status if status >= 500 else 400, error.code, error.message, error.hint) from None
     except ApiError as error:
         if error.status in (404, 409, 422):

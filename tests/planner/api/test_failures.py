@@ -12,6 +12,7 @@ import pytest
 
 from planner.api.app import create_app
 from planner.api.auth import Principal, TokenRegistry, hash_token
+from planner.api.limits import RequestLimits
 from planner.store import schema as store_schema
 from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER, pinned, snapshot, stored_violations
@@ -87,3 +88,42 @@ def test_readiness_answers_503_when_the_store_no_longer_holds_a_plan(app: AnyTyp
     assert answer.status_code == 503 and answer.json() == {"status": "unavailable", "reason": "uninitialised"}
     assert call(app, "GET", "/v1/health").status_code == 200  # alive, not ready
     assert call(app, "GET", "/v1/reservations").status_code == 503
+
+
+def test_an_unexpected_failure_is_answered_inside_the_app_so_the_connection_stays_open(
+        app: AnyType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: AnyType, **kwargs: AnyType) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(store_schema, "insert_leases", broken)
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)  # an exception escaping the app (which closes a connection) raises
+        async with httpx.AsyncClient(transport=transport, base_url="http://rayon") as client:
+            return await client.post("/v1/reservations", content=pinned("x", 0, 10, 2),
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+
+    answer = asyncio.run(go())
+    assert answer.status_code == 500 and "connection" not in answer.headers
+    assert answer.json()["error"]["message"] == "internal error: RuntimeError: boom"
+
+
+def test_a_body_that_trickles_in_is_refused_in_time() -> None:
+    async def reader(scope: AnyType, receive: AnyType, send: AnyType) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"read"})
+
+    async def trickle() -> AnyType:
+        for _ in range(50):
+            yield b"#"
+            await asyncio.sleep(0.05)
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=RequestLimits(reader, seconds=0.3))
+        async with httpx.AsyncClient(transport=transport, base_url="http://rayon") as client:
+            return await client.post("/v1/reservations", content=trickle())
+
+    answer = asyncio.run(go())
+    assert answer.status_code == 408 and answer.json()["error"]["code"] == "too_slow"

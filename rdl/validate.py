@@ -22,6 +22,7 @@ from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
 from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, child_path, label, walk
 
 UNBOUNDED = (-(2**62), 2**62)
+MAX_NAME = 200  # characters in a reservation's or a piece's name: it becomes a queue name and a URL part
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,12 @@ def validate(reservations: Iterable[Reservation], cluster: Cluster | None = None
 def check_reservation(reservation: Reservation, context: Context) -> list[RDLError]:
     """Every error of one reservation."""
     sink = ErrorSink()
+    _check_length(reservation.name, "reservation name", reservation.span, sink)
     names: dict[str, Span] = {}
     for _, node in walk(reservation.body):
         if node.name is None:
             continue
+        _check_length(node.name, "name", node.span, sink)
         if node.name in names:
             sink.add(node.span, f"name `{node.name}` is used twice in reservation `{reservation.name}` "
                      f"(first at {names[node.name]})", hint="names are unique within a reservation")
@@ -99,6 +102,13 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
     return sink.errors
+
+
+def _check_length(name: str, what: str, span: Span, sink: ErrorSink) -> None:
+    """A name is at most MAX_NAME characters: it becomes a queue name, a database key, a URL part."""
+    if len(name) > MAX_NAME:
+        sink.add(span, f"the {what} `{name[:20]}...` is {len(name)} characters long; at most {MAX_NAME} are "
+                 "allowed")
 
 
 def _without_duplicate_names(node: Expr, seen: set[str]) -> Expr:

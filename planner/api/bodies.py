@@ -7,7 +7,6 @@ Either way the message is what `rayon submit` prints for the same text, `FILE` b
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any as AnyType
 
@@ -72,11 +71,8 @@ def parse_body(text: str, form: str, consequence: str) -> list[Reservation]:
 
 
 def _json(text: str) -> AnyType:
-    """Decoded JSON; a syntax error (or nesting too deep) as the loaders report it, with line and column."""
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return jsonform.parse_json_text(text, SOURCE)  # raises the positioned error
+    """Decoded JSON; a syntax error, a repeated key or nesting too deep as the loaders report it, positioned."""
+    return jsonform.loads(text, SOURCE)
 
 
 def json_object(body: bytes, consequence: str) -> dict[str, AnyType]:

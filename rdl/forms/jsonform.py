@@ -217,16 +217,49 @@ def from_json(data: AnyType, file: str = "<json>") -> list[Reservation]:
     return [r for r in found if r is not None]
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, AnyType]]) -> dict[str, AnyType]:
+    """An object's keys, each once: JSON allows a repeated key and keeps the last, which hides mistakes."""
+    seen: dict[str, AnyType] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def loads(text: str, file: str) -> AnyType:
+    """A user's JSON text decoded; RDLErrors with line and column for a syntax error, a repeated key, or
+    nesting too deep."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        span, message = Span(file, exc.lineno, exc.colno), f"not valid JSON: {exc.msg}"
+    except _DuplicateKey as exc:
+        span, message = _second(text, exc.key, file), f"the key `{exc.key}` is given twice in one JSON object"
+    except RecursionError:  # the decoder recurses once per level of nesting
+        span, message = Span(file, 1, 1), "JSON nested too deeply"
+    raise RDLErrors([RDLError(span, message)], {file: text})
+
+
+def _second(text: str, key: str, file: str) -> Span:
+    """Where a repeated key is written the second time (its first repeat in the text)."""
+    quoted = json.dumps(key)
+    first = text.find(quoted)
+    at = text.find(quoted, first + 1) if first >= 0 else -1
+    if at < 0:
+        return Span(file, 1, 1)
+    line = text.count("\n", 0, at) + 1
+    return Span(file, line, at - (text.rfind("\n", 0, at) + 1) + 1)
+
+
 def parse_json_text(text: str, file: str = "<json>") -> list[Reservation]:
     """Decode JSON text and read its reservations; a syntax error names its line and column."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RDLErrors([RDLError(Span(file, exc.lineno, exc.colno), f"not valid JSON: {exc.msg}")],
-                        {file: text}) from None
-    except RecursionError:  # the decoder recurses once per level of nesting
-        raise RDLErrors([RDLError(Span(file, 1, 1), "JSON nested too deeply")], {file: text}) from None
-    return from_json(data, file)
+    return from_json(loads(text, file), file)
 
 
 def dumps(reservations: list[Reservation]) -> str:

@@ -28,7 +28,6 @@ path, and all are reported together. Like YARN, the window need only hold the sh
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -36,6 +35,7 @@ from typing import Any as AnyType
 
 from rdl import units
 from rdl.errors import RDLError, RDLErrors, Span
+from rdl.forms import jsonform
 from rdl.forms.yarn_body import CAPABILITY, EPOCH, R_ALL, R_ANY, R_ORDER, R_ORDER_NO_GAP
 from rdl.forms.yarn_read import Reader
 from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, kind
@@ -60,12 +60,7 @@ def from_yarn(data: AnyType, file: str = "<yarn>") -> Reservation:
 
 def parse_yarn_text(text: str, file: str = "<yarn>") -> Reservation:
     """Decode a YARN submission body's JSON text and read it; a JSON syntax error names its line and column."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RDLErrors([RDLError(Span(file, exc.lineno, exc.colno), f"not valid JSON: {exc.msg}")],
-                        {file: text}) from None
-    return from_yarn(data, file)
+    return from_yarn(jsonform.loads(text, file), file)
 
 
 # -- tree → YARN ------------------------------------------------------------------------

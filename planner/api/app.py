@@ -95,7 +95,8 @@ def install_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         errors = [{"where": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
         text = "; ".join(f"{e['where']}: {e['message']}" for e in errors)
-        return respond(request, ApiError(422, "input", f"invalid request: {text}", None, errors))
+        status = 400 if request.url.path.startswith(YARN_PREFIX) else 422  # YARN answers a bad parameter with 400
+        return respond(request, ApiError(status, "input", f"invalid request: {text}", None, errors))
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

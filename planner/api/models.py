@@ -324,6 +324,9 @@ class YarnReservationInfo(YarnModel):
 
 class YarnList(YarnModel):
     reservations: list[YarnReservationInfo]
+    total: int | None = Field(None, description="ours: how many reservations match in all")
+    next_offset: int | None = Field(None, alias="next-offset",
+                                    description="ours: the `offset` of the next page, when there is one")
 
 
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (ReservationJSON, YarnSubmission, YarnUpdate, YarnDelete, ReplanRequest)

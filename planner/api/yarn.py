@@ -43,6 +43,8 @@ from rdl.tree import Reservation, Window
 
 router = APIRouter(prefix="/ws/v1/cluster/reservation", tags=["yarn"])
 ID = re.compile(r"reservation_(\d+)_(\d+)")
+LIST_PAGE = 1000  # reservations in one answer of `/list`: about a megabyte with their allocations
+LAST_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, the last instant a time can name
 BAD: dict[int | str, dict[str, AnyType]] = {
     400: {"model": ErrorOut, "description": "YARN's RemoteException, with our error beside it"}}
 
@@ -188,20 +190,27 @@ def delete(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
 @router.get("/list", response_model=YarnList, response_model_exclude_none=True, responses=BAD)
 def list_reservations(queue: str | None = Query(None, description="only this queue (all queues when left out)"),
                       rid: str | None = Query(None, alias="reservation-id"),
-                      start_time: int = Query(0, alias="start-time", description="epoch ms"),
-                      end_time: int = Query(-1, alias="end-time", description="epoch ms; -1: no end"),
+                      start_time: int = Query(0, alias="start-time", ge=-1, le=LAST_MS, description="epoch ms"),
+                      end_time: int = Query(-1, alias="end-time", ge=-1, le=LAST_MS,
+                                            description="epoch ms; -1: no end"),
                       include: bool = Query(False, alias="include-resource-allocations"),
+                      offset: int = Query(0, ge=0, le=2**31 - 1, description="ours: skip this many (paging)"),
+                      limit: int = Query(LIST_PAGE, ge=1, le=LIST_PAGE, description="ours: at most this many"),
                       who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:
-    """Active (accepted) reservations holding capacity in [start-time, end-time); users see their own only."""
+    """Active (accepted) reservations holding capacity in [start-time, end-time); users see their own only.
+
+    YARN answers in one page; ours are pages of at most LIST_PAGE (`next-offset` says where the next starts)."""
     if 0 <= end_time <= max(start_time, 0):
         raise ApiError(400, "input", f"end-time {end_time} must be after start-time {start_time}")
     with as_yarn():
         view = svc.owned(rid, who) if rid is not None else svc.view()
         found = svc.store.page(view.cluster, user=None if who.admin else who.user, state="accepted",
                                start=_instant(max(start_time, 0)), end=_instant(end_time) if end_time >= 0 else None,
-                               names_in=[rid] if rid is not None else None, queue=queue, limit=2**31 - 1,
+                               names_in=[rid] if rid is not None else None, queue=queue, offset=offset, limit=limit,
                                with_leases=include)
-    return {"reservations": [info(record, view.instants.clock, include) for record in found.records]}
+    following = offset + len(found.records)
+    return {"reservations": [info(record, view.instants.clock, include) for record in found.records],
+            "total": found.total, "next-offset": following if following < found.total else None}
 
 
 def info(record: Record, clock: Clock, include: bool) -> dict[str, AnyType]:

@@ -240,3 +240,18 @@ def test_empty_or_non_json_bodies_are_400_in_yarns_style(api: Server, path: str)
         text = alice.post(f"{BASE}/{path}", content=b"reservation x {}")
     assert empty.status_code == text.status_code == 400
     assert remote(empty)["exception"] == remote(text)["exception"] == "BadRequestException"
+
+
+def test_the_list_comes_in_pages_and_refuses_times_beyond_the_calendar(api: Server) -> None:
+    with api.client("alice") as alice:
+        for index in range(3):
+            assert submit(alice, pinned(f"paged{index}", 10 * index, 10, 1)).status_code == 201
+        first = alice.get(f"{BASE}/list", params={"limit": 2}).json()
+        rest = alice.get(f"{BASE}/list", params={"limit": 2, "offset": first["next-offset"]}).json()
+        beyond = [alice.get(f"{BASE}/list", params={"start-time": value}).status_code
+                  for value in (10**20, 253402300800000)]
+    assert [len(first["reservations"]), first["total"], first["next-offset"]] == [2, 3, 2]
+    assert len(rest["reservations"]) == 1 and "next-offset" not in rest
+    names = {r["reservation-id"] for r in first["reservations"] + rest["reservations"]}
+    assert names == {"paged0", "paged1", "paged2"}
+    assert beyond == [400, 400]

@@ -50,6 +50,7 @@ from rdl.tree import Reservation
 router = APIRouter(prefix="/v1")
 log = logging.getLogger("rayon.api")
 MAX_PAGE = 1000
+MAX_INT = 2**63 - 1  # what the database stores: larger offsets and ids are refused, not overflowed
 MAX_POINTS = 20_000  # per resource in one plan-use answer
 RESERVATION_BODY = {
     "required": True,
@@ -179,7 +180,7 @@ def instant(value: str | None, what: str) -> datetime | None:
 def list_reservations(request: Request, user: str | None = None, state: str | None = None,
                       start: str | None = Query(None, alias="from", description="holding capacity at or after"),
                       end: str | None = Query(None, alias="to", description="holding capacity before"),
-                      offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=MAX_PAGE),
+                      offset: int = Query(0, ge=0, le=MAX_INT), limit: int = Query(100, ge=1, le=MAX_PAGE),
                       allocations: bool = Query(False, description="every allocation, not only what they add up to"),
                       who: Principal = Depends(caller), svc: Service = Depends(service)) -> JSONResponse:
     """Stored reservations in decision order, a page at a time; users see their own only.
@@ -264,13 +265,17 @@ def step_range(clock: Clock, since: datetime | None, until: datetime | None) -> 
 
 
 def bucket_steps(step: str | None, clock: Clock) -> int:
-    """Plan steps per bucket for a bucket length such as `1h` (at least one); 422 for a bad duration."""
+    """Plan steps per bucket for a bucket length such as `1h` (at least one, at most the horizon); 422 otherwise."""
     if step is None:
         return 1
     try:
-        return max(1, math.ceil(units.parse_duration(step) / clock.step))
+        seconds = units.parse_duration(step)
     except ValueError as exc:
         raise ApiError(422, "input", f"`step`: {exc}") from None
+    if not seconds <= clock.steps * clock.step:  # NaN and infinities too
+        raise ApiError(422, "input", f"`step` {step} is longer than the plan's horizon "
+                       f"({units.format_duration(clock.steps * clock.step)})")
+    return max(1, math.ceil(seconds / clock.step))
 
 
 @router.get("/plan/use", response_model=PlanUse, tags=["plan"], responses=ERRORS)
@@ -303,7 +308,7 @@ def log_json(entry: LogEntry) -> dict[str, AnyType]:
 
 @router.get("/log", response_model=LogPage, tags=["plan"], responses=ERRORS)
 def decision_log(request: Request, limit: int = Query(100, ge=1, le=MAX_PAGE),
-                 before: int | None = Query(None, description="only entries older than this id"),
+                 before: int | None = Query(None, ge=0, le=MAX_INT, description="only entries older than this id"),
                  reservation: str | None = None, who: Principal = Depends(caller),
                  svc: Service = Depends(service)) -> dict[str, AnyType]:
     """The decision log, latest `limit` entries oldest first; users see what they did and what was done to theirs."""

@@ -405,3 +405,13 @@ def test_examples_submitted_over_http_get_the_decisions_the_store_gives(api: Ser
     assert [{key: answer.get(key) for key in wanted} for answer, wanted in zip(answers, expected, strict=True)] == \
         expected
     assert any(not answer["accepted"] for answer in answers) and stored_violations(api.state) == []
+
+
+def test_numbers_beyond_their_range_are_refused_not_overflowed(api: Server) -> None:
+    with api.client("alice") as alice:
+        answers = [alice.get("/v1/reservations", params={"offset": 10**29}),
+                   alice.get("/v1/log", params={"before": 10**29}),
+                   alice.get("/v1/plan/use", params={"step": "1e308s"}),
+                   alice.get("/v1/plan/use", params={"step": "8d"})]
+    assert [answer.status_code for answer in answers] == [422, 422, 422, 422]
+    assert "longer than the plan's horizon" in answers[2].json()["error"]["message"]

@@ -9,6 +9,7 @@ never chosen; an `any` none of whose alternatives could fit is an error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -22,6 +23,7 @@ from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
 from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, child_path, label, walk
 
 UNBOUNDED = (-(2**62), 2**62)
+MAX_INSTANCES = 1000  # of one recurring reservation in the horizon: every admission places them all
 MAX_NAME = 200  # characters in a reservation's or a piece's name: it becomes a queue name and a URL part
 
 
@@ -84,6 +86,8 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
             sink.add(node.span, f"name `{node.name}` is used twice in reservation `{reservation.name}` "
                      f"(first at {names[node.name]})", hint="names are unique within a reservation")
         names.setdefault(node.name, node.span)
+    if reservation.every is not None and context.cluster is not None:
+        _check_every(reservation, reservation.every, context.cluster, sink)
     arrival = reservation.arrival_at(context.now)
     if reservation.deadline is not None:
         deadline = reservation.deadline.resolve(arrival)
@@ -102,6 +106,19 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
     return sink.errors
+
+
+def _check_every(reservation: Reservation, every: float, cluster: Cluster, sink: ErrorSink) -> None:
+    """A recurring reservation repeats at most once a plan step, and at most MAX_INSTANCES times in the horizon."""
+    if every < cluster.step:
+        sink.add(reservation.span, f"`every={units.format_duration(every)}` is shorter than the plan step "
+                 f"({units.format_duration(cluster.step)})", hint="a recurring reservation repeats at most once a step")
+        return
+    instances = math.ceil(cluster.horizon / every)
+    if instances > MAX_INSTANCES:
+        sink.add(reservation.span, f"`every={units.format_duration(every)}` repeats {instances} times in the plan's "
+                 f"horizon ({units.format_duration(cluster.horizon)}); at most {MAX_INSTANCES} instances are planned "
+                 "at once", hint="repeat less often, or plan the work as one longer reservation")
 
 
 def _check_length(name: str, what: str, span: Span, sink: ErrorSink) -> None:

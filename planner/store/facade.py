@@ -57,6 +57,7 @@ from rdl.tree import Reservation
 
 STATES = schema.STATES
 ACTIONS = schema.ACTIONS
+DECIDE_ATTEMPTS = 5  # decisions made again when another writer changed the plan under them, before giving up
 
 
 class Store:
@@ -140,22 +141,49 @@ class Store:
                validated: bool = False) -> Decision:
         """Decide one reservation and commit the decision (reservation, leases, log row) before answering.
 
-        `validated`: the caller has validated it against this store's cluster already (no second pass)."""
+        The search runs on a private copy of the plan and holds no lock, so a long one stalls no other
+        writer; the decision commits only if the plan is still the version it was made on, else it is
+        made again on the new plan. After DECIDE_ATTEMPTS - 1 such tries the last one decides holding
+        the writer's lock, as every writer waits its turn: a busy plan delays a decision, never refuses
+        it. `validated`: the caller has validated it against this store's cluster already (no second pass).
+        """
+        def decide(planner: Planner) -> tuple[Decision, datetime]:
+            when = submitted or planner.plan.now
+            return planner.submit(reservation, agent, when, dry_run=True, explain=explain, validated=validated), when
+
+        for _ in range(DECIDE_ATTEMPTS - 1):
+            version, planner = self._snapshot()
+            decision, when = decide(planner)
+            if dry_run:
+                return decision
+            with self._lock:
+                with self._db.session(write=True) as (connection, meta):
+                    if (meta["plan_id"], int(meta["plan_version"])) != version:
+                        continue  # another writer changed the plan meanwhile: decide again on the new one
+                    rows = self._rows(connection, meta)
+                    rows.submission(planner.plan.clock, reservation, decision, when, actor)
+                self._learn(rows.version, reservation, decision, when)
+                return decision
         with self._lock:
-            self._warm(dry_run)
-            with self._db.session(write=not dry_run) as (connection, meta):
-                planner = self._cache.planner(connection, meta)
-                when = submitted or planner.plan.now
-                # Decide without touching the cached plan: it learns of the reservation only once committed.
-                decision = planner.submit(reservation, agent, when, dry_run=True, explain=explain, validated=validated)
-                if dry_run:
-                    return decision
+            with self._db.session(write=True) as (connection, meta):
+                planner = self._cache.planner(connection, meta)  # decided on the cache: it learns only once committed
+                decision, when = decide(planner)
                 rows = self._rows(connection, meta)
                 rows.submission(planner.plan.clock, reservation, decision, when, actor)
-            if decision.accepted:
-                accepted = Accepted(reservation, when, list(decision.allocations))
-                self._cache.advance(rows.version, lambda planner: planner.plan.add(accepted))
+            self._learn(rows.version, reservation, decision, when)
             return decision
+
+    def _learn(self, version: int, reservation: Reservation, decision: Decision, when: datetime) -> None:
+        """Tell the cached plan of a committed accepted decision (a rejection changes no plan)."""
+        if decision.accepted:
+            accepted = Accepted(reservation, when, list(decision.allocations))
+            self._cache.advance(version, lambda planner: planner.plan.add(accepted))
+
+    def _snapshot(self) -> tuple[tuple[str, int], Planner]:
+        """A private copy of the current plan, and the version it is of (deciding on it needs no lock)."""
+        with self._lock, self._db.session(write=False) as (connection, meta):
+            planner = self._cache.planner(connection, meta)
+            return (meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy())
 
     def cancel(self, name: str, actor: str | None = None) -> Record:
         """Cancel an accepted reservation, freeing its capacity; returns its record (state `cancelled`)."""

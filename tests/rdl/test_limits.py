@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+import rdl
 from rdl.errors import RDLErrors
 from rdl.forms.jsonform import parse_json_text
 from rdl.forms.yarn import parse_yarn_text
-from rdl.validate import MAX_NAME
+from rdl.validate import MAX_INSTANCES, MAX_NAME
 from tests.rdl.support import errors_of, parse_and_validate
 
 ATOM = "atom(b={vcores: 1}, w=1h)"
@@ -35,3 +36,14 @@ def test_a_json_key_given_twice_is_an_error_at_its_second_place(parse: object) -
         parse(text, "r.json")  # type: ignore[operator]
     (error,) = caught.value.errors
     assert str(error.span) == "r.json:3:3" and error.message == "the key `name` is given twice in one JSON object"
+
+
+def test_a_recurring_period_shorter_than_the_plan_step_is_bad_input() -> None:
+    (error,) = errors_of(f"reservation r every=1s deadline=+1m {{ {ATOM.replace('1h', '1m')} }}").errors
+    assert error.message.startswith("`every=1s` is shorter than the plan step")
+
+
+def test_a_recurring_reservation_with_more_instances_than_the_bound_is_bad_input() -> None:
+    cluster = rdl.parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 7d\ncapacity: {vcores: 8}\n")
+    (error,) = errors_of(f"reservation r every=5m deadline=+5m {{ {ATOM.replace('1h', '1m')} }}", cluster).errors
+    assert f"repeats 2016 times in the plan's horizon (7d); at most {MAX_INSTANCES}" in error.message

@@ -16,11 +16,13 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any as AnyType
 
 import numpy as np
 import pytest
 
 from planner.admission import Planner
+from planner.agents.registry import get_agent
 from planner.core.check import check_plan
 from planner.store import facade as store_module
 from planner.store.facade import Store, StoreError, default_state_path
@@ -337,3 +339,32 @@ def test_concurrent_processes_never_double_book(target: str, store: Store) -> No
     with multiprocessing.get_context("spawn").Pool(WORKERS) as pool:
         results = pool.starmap(submit_batch, [(target, w) for w in range(WORKERS)])
     assert_consistent(target, sum(results))
+
+
+class _Gated:
+    """An agent that waits at a gate before its first placement: a search that takes as long as the test says."""
+
+    def __init__(self) -> None:
+        self.name = "gree"
+        self.searching, self.gate = threading.Event(), threading.Event()
+        self.inner = get_agent("gree")
+
+    def place(self, plan: AnyType, reservation: AnyType, submitted: AnyType) -> AnyType:
+        self.searching.set()
+        assert self.gate.wait(30)
+        return self.inner.place(plan, reservation, submitted)
+
+
+def test_a_long_search_stalls_no_other_writer_and_commits_on_the_plan_as_it_then_is(store: Store) -> None:
+    slow = _Gated()
+    answers: dict[str, AnyType] = {}
+    thread = threading.Thread(target=lambda: answers.update(slow=store.submit(one(pinned("slow", 0, 10, 4)), slow)))
+    thread.start()
+    assert slow.searching.wait(30)
+    quick = store.submit(one(pinned("quick", 0, 10, 6)))  # answered while the slow search is still under way
+    assert quick.accepted and thread.is_alive()
+    slow.gate.set()
+    thread.join(30)
+    assert not answers["slow"].accepted  # decided again on the plan with `quick`: 4 + 6 > 8 vcores
+    assert [r.name for r in store.list(state="accepted")] == ["quick"]
+    assert stored_violations(store) == []

@@ -12,6 +12,7 @@ from rdl import units
 from rdl.cluster import Cluster, load_cluster
 from rdl.errors import RayonError, RDLError, Reported
 from rdl.forms.jsonform import to_json
+from rdl.lint import lint
 from rdl.load import FORMATS, LoadedFile, all_errors, load
 from rdl.registry import Registry, UnknownName
 from rdl.summary import summarize
@@ -125,12 +126,21 @@ def check_command(paths: tuple[str, ...], cluster_path: str | None, form: str | 
         cluster = clusters[0] if len(clusters) == 1 else None
     context = Context.of(cluster, now)
     errors = all_errors(files)
+    echo_warnings(files)
     if as_json:
         click.echo(json.dumps({"valid": errors is None, "files": [file_json(f, context) for f in files]}, indent=2))
     else:
         echo_check(files, context, cluster)
     if errors is not None:
         raise Reported()
+
+
+def echo_warnings(files: list[LoadedFile]) -> None:
+    """Warnings of the files that parsed, on standard error: they never change the exit status."""
+    for loaded in files:
+        if loaded.errors is None:
+            for warning in lint(loaded.format, loaded.text, loaded.path):
+                click.echo(warning.render({loaded.path: loaded.text}), err=True)
 
 
 def echo_check(files: list[LoadedFile], context: Context, cluster: Cluster | None) -> None:

@@ -7,6 +7,7 @@ the sharing policy (`policies:`) is checked here too, with positions, so a file 
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -95,6 +96,44 @@ def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:
     return tuple(groups)
 
 
+# Per node group, its name and the key node of each resource it names: where a misspelt resource is written.
+NodeKeys = list[tuple[str, dict[str, yaml.Node]]]
+
+
+def node_resource_keys(reader: ConfigReader, node: yaml.Node) -> NodeKeys:
+    """For each node group of `nodes:`, its name and its resources' key nodes (read once with `node_groups`)."""
+    if not isinstance(node, yaml.SequenceNode):
+        return []
+    found = []
+    for index, item in enumerate(node.value):
+        entries = reader.mapping(item, f"node group {index + 1}")
+        name = str(entries["name"][1].value) if "name" in entries else f"group{index + 1}"
+        found.append((name, {k: key for k, (key, _) in entries.items() if k not in ("name", "count")}))
+    return found
+
+
+def _close(word: str, choices: list[str]) -> str | None:
+    """The closest of `choices` to `word`, by the same measure as `did_you_mean`, or None."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_node_resource_names(reader: ConfigReader, groups: NodeKeys) -> None:
+    """Report a resource that one node group names and the others spell otherwise (`vcore` beside `vcores`),
+    at that group's key; of two spellings, the one fewer groups use (or the later, on a tie) is the typo."""
+    counts: dict[str, int] = {}
+    for _, keys in groups:
+        for name in keys:
+            counts[name] = counts.get(name, 0) + 1
+    order = list(counts)
+    for group, keys in groups:
+        for name, key in keys.items():
+            other = _close(name, [n for n in order if n not in keys])
+            if other is not None and (counts[other], -order.index(other)) > (counts[name], -order.index(name)):
+                reader.sink.add(reader.span(key), f"node group `{group}` names resource `{name}` where the other "
+                                f"node groups name `{other}`", hint=f"did you mean `{other}`?")
+
+
 def _positive_int(text: str) -> int:
     value = float(text)
     if not math.isfinite(value) or value != int(value) or value < 1:
@@ -130,7 +169,9 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     horizon = reader.scalar(entries["horizon"][1], positive_duration, "`horizon`") if "horizon" in entries \
         else 7 * 86400.0
     capacity, nodes = _capacity(reader, entries, file)
-    changes = _changes(reader, entries, start, capacity)
+    node_keys = node_resource_keys(reader, entries["nodes"][1]) if "nodes" in entries else []
+    check_node_resource_names(reader, node_keys)
+    changes = _changes(reader, entries, start, capacity, node_keys)
     if isinstance(step, float):
         if step != int(step):
             reader.sink.add(reader.span(entries["step"][1]), "`step` must be a whole number of seconds")
@@ -167,7 +208,7 @@ def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources
 
 
 def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
-             capacity: Resources | None) -> tuple[CapacityChange, ...]:
+             capacity: Resources | None, node_keys: NodeKeys) -> tuple[CapacityChange, ...]:
     if "changes" not in entries:
         return ()
     node = entries["changes"][1]
@@ -175,6 +216,7 @@ def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
         reader.sink.add(reader.span(node), "`changes` must be a list of `{at: TIME, capacity: {...}}`")
         return ()
     stated = []
+    reported: set[str] = set()
     for item in node.value:
         fields = reader.mapping(item, "a capacity change")
         if "at" not in fields or "capacity" not in fields:
@@ -185,8 +227,7 @@ def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
         if new is not None and capacity is not None:
             for name in new:
                 if name not in capacity:
-                    reader.sink.add(reader.span(fields["capacity"][1]), f"the cluster has no resource `{name}`",
-                                    expected="one of " + ", ".join(capacity), hint=did_you_mean(name, capacity))
+                    _unknown_changed_resource(reader, name, fields["capacity"][1], capacity, node_keys, reported)
         if at is not None and new is not None:
             stated.append((at, new))
     # In time order, a change sets what it names; every other resource keeps the value it had just before.
@@ -195,6 +236,24 @@ def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
         current = {**current, **dict(new)}
         changes.append(CapacityChange(at, Resources.of(current)))
     return tuple(changes)
+
+
+def _unknown_changed_resource(reader: ConfigReader, name: str, node: yaml.Node, capacity: Resources,
+                              node_keys: NodeKeys, reported: set[str]) -> None:
+    """A change names a resource the cluster lacks: when a node group spells one like it (`vcore` for
+    `vcores`), the typo is most likely in the node group, so report there (once); else at the change."""
+    close = _close(name, list(capacity))
+    written = [(group, keys[close]) for group, keys in node_keys if close in keys]
+    if not written:
+        reader.sink.add(reader.span(node), f"the cluster has no resource `{name}`",
+                        expected="one of " + ", ".join(capacity), hint=did_you_mean(name, capacity))
+        return
+    if close in reported:
+        return
+    reported.add(str(close))
+    for group, key in written:
+        reader.sink.add(reader.span(key), f"node group `{group}` names resource `{close}`, but `changes` name "
+                        f"`{name}`", hint=f"did you mean `{name}`?")
 
 
 def load_cluster(path: str | Path) -> Cluster:

@@ -105,9 +105,10 @@ class ConfigReader:
         """An absolute time, or one relative to `start` (`+2d`)."""
         def parse(text: str) -> datetime:
             if text.startswith("+"):
+                offset = units.parse_relative(text)
                 if start is None:
                     raise ValueError("a relative time needs a valid `start`")
-                return start + timedelta(seconds=units.parse_relative(text))
+                return start + timedelta(seconds=offset)
             return units.parse_instant(text)
 
         value = self.scalar(node, parse, what)

@@ -12,11 +12,17 @@ from datetime import UTC, datetime, timedelta
 DURATION_UNITS: dict[str, int] = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 MEMORY_UNITS: dict[str, float] = {
     "KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "TiB": 1024 * 1024,
-    "KB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024,
+    "Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024,  # Kubernetes spells the binary units so
+    "KB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024,  # YARN spells them so
 }
 MEMORY = "memory"
+DURATION_CHOICES = "one of s, m, h, d, w (or several, largest first, such as `1h30m`)"
+MEMORY_CHOICES = "KiB, MiB, GiB or TiB (or Ki, Mi, Gi, Ti, or KB, MB, GB, TB for the same), or none for MiB"
+TIME_FORMS = "write an ISO-8601 time with a zone such as `2026-11-23T08:00:00Z`, or a relative time such as `+6h`"
 
 NUMBER_WITH_UNIT = re.compile(r"^(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)([A-Za-z]*)$")
+_COMPOUND = re.compile(r"^(?:\d+(?:\.\d+)?[A-Za-z]+)+$")
+_COMPOUND_PART = re.compile(r"(\d+(?:\.\d+)?)([A-Za-z]+)")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$")
 
 
@@ -36,38 +42,64 @@ def finite(value: float, text: str) -> float:
 
 
 def parse_duration(text: str) -> float:
-    """A duration such as `90m` or `1.5h`, in seconds."""
+    """A duration such as `90m`, `1.5h` or `1h30m` (units largest first, each once), in seconds."""
+    if _COMPOUND.match(text.strip()) and not NUMBER_WITH_UNIT.match(text.strip()):
+        return _compound_duration(text)
     number, unit = split_number(text)
     if not unit:
         raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}m`?)")
+    return finite(number * _duration_unit(unit, text), text)
+
+
+def _duration_unit(unit: str, text: str) -> int:
+    """Seconds in one `unit`; ValueError naming every accepted unit otherwise."""
     if unit not in DURATION_UNITS:
-        raise ValueError(f"unknown duration unit `{unit}` in `{text}`; use one of s, m, h, d, w")
-    return finite(number * DURATION_UNITS[unit], text)
+        raise ValueError(f"unknown duration unit `{unit}` in `{text}`; use {DURATION_CHOICES}")
+    return DURATION_UNITS[unit]
+
+
+def _compound_duration(text: str) -> float:
+    """`1h30m` → 5400.0: the parts' sum, with units strictly largest first (`30m1h`, `1h1h` are errors)."""
+    total, last = 0.0, math.inf
+    for number, unit in _COMPOUND_PART.findall(text):
+        size = _duration_unit(unit, text)
+        if size >= last:
+            raise ValueError(f"`{text}` repeats or misorders its units; write them largest first, such as `1h30m`")
+        total, last = total + float(number) * size, size
+    return finite(total, text)
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest exact spelling of a duration: `5400` → `90m`, `7200` → `2h`, a week → `7d`."""
-    for unit, size in sorted(DURATION_UNITS.items(), key=lambda item: -item[1]):
-        if unit == "w":
-            continue  # `7d` reads better than `1w`; `w` is still accepted on input
+    """The shortest exact spelling of a duration in one unit: `5400` → `90m`, `7200` → `2h`, a week → `7d`;
+    a whole count in the largest unit if there is one, else the shortest decimal that parses back exactly
+    (`3960.0000000000005`, what `1.1h` reads as, → `1.1h`)."""
+    sizes = sorted(((unit, size) for unit, size in DURATION_UNITS.items() if unit != "w"),  # `7d` reads better
+                   key=lambda item: -item[1])
+    for unit, size in sizes:
         count = seconds / size
         if count == int(count) and count != 0 and count * size == seconds:  # exact both ways, as parsed back
             return f"{int(count)}{unit}"
-    if seconds == int(seconds):
-        return f"{int(seconds)}s"
-    return f"{seconds!r}s"
+    exact = [f"{seconds / size!r}{unit}" for unit, size in sizes if float(repr(seconds / size)) * size == seconds]
+    return min(exact, key=len, default=f"{seconds!r}s")  # `min` keeps the first (largest unit) of equal length
 
 
 def parse_instant(text: str) -> datetime:
     """An absolute ISO-8601 time with a zone, as an aware UTC datetime."""
     if not _ISO_TIME.match(text):
-        raise ValueError(
-            f"`{text}` is not a time; write ISO-8601 with a zone (`2026-11-23T06:00:00Z`) or a relative time (`+6h`)"
-        )
+        raise ValueError(not_a_time(text))
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
     except (ValueError, OverflowError) as exc:  # astimezone overflows at the ends of the calendar
         raise ValueError(f"`{text}` is not a valid time: {exc}") from None
+
+
+def not_a_time(text: str) -> str:
+    """The message for text that is no time: the accepted forms, and the likely meaning when there is one."""
+    guess = re.sub(r"^(\d{4}-\d{2}-\d{2})[ t]", r"\1T", text)
+    guess = guess[:-1] + "Z" if guess.endswith("z") else guess
+    guess = guess + "T00:00:00Z" if re.fullmatch(r"\d{4}-\d{2}-\d{2}", guess) else guess
+    hint = f" (did you mean `{guess}`?)" if guess != text and _ISO_TIME.match(guess) else ""
+    return f"`{text}` is not a time; {TIME_FORMS}{hint}"
 
 
 def format_instant(value: datetime) -> str:
@@ -83,15 +115,19 @@ def parse_relative(text: str) -> float:
     """`+6h` → seconds after the reservation's arrival."""
     if not text.startswith("+"):
         raise ValueError(f"`{text}` is not a relative time; write `+` and a duration, such as `+6h`")
-    return parse_duration(text[1:])
+    rest = text[1:]
+    if not (NUMBER_WITH_UNIT.match(rest) or _COMPOUND.match(rest)):  # `+25:00`, `+6 h`
+        raise ValueError(not_a_time(text))
+    return parse_duration(rest)
 
 
 def parse_quantity(resource: str, text: str) -> float:
-    """A resource quantity: memory in MiB (units KiB…TiB, bare numbers are MiB); other resources are counts."""
+    """A resource quantity: memory in MiB (units KiB…TiB or Ki…Ti, bare numbers are MiB); other resources are
+    counts."""
     number, unit = split_number(text)
     if resource == MEMORY:
         if unit and unit not in MEMORY_UNITS:
-            raise ValueError(f"unknown memory unit `{unit}` in `{text}`; use KiB, MiB, GiB or TiB")
+            raise ValueError(f"unknown memory unit `{unit}` in `{text}`; use {MEMORY_CHOICES}")
         return finite(number * MEMORY_UNITS[unit or "MiB"], text)
     if unit:
         raise ValueError(f"`{resource}` is a count and takes no unit, got `{text}`")

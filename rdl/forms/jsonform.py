@@ -19,7 +19,7 @@ from rdl.syntax.printer import format_time
 from rdl.tree import Atom, Expr, Order, Reservation, Window, kind
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T")
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}")  # any date-led text is read as a time, so its error says "not a time"
 
 
 # -- tree → JSON -----------------------------------------------------------------------

@@ -13,14 +13,17 @@ from rdl.errors import RDLError, Span
 
 # Alternatives ordered by how often they occur (a large share of lexing time); `time` and
 # `relative` come before `number`, which would otherwise take their leading digits.
+# A value is lexed whole even when it is malformed, so that its error names all of it: a time is
+# a date and whatever time-like text follows it (`2026-11-23`, `2026-11-23 08:00:00Z`, a lower-case
+# `z`); a relative time or a number runs on through letters, digits, `.` and `:` (`+25:00`, `1h30m`).
 KINDS = (None, "skip", "punct", "name", "time", "relative", "number", "string", "bad")
 _TOKEN = re.compile(
     r"([ \t\r\f\n]+|\#[^\n]*)"
     r"|([(){},:=])"
     r"|([A-Za-z_][A-Za-z0-9_.\-]*)"
-    r"|(\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)"
-    r"|(\+[0-9][0-9.]*(?:[eE][+-]?\d+)?[A-Za-z]*)"
-    r"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[A-Za-z]*)"
+    r"|(\d{4}-\d{2}-\d{2}(?:[Tt][0-9:.]*| \d\d?:[0-9:.]*)?(?:[+-]\d{2}(?::?\d{2})?|[A-Za-z]\w*)?)"
+    r"|(\+\d(?:[eE][+-]\d|[\w.:])*)"
+    r"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[A-Za-z0-9.]*)"
     r'|("(?:[^"\\\n]|\\.)*")'
     r"|(.)"
 )

@@ -24,6 +24,7 @@ from rdl.source import read_text
 from rdl.tree import Resources
 
 DEFAULT_STEP = 60
+MAX_CELLS = 4_000_000  # plan steps x resources: a year at one minute for 7 resources (a few hundred MB in all)
 KEYS = ("start", "step", "horizon", "capacity", "nodes", "changes", "policies")
 
 
@@ -172,11 +173,14 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     node_keys = node_resource_keys(reader, entries["nodes"][1]) if "nodes" in entries else []
     check_node_resource_names(reader, node_keys)
     changes = _changes(reader, entries, start, capacity, node_keys)
-    if isinstance(step, float):
+    if isinstance(step, int | float):
         if step != int(step):
             reader.sink.add(reader.span(entries["step"][1]), "`step` must be a whole number of seconds")
         elif isinstance(horizon, float) and horizon < step:
             reader.sink.add(reader.span(entries["horizon"][1]), "`horizon` must be at least one step")
+        elif isinstance(horizon, float):
+            _check_size(reader, entries.get("horizon", entries.get("step", (root, root)))[1], step, horizon,
+                        len(capacity or {}))
     policies: dict[str, object] = {}
     if "policies" in entries:
         node = entries["policies"][1]
@@ -190,11 +194,24 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
                    changes=changes, policies=policies)
 
 
+def _check_size(reader: ConfigReader, where: yaml.Node, step: float, horizon: float, resources: int) -> None:
+    """The plan's arrays hold steps x resources cells: at most MAX_CELLS, so that no file can exhaust memory."""
+    steps, resources = int(horizon // step), max(1, resources)
+    if steps * resources > MAX_CELLS:
+        reader.sink.add(reader.span(where), f"the plan would be {steps:,} steps of {units.format_duration(step)} for "
+                        f"{resources} resource(s); at most {MAX_CELLS:,} steps x resources are planned",
+                        hint="a longer `step` or a shorter `horizon`")
+
+
 def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources | None, tuple[NodeGroup, ...]]:
     if "capacity" in entries and "nodes" in entries:
         reader.sink.add(reader.span(entries["nodes"][0]), "give either `capacity` or `nodes`, not both")
     if "capacity" in entries:
-        return reader.resources(entries["capacity"][1], "`capacity`"), ()
+        capacity = reader.resources(entries["capacity"][1], "`capacity`")
+        if capacity is None and isinstance(entries["capacity"][1], yaml.MappingNode):
+            reader.sink.add(reader.span(entries["capacity"][1]), "`capacity` names no resource",
+                            hint="for example `capacity: {memory: 512GiB, vcores: 256}`")
+        return capacity, ()
     if "nodes" in entries:
         groups = node_groups(reader, entries["nodes"][1])
         total: dict[str, float] = {}

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rdl.cluster import parse_cluster
+from rdl.cluster import MAX_CELLS, parse_cluster
 from rdl.errors import RDLErrors
 
 BASE = "start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 7d\ncapacity: {memory: 100GiB, vcores: 10}\n"
@@ -54,3 +54,14 @@ def test_the_policy_is_checked_with_the_default_step_too() -> None:
     text = "start: 2026-11-23T00:00:00Z\ncapacity: {vcores: 10}\npolicies:\n  user_limits:\n    instantaneous: 150%\n"
     (message,) = errors_of(text)
     assert message.startswith("cluster.yaml:5:20: `policies.user_limits.instantaneous` must be a share")
+
+
+def test_the_plans_size_is_bounded_where_the_horizon_is_written() -> None:
+    (message,) = errors_of("start: 2026-11-23T00:00:00Z\nhorizon: 100000w\ncapacity: {vcores: 4}\n")
+    assert message.startswith("cluster.yaml:2:10: the plan would be 1,008,000,000 steps of 1m for 1 resource(s); "
+                              f"at most {MAX_CELLS:,} steps x resources")
+
+
+def test_a_capacity_naming_no_resource_is_an_error() -> None:
+    (message,) = errors_of("start: 2026-11-23T00:00:00Z\ncapacity: {}\n")
+    assert message.startswith("cluster.yaml:2:11: `capacity` names no resource")

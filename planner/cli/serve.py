@@ -15,6 +15,7 @@ import click
 
 from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token
 from planner.api.limits import DEFAULT_MAX_BODY
+from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
 from rdl.cli import RayonCommand
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
@@ -42,7 +43,7 @@ def load_tokens(path: str | None) -> TokenRegistry:
 def open_store(state: str | None) -> Store:
     """The store, which must hold a plan; or exit with the store's message."""
     try:
-        store = Store.open(state)
+        store = open_state(state)  # a missing file is an error: serving creates no store
         store.meta()
     except StoreError as error:
         fail(str(error), EXIT_INTERNAL if error.code in ("database", "driver") else EXIT_BAD_INPUT)

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any as AnyType
 
 import click
@@ -33,6 +34,7 @@ from planner.store.facade import (
     Record,
     ReplanOutcome,
     Store,
+    StoreError,
     default_state_path,
 )
 from rdl import units
@@ -52,10 +54,28 @@ def json_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
 
 
 @contextmanager
-def opened(state_path: str | None, check_version: bool = True) -> Iterator[Store]:
-    """The store, closed when the block ends."""
-    with Store.open(state_path, check_version=check_version) as store:
+def opened(state_path: str | None, check_version: bool = True, create: bool = False) -> Iterator[Store]:
+    """The store, closed when the block ends; only `create` (`rayon init`) may make a new one (see `open_state`)."""
+    with open_state(state_path, check_version=check_version, create=create) as store:
         yield store
+
+
+def open_state(state_path: str | None, check_version: bool = True, create: bool = False) -> Store:
+    """The store named by `--state`; a missing SQLite file is an error that creates nothing, unless `create`.
+
+    A `--state` naming a reservation state (`--state accepted`) and no file is taken for a mistyped `--status`:
+    refused even by `init`, so that no store is made under that name by accident.
+    """
+    status_like = state_path in STATES and not Path(state_path).exists()
+    if status_like and create:
+        raise StoreError("missing", f"`--state {state_path}` names a reservation state, not a plan store file",
+                         f"did you mean `--status`? To make a store by that name, give a path: ./{state_path}")
+    try:
+        return Store.open(state_path, check_version=check_version, create=create)
+    except StoreError as error:
+        if status_like and error.code == "missing":
+            error.hint = "did you mean `--status`?"
+        raise
 
 
 def record_json(record: Record, store: Store) -> dict[str, AnyType]:
@@ -79,7 +99,7 @@ def record_json(record: Record, store: Store) -> dict[str, AnyType]:
 def init_command(cluster_path: str, force: bool, state_path: str | None) -> None:
     """Create the plan store from a cluster file."""
     text = read_text(cluster_path)
-    with opened(state_path, check_version=not force) as store:
+    with opened(state_path, check_version=not force, create=True) as store:
         cluster = store.init(text, cluster_path, force=force)
         click.echo(f"initialised {store.where}: {cluster.steps} steps of {units.format_duration(cluster.step)} "
                    f"from {units.format_instant(cluster.start)}")

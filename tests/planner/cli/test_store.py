@@ -60,3 +60,39 @@ def test_bad_input_and_unknown_names_exit_2_and_change_nothing(rayon, tmp_path: 
     assert rayon("cancel", "nope").exit_code == 2
     assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 2  # already initialised
     assert json.loads(rayon("log", "--json").stdout) == []
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "etl_nightly"], ["log"], ["follow"], ["plot"],
+                                     ["submit", str(EXAMPLES / "etl_nightly.rdl")]])
+def test_a_missing_store_is_an_error_that_creates_nothing(command: list[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "plan.db"
+    result = CliRunner().invoke(main, [*command, "--state", str(missing)], prog_name="rayon")
+    assert result.exit_code == 2, result.output
+    assert (f"no plan store at {missing}; create one with `rayon init --cluster CLUSTER.yaml --state {missing}`"
+            in result.stderr)
+    assert not missing.parent.exists()
+
+
+def test_a_failed_init_leaves_no_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("capacity: [\n")
+    state = tmp_path / "new" / "plan.db"
+    result = CliRunner().invoke(main, ["init", "--cluster", str(bad), "--state", str(state)])
+    assert result.exit_code == 2 and "bad.yaml:" in result.stderr
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+def test_a_state_named_like_a_reservation_state_suggests_status(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    listed = CliRunner().invoke(main, ["list", "--state", "accepted"])
+    assert listed.exit_code == 2 and "did you mean `--status`?" in listed.stderr
+    made = CliRunner().invoke(main, ["init", "--cluster", str(EXAMPLES / "cluster.yaml"), "--state", "rejected"])
+    assert made.exit_code == 2 and "did you mean `--status`?" in made.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_twice_names_the_force_flag(rayon) -> None:  # type: ignore[no-untyped-def]
+    assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 0
+    again = rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    assert again.exit_code == 2 and "`rayon init --force`" in again.stderr

@@ -21,7 +21,7 @@ from planner.agents.registry import AGENTS, DEFAULT_AGENT, get_agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision
 from rdl import units
-from rdl.cli import NameParam, RayonCommand, TimeParam, read_cluster
+from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, read_cluster, resolve_time, time_help
 from rdl.cluster import Cluster
 from rdl.errors import EXIT_INTERNAL, RayonError
 from rdl.load import all_errors, load
@@ -101,8 +101,8 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
 @click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Cluster file (YAML): plan origin, step, horizon, capacity.")
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
-@click.option("--now", type=TimeParam(), help="The plan's clock and every submission time (default: the "
-              "cluster's start).")
+@click.option("--now", "when", type=TimeParam(), help=time_help("The plan's clock and every submission time "
+              "(default: the cluster's start).", "the cluster's start"))
 @click.option("--json", "as_json", is_flag=True, help="One JSON document of decisions on standard output.")
 @click.option("--solver", type=NameParam(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
               help="MILP backend (with --agent milp).")
@@ -117,7 +117,7 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
               help="Spend the MILP's time left on fewer allocation changes (the accepted set stays).")
 @click.option("--dump-model", type=click.Path(dir_okay=False, writable=True),
               help="Write the MILP (.mps for MPS, else LP format) for debugging.")
-def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: datetime | None, as_json: bool,
+def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, when: TimeValue | None, as_json: bool,
                  solver: str, time_limit: float, gap: float, coarsen: int | None, smooth: bool,
                  dump_model: str | None) -> None:
     """Plan reservation files against a cluster, in order, each against the plan the earlier ones left.
@@ -128,6 +128,7 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
     """
     cluster = read_cluster(cluster_path)
     assert cluster is not None
+    now = resolve_time(when, cluster.start)
     if now is not None and not cluster.start <= now < cluster.end:
         raise RayonError(f"--now {units.format_instant(now)} is outside the plan "
                          f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -38,7 +37,7 @@ from planner.store.facade import (
     default_state_path,
 )
 from rdl import units
-from rdl.cli import NameParam, RayonCommand, TimeParam
+from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.errors import RayonError, RDLErrors
 from rdl.source import read_text
 from rdl.table import format_table
@@ -109,14 +108,15 @@ def init_command(cluster_path: str, force: bool, state_path: str | None) -> None
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
-@click.option("--now", type=TimeParam(), help="Submission time (default: the plan's clock).")
+@click.option("--now", "when", type=TimeParam(), help=time_help("Submission time (default: the plan's clock)."))
 @state_option
 @json_option
-def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datetime | None, state_path: str | None,
+def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, state_path: str | None,
                    as_json: bool) -> None:
     """Submit reservation files to the stored plan; each decision is committed before it is shown."""
     with opened(state_path) as store:
         cluster = store.cluster()
+        now = resolve_time(when, store.now())
         reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
         decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run, validated=True) for r in reservations]
         clock = store.load_plan().clock
@@ -129,15 +129,16 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datet
 @click.command("list", cls=RayonCommand)
 @click.option("--user", help="Only this user's reservations.")
 @click.option("--status", "wanted", type=click.Choice(STATES), help="Only reservations in this state.")
-@click.option("--from", "start", type=TimeParam(), help="Only those holding capacity at or after this time.")
-@click.option("--to", "end", type=TimeParam(), help="Only those holding capacity before this time.")
+@click.option("--from", "start", type=TimeParam(), help=time_help("Only those holding capacity at or after this time."))
+@click.option("--to", "end", type=TimeParam(), help=time_help("Only those holding capacity before this time."))
 @state_option
 @json_option
-def list_command(user: str | None, wanted: str | None, start: datetime | None, end: datetime | None,
+def list_command(user: str | None, wanted: str | None, start: TimeValue | None, end: TimeValue | None,
                  state_path: str | None, as_json: bool) -> None:
     """List stored reservations."""
     with opened(state_path) as store:
-        records = store.list(user=user, state=wanted, start=start, end=end)
+        now = store.now()
+        records = store.list(user=user, state=wanted, start=resolve_time(start, now), end=resolve_time(end, now))
         if as_json:
             click.echo(json.dumps([record_json(r, store) for r in records], indent=2))
             return
@@ -243,10 +244,11 @@ def holds(allocations: tuple[Allocation, ...] | list[Allocation], clock: Clock) 
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
-@click.option("--now", type=TimeParam(), help="Submission time of the new version (default: the plan's clock).")
+@click.option("--now", "when", type=TimeParam(), help=time_help("Submission time of the new version (default: the "
+              "plan's clock)."))
 @state_option
 @json_option
-def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetime | None, state_path: str | None,
+def update_command(name: str, path: str, agent: str, dry_run: bool, when: TimeValue | None, state_path: str | None,
                    as_json: bool) -> None:
     """Replace accepted reservation NAME by the version in FILE, if the new one fits.
 
@@ -255,6 +257,7 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetim
     """
     with opened(state_path) as store:
         cluster = store.cluster()
+        now = resolve_time(when, store.now())
         found = load_valid([path], cluster, now or store.now(), "nothing was updated")
         chosen = [r for r in found if r.name == name]
         if len(chosen) != 1:
@@ -276,17 +279,18 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetim
 
 
 @click.command("advance", cls=RayonCommand)
-@click.option("--to", "to", type=TimeParam(), required=True, help="The plan's new clock (never earlier than now).")
+@click.option("--to", "to", type=TimeParam(), required=True, help=time_help("The plan's new clock (never earlier "
+              "than now)."))
 @state_option
 @json_option
-def advance_command(to: datetime, state_path: str | None, as_json: bool) -> None:
+def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> None:
     """Move the plan's clock forward; reservations whose every lease has ended expire.
 
     The plan keeps its origin at the cluster's start: the clock moves through the horizon, and
     cannot pass its end.
     """
     with opened(state_path) as store:
-        report = store.advance(to)
+        report = store.advance(resolve_time(to, store.now()))
         if as_json:
             click.echo(json.dumps(report.to_json(), indent=2))
             return
@@ -295,14 +299,15 @@ def advance_command(to: datetime, state_path: str | None, as_json: bool) -> None
 
 
 @click.command("capacity", cls=RayonCommand)
-@click.option("--at", "at", type=TimeParam(), required=True, help="When the change takes effect (inside the horizon).")
+@click.option("--at", "at", type=TimeParam(), required=True, help=time_help("When the change takes effect (inside "
+              "the horizon)."))
 @click.option("--set", "vector", required=True, metavar="VECTOR",
               help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
                    "left out keep what they have.")
 @click.option("--dry-run", is_flag=True, help="Show how the plan would adapt, without committing anything.")
 @state_option
 @json_option
-def capacity_command(at: datetime, vector: str, dry_run: bool, state_path: str | None, as_json: bool) -> None:
+def capacity_command(at: TimeValue, vector: str, dry_run: bool, state_path: str | None, as_json: bool) -> None:
     """Change the cluster's capacity from a time on, and adapt the plan to it.
 
     Reservations over the new capacity stay where they are if they fit, move within their windows
@@ -314,7 +319,7 @@ def capacity_command(at: datetime, vector: str, dry_run: bool, state_path: str |
     except RDLErrors as errors:
         raise errors.then("nothing was changed") from None
     with opened(state_path) as store:
-        report = store.set_capacity(at, capacity, dry_run=dry_run)
+        report = store.set_capacity(resolve_time(at, store.now()), capacity, dry_run=dry_run)
         clock = store.load_plan().clock
         if as_json:
             click.echo(json.dumps(report.to_json(clock), indent=2))

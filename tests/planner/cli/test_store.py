@@ -96,3 +96,27 @@ def test_init_twice_names_the_force_flag(rayon) -> None:  # type: ignore[no-unty
     assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 0
     again = rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
     assert again.exit_code == 2 and "`rayon init --force`" in again.stderr
+
+
+def test_store_times_may_be_relative_to_the_plan_clock(rayon) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    assert rayon("advance", "--to", "+1h").exit_code == 0  # the clock: 01:00
+    submitted = rayon("submit", "--now", "+30m", "--json", str(EXAMPLES / "etl_nightly.rdl"))
+    assert submitted.exit_code == 0, submitted.stderr
+    listed = json.loads(rayon("list", "--json").stdout)
+    assert listed[0]["submitted"] == "2026-11-23T01:30:00Z"
+    assert json.loads(rayon("list", "--json", "--from", "+1d").stdout) == []
+    assert len(json.loads(rayon("list", "--json", "--from", "+0s", "--to", "+1d").stdout)) == 1
+    changed = json.loads(rayon("capacity", "--at", "+2h", "--set", "{vcores: 1000}", "--dry-run", "--json").stdout)
+    assert changed["change"]["at"] == "2026-11-23T03:00:00Z"
+    moved = json.loads(rayon("advance", "--to", "+1h", "--json").stdout)
+    assert moved["to"] == "2026-11-23T02:00:00Z"
+
+
+def test_plot_window_may_be_relative_to_the_plan_clock(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    out = tmp_path / "plan.svg"
+    assert rayon("plot", "--from", "+1h", "--to", "+2h", "--out", str(out)).exit_code == 0
+    assert "2026-11-23 01:00" in out.read_text()
+    far = rayon("plot", "--from", "+8d", "--out", str(out))
+    assert far.exit_code == 2 and "when the plan has ended" in far.stderr

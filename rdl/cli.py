@@ -12,7 +12,7 @@ import click
 
 from rdl import units
 from rdl.cluster import Cluster, load_cluster
-from rdl.errors import RayonError, RDLError, Reported
+from rdl.errors import RayonError, RDLError, RDLErrors, Reported
 from rdl.forms.jsonform import to_json
 from rdl.load import FORMATS, LoadedFile, all_errors, load
 from rdl.registry import Registry, UnknownName
@@ -26,7 +26,14 @@ class RayonCommand(click.Command):
     """Every `rayon` command: a `RayonError` it raises becomes its message on standard error and its exit status.
 
     The one place where product errors meet the shell (2 bad input, 1 internal); nothing else exits.
+    A command given `--json` also gets the error as one JSON document on standard output (`error_document`),
+    so a script reading standard output always reads JSON; `json_errors=False` opts a command out (`rayon plan`,
+    whose contract keeps standard output empty when nothing was planned).
     """
+
+    def __init__(self, *args: AnyType, json_errors: bool = True, **kwargs: AnyType):
+        super().__init__(*args, **kwargs)
+        self.json_errors = json_errors
 
     def invoke(self, ctx: click.Context) -> AnyType:
         try:
@@ -35,7 +42,26 @@ class RayonCommand(click.Command):
             text = error.render()
             if text:
                 click.echo(text, err=True)
+            # A Reported error was already shown (`rayon check --json` printed its document): one document only.
+            if self.wants_json(ctx) and not isinstance(error, Reported):
+                click.echo(json.dumps(error_document(error), indent=2))
             ctx.exit(error.exit_code)
+
+    def wants_json(self, ctx: click.Context) -> bool:
+        """Whether this command has a `--json` flag and it was given."""
+        flags = [p for p in self.params if isinstance(p, click.Option) and "--json" in p.opts]
+        return self.json_errors and any(bool(ctx.params.get(p.name or "")) for p in flags)
+
+
+def error_document(error: RayonError) -> dict[str, AnyType]:
+    """`{"error": {code, message, hint, exit_code, place, consequences, errors}}`: a failure for machines.
+
+    `errors` lists the positioned input errors (`error_json`) of an RDLError or RDLErrors, else is empty.
+    """
+    positioned = error.errors if isinstance(error, RDLErrors) else [error] if isinstance(error, RDLError) else []
+    return {"error": {"code": error.code, "message": error.message, "hint": error.hint, "exit_code": error.exit_code,
+                      "place": error.place, "consequences": list(error.consequences),
+                      "errors": [error_json(e) for e in positioned]}}
 
 
 class NameParam(click.ParamType):

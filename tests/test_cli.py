@@ -645,3 +645,48 @@ def test_check_now_relative_needs_a_cluster() -> None:
     result = rayon("check", "--now", "+2h", EXAMPLES / "etl_nightly.rdl")
     assert result.exit_code == 2 and "counts from the cluster's start" in result.stderr and "--cluster" in result.stderr
     assert rayon("check", "--now", "+2h", "--cluster", CLUSTER, EXAMPLES / "etl_nightly.rdl").exit_code == 0
+
+
+# --- exit statuses of plan and submit; errors as JSON -------------------------------------------------------------
+
+def test_plan_fail_on_reject_exits_3_after_printing_every_decision() -> None:
+    paths = [EXAMPLES / "etl_nightly.rdl", EXAMPLES / "urgent_retrain.rdl"]
+    ran = rayon("plan", "--cluster", CLUSTER, "--json", *paths)
+    assert ran.exit_code == 0  # the contract: planning ran
+    failed = rayon("plan", "--cluster", CLUSTER, "--json", "--fail-on-reject", *paths)
+    assert failed.exit_code == 3 and "urgent_retrain" in failed.stderr and "--fail-on-reject" in failed.stderr
+    assert json.loads(failed.stdout) == json.loads(ran.stdout)  # still exactly one document: the plan's
+    assert rayon("plan", "--cluster", CLUSTER, "--fail-on-reject", EXAMPLES / "etl_nightly.rdl").exit_code == 0
+
+
+def test_plan_of_no_reservation_exits_2(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.rdl"
+    empty.write_text("\n")
+    result = rayon("plan", "--cluster", CLUSTER, empty)
+    assert result.exit_code == 2 and f"no reservations found in {empty}" in result.stderr
+    assert result.stdout == ""
+
+
+def test_json_errors_are_one_document_on_stdout(small: Path, tmp_path: Path) -> None:
+    bad = small.parent / "bad.rdl"
+    result = rayon("fmt", "--json", bad)
+    assert result.exit_code == 2 and "bad.rdl:2:" in result.stderr  # people still read it on stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "input" and error["exit_code"] == 2 and error["errors"]
+    assert error["errors"][0]["file"] == str(bad) and error["errors"][0]["line"] == 2
+    assert set(error) >= {"code", "message", "hint", "exit_code", "errors"}
+    missing = rayon("list", "--json", "--state", tmp_path / "none.db")
+    assert missing.exit_code == 2 and missing.stderr.startswith("error: no plan store at")
+    document = json.loads(missing.stdout)["error"]
+    assert document["code"] == "missing" and document["errors"] == [] and "rayon init" in document["message"]
+    assert rayon("list", "--state", tmp_path / "none.db").stdout == ""  # without --json, nothing on stdout
+
+
+def test_plan_json_keeps_stdout_empty_on_bad_input(small: Path) -> None:
+    result = rayon("plan", "--cluster", CLUSTER, "--json", small.parent / "bad.rdl")
+    assert result.exit_code == 2 and result.stdout == ""  # the contract (decisions.md): no error document
+
+
+def test_check_json_stays_one_document_when_a_file_is_bad(small: Path) -> None:
+    result = rayon("check", "--json", small.parent / "bad.rdl")
+    assert result.exit_code == 2 and "error" not in json.loads(result.stdout)

@@ -37,7 +37,8 @@ from rdl.table import format_table
 FORMATS = ("table", "json", "yunikorn")
 
 
-@click.command("follow", cls=RayonCommand)
+# Bad input prints nothing on standard output (docs/follower.md, the tests): no JSON error document either.
+@click.command("follow", cls=RayonCommand, json_errors=False)
 @click.option("--from", "when_from", type=TimeParam(), help=time_help("Time of the first round (default: the plan's "
               "clock)."))
 @click.option("--to", "when_to", type=TimeParam(),

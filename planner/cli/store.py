@@ -21,7 +21,7 @@ from planner.agents.explain import format_span
 from planner.agents.milp.agent import DEFAULT_GAP, DEFAULT_TIME_LIMIT
 from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
 from planner.agents.registry import AGENTS, DEFAULT_AGENT
-from planner.cli.plan import echo_decisions, load_valid
+from planner.cli.plan import check_rejections, echo_decisions, fail_on_reject_option, load_valid, require_reservations
 from planner.core.compile import Clock
 from planner.core.decision import allocation_json
 from planner.core.plan import Allocation
@@ -109,21 +109,28 @@ def init_command(cluster_path: str, force: bool, state_path: str | None) -> None
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
 @click.option("--now", "when", type=TimeParam(), help=time_help("Submission time (default: the plan's clock)."))
+@fail_on_reject_option
 @state_option
 @json_option
-def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, state_path: str | None,
-                   as_json: bool) -> None:
-    """Submit reservation files to the stored plan; each decision is committed before it is shown."""
+def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, fail_on_reject: bool,
+                   state_path: str | None, as_json: bool) -> None:
+    """Submit reservation files to the stored plan; each decision is committed before it is shown.
+
+    Exit status: 0 when every reservation was decided (with --fail-on-reject, 3 when any was rejected),
+    2 for bad input (nothing submitted; files holding no reservation too), 1 for an internal failure.
+    """
     with opened(state_path) as store:
         cluster = store.cluster()
         now = resolve_time(when, store.now())
         reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
+        require_reservations(reservations, paths, "nothing was submitted")
         decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run, validated=True) for r in reservations]
         clock = store.load_plan().clock
         if as_json:
             click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
         else:
             echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+    check_rejections(decisions, fail_on_reject)
 
 
 @click.command("list", cls=RayonCommand)

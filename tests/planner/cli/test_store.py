@@ -120,3 +120,16 @@ def test_plot_window_may_be_relative_to_the_plan_clock(rayon, tmp_path: Path) ->
     assert "2026-11-23 01:00" in out.read_text()
     far = rayon("plot", "--from", "+8d", "--out", str(out))
     assert far.exit_code == 2 and "when the plan has ended" in far.stderr
+
+
+def test_submit_fail_on_reject_and_no_reservation(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    paths = [str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl")]
+    result = rayon("submit", "--fail-on-reject", "--dry-run", *paths)
+    assert result.exit_code == 3 and "1 of 2 reservations rejected (urgent_retrain)" in result.stderr
+    assert rayon("submit", "--dry-run", *paths).exit_code == 0
+    empty = tmp_path / "empty.rdl"
+    empty.write_text("")
+    nothing = rayon("submit", "--json", str(empty))
+    assert nothing.exit_code == 2 and f"no reservations found in {empty}" in nothing.stderr
+    assert json.loads(nothing.stdout)["error"]["message"] == f"no reservations found in {empty}"

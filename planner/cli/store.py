@@ -77,13 +77,24 @@ def open_state(state_path: str | None, check_version: bool = True, create: bool 
         raise
 
 
-def record_json(record: Record, store: Store) -> dict[str, AnyType]:
-    clock = store.load_plan().clock
+def reserved_span(record: Record, clock: Clock) -> tuple[str, str]:
+    """The ISO start of a reservation's first lease and end of its last; `-` for both when it holds none."""
+    if not record.allocations:
+        return "-", "-"
+    return (units.format_instant(clock.at(min(a.start for a in record.allocations))),
+            units.format_instant(clock.at(max(a.end for a in record.allocations))))
+
+
+def record_json(record: Record, store: Store, clock: Clock | None = None) -> dict[str, AnyType]:
+    """A stored reservation as JSON; `start`/`end` (None without leases) are the span its leases reserve."""
+    clock = clock or store.load_plan().clock
+    start, end = reserved_span(record, clock)
     data: dict[str, AnyType] = {
         "reservation": record.name, "state": record.state, "user": record.user, "queue": record.queue,
         "value": record.value, "priority": record.priority, "agent": record.agent,
         "submitted": units.format_instant(record.submitted), "decided": units.format_instant(record.decided),
         "allocations": [allocation_json(a, clock) for a in record.allocations],
+        "start": None if start == "-" else start, "end": None if end == "-" else end,
     }
     if record.reason is not None:
         data["reason"] = record.reason.to_json()
@@ -135,23 +146,28 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: Time
 
 @click.command("list", cls=RayonCommand)
 @click.option("--user", help="Only this user's reservations.")
-@click.option("--status", "wanted", type=click.Choice(STATES), help="Only reservations in this state.")
+@click.option("--status", "wanted", type=click.Choice(STATES),
+              help="Only reservations in this state: accepted (holding capacity), rejected (never admitted), "
+              "cancelled (by a user), expired (every lease has ended), dropped (removed when capacity shrank).")
 @click.option("--from", "start", type=TimeParam(), help=time_help("Only those holding capacity at or after this time."))
 @click.option("--to", "end", type=TimeParam(), help=time_help("Only those holding capacity before this time."))
 @state_option
 @json_option
 def list_command(user: str | None, wanted: str | None, start: TimeValue | None, end: TimeValue | None,
                  state_path: str | None, as_json: bool) -> None:
-    """List stored reservations."""
+    """List stored reservations: who, their queue, and the span each one's leases reserve (START to END, UTC)."""
     with opened(state_path) as store:
         now = store.now()
         records = store.list(user=user, state=wanted, start=resolve_time(start, now), end=resolve_time(end, now))
-        if as_json:
-            click.echo(json.dumps([record_json(r, store) for r in records], indent=2))
-            return
-        rows = [[r.name, r.state, r.user or "-", r.agent or "-", units.format_instant(r.submitted),
-                 str(len(r.allocations)), r.reason.code if r.reason else "-"] for r in records]
-        click.echo(format_table(["RESERVATION", "STATE", "USER", "AGENT", "SUBMITTED", "ALLOCATIONS", "REASON"], rows))
+        clock = store.load_plan().clock  # read once, not per record
+    if as_json:
+        click.echo(json.dumps([record_json(r, store, clock) for r in records], indent=2))
+        return
+    rows = [[r.name, r.state, r.user or "-", r.queue or "-", *reserved_span(r, clock), r.agent or "-",
+             units.format_instant(r.submitted), str(len(r.allocations)), r.reason.code if r.reason else "-"]
+            for r in records]
+    click.echo(format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "AGENT", "SUBMITTED",
+                             "ALLOCATIONS", "REASON"], rows))
 
 
 @click.command("show", cls=RayonCommand)
@@ -248,7 +264,7 @@ def holds(allocations: tuple[Allocation, ...] | list[Allocation], clock: Clock) 
 
 @click.command("update", cls=RayonCommand)
 @click.argument("name")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", metavar="FILE", type=click.Path(exists=True, dir_okay=False))
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
 @click.option("--now", "when", type=TimeParam(), help=time_help("Submission time of the new version (default: the "

@@ -133,3 +133,32 @@ def test_submit_fail_on_reject_and_no_reservation(rayon, tmp_path: Path) -> None
     nothing = rayon("submit", "--json", str(empty))
     assert nothing.exit_code == 2 and f"no reservations found in {empty}" in nothing.stderr
     assert json.loads(nothing.stdout)["error"]["message"] == f"no reservations found in {empty}"
+
+
+def test_list_shows_queue_and_the_reserved_span_as_full_dates(rayon) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    rayon("submit", str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl"))
+    table = rayon("list").stdout.splitlines()
+    assert table[0].split() == ["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "AGENT", "SUBMITTED",
+                                "ALLOCATIONS", "REASON"]
+    etl = next(line.split() for line in table if line.startswith("etl_nightly"))
+    shown = json.loads(rayon("show", "etl_nightly", "--json").stdout)
+    assert etl[3] == shown["queue"] and etl[4] == shown["start"] and etl[5] == shown["end"]
+    assert shown["start"].startswith("2026-11-23T") and shown["end"].endswith("Z")
+    assert shown["start"] == min(a["start"] for a in shown["allocations"])
+    assert shown["end"] == max(a["end"] for a in shown["allocations"])
+    rejected = next(line.split() for line in table if line.startswith("urgent_retrain"))
+    assert rejected[4:6] == ["-", "-"]
+    helped = " ".join(rayon("list", "--help").stdout.split())  # as one line, whatever the wrapping
+    assert all(state in helped for state in ("accepted (", "rejected (", "cancelled (", "expired (", "dropped ("))
+
+
+def test_update_usage_and_text_both_say_file(rayon) -> None:  # type: ignore[no-untyped-def]
+    helped = rayon("update", "--help").stdout
+    assert "rayon update [OPTIONS] NAME FILE" in helped and "the version in FILE" in helped
+
+
+def test_version_has_a_short_form() -> None:
+    long = CliRunner().invoke(main, ["--version"])
+    short = CliRunner().invoke(main, ["-V"])
+    assert short.exit_code == 0 and short.stdout == long.stdout and "version" in short.stdout

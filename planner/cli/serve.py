@@ -50,6 +50,12 @@ def open_store(state: str | None) -> Store:
     return store
 
 
+def tokens_for(tokens: TokenRegistry) -> str:
+    """`1 token for alice`, `3 tokens for alice, ops`: what the server will accept, in words."""
+    count = len(tokens)
+    return f"{count} token{'' if count == 1 else 's'} for {', '.join(tokens.users())}"
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on host:port (port 0: any free one); exit 1 when it cannot be had."""
     try:
@@ -105,7 +111,7 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
     if not loopback(host):
         click.echo(f"warning: listening on {host}, beyond this machine: bearer tokens travel in the clear unless "
                    "a TLS proxy stands in front", err=True)
-    click.echo(f"rayon serve: plan store {store.where}; {len(tokens)} tokens for {', '.join(tokens.users())}; "
+    click.echo(f"rayon serve: plan store {store.where}; {tokens_for(tokens)}; "
                f"listening on http://{url_host}:{where[1]}", err=True)
     sys.stderr.flush()
     config = uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=10)

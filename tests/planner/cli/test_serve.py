@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.api.auth import Principal, TokenRegistry
-from planner.cli.serve import serve, token
+from planner.cli.serve import serve, token, tokens_for
 from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER
 
@@ -79,3 +79,11 @@ def test_serve_exits_1_when_its_port_is_taken(state: Path, tmp_path: Path) -> No
         port = taken.getsockname()[1]
         result = CliRunner().invoke(serve, ["--state", str(state), "--tokens", str(tokens), "--port", str(port)])
     assert result.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+def test_the_startup_line_counts_tokens_in_good_grammar(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    CliRunner().invoke(token, ["alice", "--tokens", str(path)])
+    assert tokens_for(TokenRegistry.load(path, environ={})) == "1 token for alice"
+    CliRunner().invoke(token, ["ops", "--role", "admin", "--tokens", str(path)])
+    assert tokens_for(TokenRegistry.load(path, environ={})) == "2 tokens for alice, ops"

@@ -49,7 +49,7 @@ def check_rejections(decisions: Sequence[Decision], fail_on_reject: bool) -> Non
 def require_reservations(reservations: Sequence[Reservation], paths: Sequence[str], consequence: str) -> None:
     """Refuse inputs that hold no reservation at all: a wrong path or an empty folder is likelier than intent."""
     if not reservations:
-        raise RayonError(f"no reservations found in {', '.join(paths)}",
+        raise RayonError(f"no reservations found in {', '.join(paths)}", code="empty",
                          hint="give .rdl, .json or YARN JSON files, or folders holding them").then(consequence)
 
 

@@ -133,6 +133,7 @@ def test_submit_fail_on_reject_and_no_reservation(rayon, tmp_path: Path) -> None
     nothing = rayon("submit", "--json", str(empty))
     assert nothing.exit_code == 2 and f"no reservations found in {empty}" in nothing.stderr
     assert json.loads(nothing.stdout)["error"]["message"] == f"no reservations found in {empty}"
+    assert json.loads(nothing.stdout)["error"]["code"] == "empty"
 
 
 def test_list_shows_queue_and_the_reserved_span_as_full_dates(rayon) -> None:  # type: ignore[no-untyped-def]

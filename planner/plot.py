@@ -26,7 +26,7 @@ import numpy as np
 from planner.cli.store import opened, state_option
 from planner.core.plan import Plan
 from rdl import units
-from rdl.cli import RayonCommand, TimeParam
+from rdl.cli import RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.errors import RayonError, did_you_mean
 from rdl.shape import step_ceil, step_floor
 
@@ -253,17 +253,19 @@ def _datetime64(moment: datetime) -> np.datetime64:
 @click.command("plot", cls=RayonCommand)
 @click.option("--out", default="plan.png", show_default=True, type=click.Path(dir_okay=False),
               help="Picture to write; the format follows the suffix (.png, .svg, .pdf).")
-@click.option("--from", "start", type=TimeParam(), help="Start of the time window (default: the plan's start).")
-@click.option("--to", "end", type=TimeParam(), help="End of the time window (default: the plan's end).")
+@click.option("--from", "start", type=TimeParam(), help=time_help("Start of the time window (default: the plan's "
+              "start)."))
+@click.option("--to", "end", type=TimeParam(), help=time_help("End of the time window (default: the plan's end)."))
 @click.option("--resource", "resources", multiple=True, metavar="NAME",
               help="Only this resource (repeatable; default: every resource).")
 @state_option
-def plot_command(out: str, start: datetime | None, end: datetime | None, resources: tuple[str, ...],
+def plot_command(out: str, start: TimeValue | None, end: TimeValue | None, resources: tuple[str, ...],
                  state_path: str | None) -> None:
     """Draw the stored plan: capacity over time and each accepted reservation's use, one panel per resource."""
     with opened(state_path) as store:
         plan = store.load_plan()
-    start_step, end_step = window_steps(plan, start, end)
+        now = store.now()
+    start_step, end_step = window_steps(plan, resolve_time(start, now), resolve_time(end, now))
     try:
         written = plot_plan(plan, out, start_step, end_step, resources or None)
     except OSError as error:

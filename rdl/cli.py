@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any as AnyType
+from typing import overload
 
 import click
 
 from rdl import units
 from rdl.cluster import Cluster, load_cluster
-from rdl.errors import RayonError, RDLError, Reported
+from rdl.errors import RayonError, RDLError, RDLErrors, Reported
 from rdl.forms.jsonform import to_json
 from rdl.lint import lint
 from rdl.load import FORMATS, LoadedFile, all_errors, load
@@ -25,7 +27,14 @@ class RayonCommand(click.Command):
     """Every `rayon` command: a `RayonError` it raises becomes its message on standard error and its exit status.
 
     The one place where product errors meet the shell (2 bad input, 1 internal); nothing else exits.
+    A command given `--json` also gets the error as one JSON document on standard output (`error_document`),
+    so a script reading standard output always reads JSON; `json_errors=False` opts a command out (`rayon plan`,
+    whose contract keeps standard output empty when nothing was planned).
     """
+
+    def __init__(self, *args: AnyType, json_errors: bool = True, **kwargs: AnyType):
+        super().__init__(*args, **kwargs)
+        self.json_errors = json_errors
 
     def invoke(self, ctx: click.Context) -> AnyType:
         try:
@@ -34,7 +43,26 @@ class RayonCommand(click.Command):
             text = error.render()
             if text:
                 click.echo(text, err=True)
+            # A Reported error was already shown (`rayon check --json` printed its document): one document only.
+            if self.wants_json(ctx) and not isinstance(error, Reported):
+                click.echo(json.dumps(error_document(error), indent=2))
             ctx.exit(error.exit_code)
+
+    def wants_json(self, ctx: click.Context) -> bool:
+        """Whether this command has a `--json` flag and it was given."""
+        flags = [p for p in self.params if isinstance(p, click.Option) and "--json" in p.opts]
+        return self.json_errors and any(bool(ctx.params.get(p.name or "")) for p in flags)
+
+
+def error_document(error: RayonError) -> dict[str, AnyType]:
+    """`{"error": {code, message, hint, exit_code, place, consequences, errors}}`: a failure for machines.
+
+    `errors` lists the positioned input errors (`error_json`) of an RDLError or RDLErrors, else is empty.
+    """
+    positioned = error.errors if isinstance(error, RDLErrors) else [error] if isinstance(error, RDLError) else []
+    return {"error": {"code": error.code, "message": error.message, "hint": error.hint, "exit_code": error.exit_code,
+                      "place": error.place, "consequences": list(error.consequences),
+                      "errors": [error_json(e) for e in positioned]}}
 
 
 class NameParam(click.ParamType):
@@ -54,18 +82,57 @@ class NameParam(click.ParamType):
         return "[" + "|".join(self.registry) + "]"
 
 
+@dataclass(frozen=True)
+class RelativeTime:
+    """A time given as `+DURATION`: `seconds` after a clock the command knows (`resolve_time` makes it absolute)."""
+
+    seconds: float
+    text: str
+
+
+TimeValue = datetime | RelativeTime
+TIME_HELP = "ISO-8601 with a zone, or +DURATION after {clock} such as +2h"
+
+
+def time_help(text: str, clock: str = "the plan's clock") -> str:
+    """An option's help, saying which times it accepts and what a relative one counts from."""
+    return f"{text} [{TIME_HELP.format(clock=clock)}]"
+
+
 class TimeParam(click.ParamType):
-    """An absolute ISO-8601 time with a zone."""
+    """An absolute ISO-8601 time with a zone, or a relative `+2h` (a RelativeTime, for `resolve_time`)."""
 
     name = "TIME"
 
-    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
-        if isinstance(value, datetime):
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> TimeValue:
+        if isinstance(value, datetime | RelativeTime):
             return value
+        text = str(value).strip()
         try:
-            return units.parse_instant(value)
+            if text.startswith("+"):
+                return RelativeTime(units.parse_relative(text), text)
+            return units.parse_instant(text)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+@overload
+def resolve_time(value: TimeValue, clock: datetime) -> datetime: ...
+@overload
+def resolve_time(value: None, clock: datetime) -> None: ...
+@overload
+def resolve_time(value: TimeValue | None, clock: datetime) -> datetime | None: ...
+
+
+def resolve_time(value: TimeValue | None, clock: datetime) -> datetime | None:
+    """The absolute time: a RelativeTime counts from `clock`; an absolute time and None stay as they are."""
+    if isinstance(value, RelativeTime):
+        try:
+            return clock + timedelta(seconds=value.seconds)
+        except OverflowError:  # `+1e12d` passes the calendar's end
+            raise RayonError(f"`{value.text}` after {units.format_instant(clock)} is past the end of the calendar",
+                             hint="give a shorter duration") from None
+    return value
 
 
 def cluster_option(required: bool = False) -> AnyType:
@@ -77,6 +144,14 @@ def cluster_option(required: bool = False) -> AnyType:
 def read_cluster(path: str | None) -> Cluster | None:
     """The cluster file (None without a path); its errors are raised, positioned."""
     return None if path is None else load_cluster(path)
+
+
+def cluster_start(cluster: Cluster | None, when: RelativeTime) -> datetime:
+    """The cluster's start, which a relative `--now` counts from; without a cluster, an error saying what to give."""
+    if cluster is None:
+        raise RayonError(f"--now {when.text} counts from the cluster's start, and no cluster file was given",
+                         hint="give --cluster CLUSTER.yaml (or a cluster file among the paths), or an absolute time")
+    return cluster.start
 
 
 def error_json(error: RDLError) -> dict[str, AnyType]:
@@ -110,9 +185,10 @@ def summary_rows(loaded: LoadedFile, context: Context) -> list[list[str]]:
 @cluster_option()
 @click.option("--format", "form", type=click.Choice(FORMATS), help="Read every file as this form (default: by "
               "suffix and content).")
-@click.option("--now", type=TimeParam(), help="Submission time for relative times (default: the cluster's start).")
+@click.option("--now", "when", type=TimeParam(), help=time_help("Submission time for relative times (default: the "
+              "cluster's start).", "the cluster's start"))
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on standard output.")
-def check_command(paths: tuple[str, ...], cluster_path: str | None, form: str | None, now: datetime | None,
+def check_command(paths: tuple[str, ...], cluster_path: str | None, form: str | None, when: TimeValue | None,
                   as_json: bool) -> None:
     """Validate reservation files (.rdl, .json, YARN JSON) and cluster files; summarise what is valid.
 
@@ -120,10 +196,14 @@ def check_command(paths: tuple[str, ...], cluster_path: str | None, form: str | 
     reservations are checked against. Exit status: 0 all valid, 2 any invalid.
     """
     cluster = read_cluster(cluster_path)
-    files = load(paths, form, cluster, now)
+    files = load(paths, form, cluster, when if isinstance(when, datetime) else None)
     if cluster is None:
         clusters = [f.cluster for f in files if f.cluster is not None]
         cluster = clusters[0] if len(clusters) == 1 else None
+    now = when if isinstance(when, datetime) else None
+    if isinstance(when, RelativeTime):  # validated once more, now that the submission time is known
+        now = resolve_time(when, cluster_start(cluster, when))
+        files = load(paths, form, cluster, now)
     context = Context.of(cluster, now)
     errors = all_errors(files)
     echo_warnings(files)

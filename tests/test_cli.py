@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any as AnyType
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -27,6 +28,7 @@ from follower.cli import main
 from planner.agents.registry import AGENTS
 from planner.core.check import check_plan
 from rdl import units
+from rdl.cli import RelativeTime, TimeParam, resolve_time
 from rdl.cluster import Cluster, load_cluster
 from rdl.forms.jsonform import from_json
 from rdl.forms.yarn import parse_yarn_text
@@ -605,3 +607,86 @@ def test_process_plan_bad_input(small: Path) -> None:
     assert result.stdout == ""
     assert "nothing was planned" in result.stderr
     assert re.search(r"bad\.rdl:2:\d+: ", result.stderr)
+
+
+# --- relative times ------------------------------------------------------------------------------------------------
+
+def time_options() -> list[tuple[str, click.Option]]:
+    """Every option of every `rayon` command that takes a time."""
+    return [(name, param) for name, command in main.commands.items() for param in command.params
+            if isinstance(param, click.Option) and isinstance(param.type, TimeParam)]
+
+
+def test_every_time_option_takes_a_relative_time_and_says_so() -> None:
+    found = {f"{name} {param.opts[0]}" for name, param in time_options()}
+    assert {"advance --to", "capacity --at", "plan --now", "submit --now", "update --now", "check --now",
+            "follow --from", "follow --to", "plot --from", "plot --to", "list --from", "list --to"} <= found
+    for name, param in time_options():
+        assert param.help is not None and "+2h" in param.help, f"{name} {param.opts[0]}"
+
+
+def test_time_param_reads_absolute_and_relative_times() -> None:
+    start = units.parse_instant("2026-11-23T00:00:00Z")
+    assert TimeParam().convert("+90m", None, None) == RelativeTime(5400.0, "+90m")
+    assert resolve_time(TimeParam().convert("+90m", None, None), start) == start + timedelta(minutes=90)
+    assert resolve_time(TimeParam().convert("2026-11-23T06:00:00Z", None, None), start) == start + timedelta(hours=6)
+    assert resolve_time(None, start) is None
+    with pytest.raises(click.BadParameter, match="unknown duration unit"):
+        TimeParam().convert("+5x", None, None)
+
+
+def test_plan_now_may_be_relative_to_the_cluster_start() -> None:
+    relative = plan_json(EXAMPLES / "etl_nightly.rdl", now="+30m")
+    absolute = plan_json(EXAMPLES / "etl_nightly.rdl", now="2026-11-23T00:30:00Z")
+    assert relative == absolute
+
+
+def test_check_now_relative_needs_a_cluster() -> None:
+    result = rayon("check", "--now", "+2h", EXAMPLES / "etl_nightly.rdl")
+    assert result.exit_code == 2 and "counts from the cluster's start" in result.stderr and "--cluster" in result.stderr
+    assert rayon("check", "--now", "+2h", "--cluster", CLUSTER, EXAMPLES / "etl_nightly.rdl").exit_code == 0
+
+
+# --- exit statuses of plan and submit; errors as JSON -------------------------------------------------------------
+
+def test_plan_fail_on_reject_exits_3_after_printing_every_decision() -> None:
+    paths = [EXAMPLES / "etl_nightly.rdl", EXAMPLES / "urgent_retrain.rdl"]
+    ran = rayon("plan", "--cluster", CLUSTER, "--json", *paths)
+    assert ran.exit_code == 0  # the contract: planning ran
+    failed = rayon("plan", "--cluster", CLUSTER, "--json", "--fail-on-reject", *paths)
+    assert failed.exit_code == 3 and "urgent_retrain" in failed.stderr and "--fail-on-reject" in failed.stderr
+    assert json.loads(failed.stdout) == json.loads(ran.stdout)  # still exactly one document: the plan's
+    assert rayon("plan", "--cluster", CLUSTER, "--fail-on-reject", EXAMPLES / "etl_nightly.rdl").exit_code == 0
+
+
+def test_plan_of_no_reservation_exits_2(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.rdl"
+    empty.write_text("\n")
+    result = rayon("plan", "--cluster", CLUSTER, empty)
+    assert result.exit_code == 2 and f"no reservations found in {empty}" in result.stderr
+    assert result.stdout == ""
+
+
+def test_json_errors_are_one_document_on_stdout(small: Path, tmp_path: Path) -> None:
+    bad = small.parent / "bad.rdl"
+    result = rayon("fmt", "--json", bad)
+    assert result.exit_code == 2 and "bad.rdl:2:" in result.stderr  # people still read it on stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "input" and error["exit_code"] == 2 and error["errors"]
+    assert error["errors"][0]["file"] == str(bad) and error["errors"][0]["line"] == 2
+    assert set(error) >= {"code", "message", "hint", "exit_code", "errors"}
+    missing = rayon("list", "--json", "--state", tmp_path / "none.db")
+    assert missing.exit_code == 2 and missing.stderr.startswith("error: no plan store at")
+    document = json.loads(missing.stdout)["error"]
+    assert document["code"] == "missing" and document["errors"] == [] and "rayon init" in document["message"]
+    assert rayon("list", "--state", tmp_path / "none.db").stdout == ""  # without --json, nothing on stdout
+
+
+def test_plan_json_keeps_stdout_empty_on_bad_input(small: Path) -> None:
+    result = rayon("plan", "--cluster", CLUSTER, "--json", small.parent / "bad.rdl")
+    assert result.exit_code == 2 and result.stdout == ""  # the contract (decisions.md): no error document
+
+
+def test_check_json_stays_one_document_when_a_file_is_bad(small: Path) -> None:
+    result = rayon("check", "--json", small.parent / "bad.rdl")
+    assert result.exit_code == 2 and "error" not in json.loads(result.stdout)

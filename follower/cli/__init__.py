@@ -21,7 +21,7 @@ from rdl.cli import COMMANDS as LANGUAGE_COMMANDS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="rayon-planner")
+@click.version_option(None, "-V", "--version", package_name="rayon-planner")
 def main() -> None:
     """Rayon: reserve cluster capacity ahead of time, and have it guaranteed.
 

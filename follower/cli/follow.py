@@ -29,7 +29,7 @@ from follower.follow.rounds import QueueTarget, Round
 from follower.follow.text import format_amount, format_vector
 from planner.cli.store import json_option, opened, state_option
 from rdl import units
-from rdl.cli import NameParam, RayonCommand, TimeParam
+from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.shape import step_floor
 from rdl.source import read_text
 from rdl.table import format_table
@@ -37,11 +37,13 @@ from rdl.table import format_table
 FORMATS = ("table", "json", "yunikorn")
 
 
-@click.command("follow", cls=RayonCommand)
-@click.option("--from", "start", type=TimeParam(), help="Time of the first round [default: the plan's clock].")
-@click.option("--to", "end", type=TimeParam(),
-              help="Rounds start before this time [default: the end of the last reservation window still open "
-                   "after --from, within the horizon].")
+# Bad input prints nothing on standard output (docs/follower.md, the tests): no JSON error document either.
+@click.command("follow", cls=RayonCommand, json_errors=False)
+@click.option("--from", "when_from", type=TimeParam(), help=time_help("Time of the first round (default: the plan's "
+              "clock)."))
+@click.option("--to", "when_to", type=TimeParam(),
+              help=time_help("Rounds start before this time (default: the end of the last reservation window still "
+                             "open after --from, within the horizon)."))
 @click.option("--every", type=click.IntRange(min=1), default=1, show_default=True, help="Plan steps between rounds.")
 @click.option("--changes", is_flag=True, help="Only the rounds whose queues differ from the round before.")
 @click.option("--plan-queue", default=PLAN_QUEUE, show_default=True, help="The plan's (reservable) queue.")
@@ -59,7 +61,7 @@ FORMATS = ("table", "json", "yunikorn")
               help="YuniKorn: the name of a plan resource there, e.g. gpu=nvidia.com/gpu (vcores is vcore).")
 @state_option
 @json_option
-def follow_command(start: datetime | None, end: datetime | None, every: int, changes: bool, plan_queue: str,
+def follow_command(when_from: TimeValue | None, when_to: TimeValue | None, every: int, changes: bool, plan_queue: str,
                    default_queue: str, max_policy: str, output: str | None, sort_policy: str, partition: str,
                    base_path: str | None, renames: tuple[str, ...], state_path: str | None, as_json: bool) -> None:
     """Print the queue capacities the stored plan asks for, per round over a time range.
@@ -75,7 +77,9 @@ def follow_command(start: datetime | None, end: datetime | None, every: int, cha
     base = yunikorn.load_base(read_text(base_path), base_path) if base_path else None
     with opened(state_path) as store:
         view = PlanView(store.load_plan())
-        start = start or store.now()
+        now = store.now()
+    start = resolve_time(when_from, now) or now
+    end = resolve_time(when_to, now)
     horizon_end = view.plan.clock.at(view.plan.clock.steps)
     view.step_of(start)
     end = min(end or default_end(view, start, every), horizon_end)

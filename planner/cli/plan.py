@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
@@ -21,12 +21,36 @@ from planner.agents.registry import AGENTS, DEFAULT_AGENT, get_agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision
 from rdl import units
-from rdl.cli import NameParam, RayonCommand, TimeParam, read_cluster
+from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, read_cluster, resolve_time, time_help
 from rdl.cluster import Cluster
-from rdl.errors import EXIT_INTERNAL, RayonError
+from rdl.errors import EXIT_INTERNAL, RayonError, Reported
 from rdl.load import all_errors, load
 from rdl.table import format_table
 from rdl.tree import Reservation
+
+EXIT_REJECTED = 3  # planning ran, and with --fail-on-reject a rejection is a failure for scripts
+
+
+def fail_on_reject_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
+    return click.option("--fail-on-reject", is_flag=True,
+                        help=f"Exit {EXIT_REJECTED} when any reservation was rejected (after showing every "
+                        "decision).")(command)
+
+
+def check_rejections(decisions: Sequence[Decision], fail_on_reject: bool) -> None:
+    """With `fail_on_reject`, a Reported failure (exit 3) naming the rejected reservations; the decisions are shown."""
+    rejected = [d.reservation for d in decisions if not d.accepted]
+    if fail_on_reject and rejected:
+        raise Reported("rejected", EXIT_REJECTED).then(
+            f"error: {len(rejected)} of {len(decisions)} reservation{'' if len(decisions) == 1 else 's'} rejected "
+            f"({', '.join(rejected)}); exit status {EXIT_REJECTED} (--fail-on-reject)")
+
+
+def require_reservations(reservations: Sequence[Reservation], paths: Sequence[str], consequence: str) -> None:
+    """Refuse inputs that hold no reservation at all: a wrong path or an empty folder is likelier than intent."""
+    if not reservations:
+        raise RayonError(f"no reservations found in {', '.join(paths)}", code="empty",
+                         hint="give .rdl, .json or YARN JSON files, or folders holding them").then(consequence)
 
 
 def cluster_json(cluster: Cluster) -> dict[str, str]:
@@ -96,14 +120,16 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
     return planner, decisions, {}
 
 
-@click.command("plan", cls=RayonCommand)
+# The contract (decisions.md, tests/test_cli.py) keeps standard output empty on bad input: no JSON error document.
+@click.command("plan", cls=RayonCommand, json_errors=False)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Cluster file (YAML): plan origin, step, horizon, capacity.")
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
-@click.option("--now", type=TimeParam(), help="The plan's clock and every submission time (default: the "
-              "cluster's start).")
+@click.option("--now", "when", type=TimeParam(), help=time_help("The plan's clock and every submission time "
+              "(default: the cluster's start).", "the cluster's start"))
 @click.option("--json", "as_json", is_flag=True, help="One JSON document of decisions on standard output.")
+@fail_on_reject_option
 @click.option("--solver", type=NameParam(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
               help="MILP backend (with --agent milp).")
 @click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
@@ -117,29 +143,29 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
               help="Spend the MILP's time left on fewer allocation changes (the accepted set stays).")
 @click.option("--dump-model", type=click.Path(dir_okay=False, writable=True),
               help="Write the MILP (.mps for MPS, else LP format) for debugging.")
-def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: datetime | None, as_json: bool,
-                 solver: str, time_limit: float, gap: float, coarsen: int | None, smooth: bool,
+def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, when: TimeValue | None, as_json: bool,
+                 fail_on_reject: bool, solver: str, time_limit: float, gap: float, coarsen: int | None, smooth: bool,
                  dump_model: str | None) -> None:
     """Plan reservation files against a cluster, in order, each against the plan the earlier ones left.
 
     PATHS are .rdl, .json or YARN JSON files, or folders of them. Exit status: 0 when
-    planning ran (whatever was accepted), 2 for bad input (nothing planned), 1 for an
-    internal failure.
+    planning ran (whatever was accepted; with --fail-on-reject, 3 when any was rejected),
+    2 for bad input (nothing planned; inputs holding no reservation too), 1 for an internal failure.
     """
     cluster = read_cluster(cluster_path)
     assert cluster is not None
+    now = resolve_time(when, cluster.start)
     if now is not None and not cluster.start <= now < cluster.end:
         raise RayonError(f"--now {units.format_instant(now)} is outside the plan "
                          f"[{units.format_instant(cluster.start)}, {units.format_instant(cluster.end)}); "
                          "nothing was planned")
     reservations = load_valid(paths, cluster, now, "nothing was planned")
+    require_reservations(reservations, paths, "nothing was planned")
     names = [r.name for r in reservations]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise RayonError(f"reservation names must be unique across the files; repeated: {', '.join(duplicates)}; "
                          "nothing was planned")
-    if not reservations:
-        click.echo("warning: no reservations found in " + ", ".join(paths), err=True)
     chosen = get_agent(agent)
     milp = replace(chosen, backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
                    smooth=smooth) if isinstance(chosen, MilpAgent) else None
@@ -163,6 +189,7 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, now: dat
             if report["value_bound"] is not None:
                 click.echo(f"accepted value {report['value']:g} of at most {report['value_bound']:.6g} "
                            f"(at most {report['optimality_gap']:.2%} below the optimum)")
+    check_rejections(decisions, fail_on_reject)
 
 
 COMMANDS = [plan_command]

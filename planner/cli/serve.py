@@ -17,6 +17,7 @@ import click
 
 from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token, utcnow
 from planner.api.limits import DEFAULT_MAX_BODY
+from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
 from rdl import units
 from rdl.cli import RayonCommand
@@ -46,11 +47,17 @@ def load_tokens(path: str | None) -> TokenRegistry:
 def open_store(state: str | None) -> Store:
     """The store, which must hold a plan; or exit with the store's message."""
     try:
-        store = Store.open(state)
+        store = open_state(state)  # a missing file is an error: serving creates no store
         store.meta()
     except StoreError as error:
         fail(str(error), EXIT_INTERNAL if error.code in ("database", "driver") else EXIT_BAD_INPUT)
     return store
+
+
+def tokens_for(tokens: TokenRegistry) -> str:
+    """`1 token for alice`, `3 tokens for alice, ops`: what the server will accept, in words."""
+    count = len(tokens)
+    return f"{count} token{'' if count == 1 else 's'} for {', '.join(tokens.users())}"
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -108,7 +115,7 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
     if not loopback(host):
         click.echo(f"warning: listening on {host}, beyond this machine: bearer tokens travel in the clear unless "
                    "a TLS proxy stands in front", err=True)
-    click.echo(f"rayon serve: plan store {store.where}; {len(tokens)} tokens for {', '.join(tokens.users())}; "
+    click.echo(f"rayon serve: plan store {store.where}; {tokens_for(tokens)}; "
                f"listening on http://{url_host}:{where[1]}", err=True)
     sys.stderr.flush()
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from pathlib import Path
 from typing import Any as AnyType
 
 import click
@@ -21,7 +21,7 @@ from planner.agents.explain import format_span
 from planner.agents.milp.agent import DEFAULT_GAP, DEFAULT_TIME_LIMIT
 from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
 from planner.agents.registry import AGENTS, DEFAULT_AGENT
-from planner.cli.plan import echo_decisions, load_valid
+from planner.cli.plan import check_rejections, echo_decisions, fail_on_reject_option, load_valid, require_reservations
 from planner.core.compile import Clock
 from planner.core.decision import allocation_json
 from planner.core.plan import Allocation
@@ -33,10 +33,11 @@ from planner.store.facade import (
     Record,
     ReplanOutcome,
     Store,
+    StoreError,
     default_state_path,
 )
 from rdl import units
-from rdl.cli import NameParam, RayonCommand, TimeParam
+from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.errors import RayonError, RDLErrors
 from rdl.source import read_text
 from rdl.table import format_table
@@ -52,19 +53,48 @@ def json_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
 
 
 @contextmanager
-def opened(state_path: str | None, check_version: bool = True) -> Iterator[Store]:
-    """The store, closed when the block ends."""
-    with Store.open(state_path, check_version=check_version) as store:
+def opened(state_path: str | None, check_version: bool = True, create: bool = False) -> Iterator[Store]:
+    """The store, closed when the block ends; only `create` (`rayon init`) may make a new one (see `open_state`)."""
+    with open_state(state_path, check_version=check_version, create=create) as store:
         yield store
 
 
-def record_json(record: Record, store: Store) -> dict[str, AnyType]:
-    clock = store.load_plan().clock
+def open_state(state_path: str | None, check_version: bool = True, create: bool = False) -> Store:
+    """The store named by `--state`; a missing SQLite file is an error that creates nothing, unless `create`.
+
+    A `--state` naming a reservation state (`--state accepted`) and no file is taken for a mistyped `--status`:
+    refused even by `init`, so that no store is made under that name by accident.
+    """
+    status_like = state_path in STATES and not Path(state_path).exists()
+    if status_like and create:
+        raise StoreError("missing", f"`--state {state_path}` names a reservation state, not a plan store file",
+                         f"did you mean `--status`? To make a store by that name, give a path: ./{state_path}")
+    try:
+        return Store.open(state_path, check_version=check_version, create=create)
+    except StoreError as error:
+        if status_like and error.code == "missing":
+            error.hint = "did you mean `--status`?"
+        raise
+
+
+def reserved_span(record: Record, clock: Clock) -> tuple[str, str]:
+    """The ISO start of a reservation's first lease and end of its last; `-` for both when it holds none."""
+    if not record.allocations:
+        return "-", "-"
+    return (units.format_instant(clock.at(min(a.start for a in record.allocations))),
+            units.format_instant(clock.at(max(a.end for a in record.allocations))))
+
+
+def record_json(record: Record, store: Store, clock: Clock | None = None) -> dict[str, AnyType]:
+    """A stored reservation as JSON; `start`/`end` (None without leases) are the span its leases reserve."""
+    clock = clock or store.load_plan().clock
+    start, end = reserved_span(record, clock)
     data: dict[str, AnyType] = {
         "reservation": record.name, "state": record.state, "user": record.user, "queue": record.queue,
         "value": record.value, "priority": record.priority, "agent": record.agent,
         "submitted": units.format_instant(record.submitted), "decided": units.format_instant(record.decided),
         "allocations": [allocation_json(a, clock) for a in record.allocations],
+        "start": None if start == "-" else start, "end": None if end == "-" else end,
     }
     if record.reason is not None:
         data["reason"] = record.reason.to_json()
@@ -79,7 +109,7 @@ def record_json(record: Record, store: Store) -> dict[str, AnyType]:
 def init_command(cluster_path: str, force: bool, state_path: str | None) -> None:
     """Create the plan store from a cluster file."""
     text = read_text(cluster_path)
-    with opened(state_path, check_version=not force) as store:
+    with opened(state_path, check_version=not force, create=True) as store:
         cluster = store.init(text, cluster_path, force=force)
         click.echo(f"initialised {store.where}: {cluster.steps} steps of {units.format_duration(cluster.step)} "
                    f"from {units.format_instant(cluster.start)}")
@@ -89,41 +119,55 @@ def init_command(cluster_path: str, force: bool, state_path: str | None) -> None
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
-@click.option("--now", type=TimeParam(), help="Submission time (default: the plan's clock).")
+@click.option("--now", "when", type=TimeParam(), help=time_help("Submission time (default: the plan's clock)."))
+@fail_on_reject_option
 @state_option
 @json_option
-def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, now: datetime | None, state_path: str | None,
-                   as_json: bool) -> None:
-    """Submit reservation files to the stored plan; each decision is committed before it is shown."""
+def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, fail_on_reject: bool,
+                   state_path: str | None, as_json: bool) -> None:
+    """Submit reservation files to the stored plan; each decision is committed before it is shown.
+
+    Exit status: 0 when every reservation was decided (with --fail-on-reject, 3 when any was rejected),
+    2 for bad input (nothing submitted; files holding no reservation too), 1 for an internal failure.
+    """
     with opened(state_path) as store:
         cluster = store.cluster()
+        now = resolve_time(when, store.now())
         reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
+        require_reservations(reservations, paths, "nothing was submitted")
         decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run, validated=True) for r in reservations]
         clock = store.load_plan().clock
         if as_json:
             click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
         else:
             echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+    check_rejections(decisions, fail_on_reject)
 
 
 @click.command("list", cls=RayonCommand)
 @click.option("--user", help="Only this user's reservations.")
-@click.option("--status", "wanted", type=click.Choice(STATES), help="Only reservations in this state.")
-@click.option("--from", "start", type=TimeParam(), help="Only those holding capacity at or after this time.")
-@click.option("--to", "end", type=TimeParam(), help="Only those holding capacity before this time.")
+@click.option("--status", "wanted", type=click.Choice(STATES),
+              help="Only reservations in this state: accepted (holding capacity), rejected (never admitted), "
+              "cancelled (by a user), expired (every lease has ended), dropped (removed when capacity shrank).")
+@click.option("--from", "start", type=TimeParam(), help=time_help("Only those holding capacity at or after this time."))
+@click.option("--to", "end", type=TimeParam(), help=time_help("Only those holding capacity before this time."))
 @state_option
 @json_option
-def list_command(user: str | None, wanted: str | None, start: datetime | None, end: datetime | None,
+def list_command(user: str | None, wanted: str | None, start: TimeValue | None, end: TimeValue | None,
                  state_path: str | None, as_json: bool) -> None:
-    """List stored reservations."""
+    """List stored reservations: who, their queue, and the span each one's leases reserve (START to END, UTC)."""
     with opened(state_path) as store:
-        records = store.list(user=user, state=wanted, start=start, end=end)
-        if as_json:
-            click.echo(json.dumps([record_json(r, store) for r in records], indent=2))
-            return
-        rows = [[r.name, r.state, r.user or "-", r.agent or "-", units.format_instant(r.submitted),
-                 str(len(r.allocations)), r.reason.code if r.reason else "-"] for r in records]
-        click.echo(format_table(["RESERVATION", "STATE", "USER", "AGENT", "SUBMITTED", "ALLOCATIONS", "REASON"], rows))
+        now = store.now()
+        records = store.list(user=user, state=wanted, start=resolve_time(start, now), end=resolve_time(end, now))
+        clock = store.load_plan().clock  # read once, not per record
+    if as_json:
+        click.echo(json.dumps([record_json(r, store, clock) for r in records], indent=2))
+        return
+    rows = [[r.name, r.state, r.user or "-", r.queue or "-", *reserved_span(r, clock), r.agent or "-",
+             units.format_instant(r.submitted), str(len(r.allocations)), r.reason.code if r.reason else "-"]
+            for r in records]
+    click.echo(format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "AGENT", "SUBMITTED",
+                             "ALLOCATIONS", "REASON"], rows))
 
 
 @click.command("show", cls=RayonCommand)
@@ -220,13 +264,14 @@ def holds(allocations: tuple[Allocation, ...] | list[Allocation], clock: Clock) 
 
 @click.command("update", cls=RayonCommand)
 @click.argument("name")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", metavar="FILE", type=click.Path(exists=True, dir_okay=False))
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
-@click.option("--now", type=TimeParam(), help="Submission time of the new version (default: the plan's clock).")
+@click.option("--now", "when", type=TimeParam(), help=time_help("Submission time of the new version (default: the "
+              "plan's clock)."))
 @state_option
 @json_option
-def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetime | None, state_path: str | None,
+def update_command(name: str, path: str, agent: str, dry_run: bool, when: TimeValue | None, state_path: str | None,
                    as_json: bool) -> None:
     """Replace accepted reservation NAME by the version in FILE, if the new one fits.
 
@@ -235,6 +280,7 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetim
     """
     with opened(state_path) as store:
         cluster = store.cluster()
+        now = resolve_time(when, store.now())
         found = load_valid([path], cluster, now or store.now(), "nothing was updated")
         chosen = [r for r in found if r.name == name]
         if len(chosen) != 1:
@@ -256,17 +302,18 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, now: datetim
 
 
 @click.command("advance", cls=RayonCommand)
-@click.option("--to", "to", type=TimeParam(), required=True, help="The plan's new clock (never earlier than now).")
+@click.option("--to", "to", type=TimeParam(), required=True, help=time_help("The plan's new clock (never earlier "
+              "than now)."))
 @state_option
 @json_option
-def advance_command(to: datetime, state_path: str | None, as_json: bool) -> None:
+def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> None:
     """Move the plan's clock forward; reservations whose every lease has ended expire.
 
     The plan keeps its origin at the cluster's start: the clock moves through the horizon, and
     cannot pass its end.
     """
     with opened(state_path) as store:
-        report = store.advance(to)
+        report = store.advance(resolve_time(to, store.now()))
         if as_json:
             click.echo(json.dumps(report.to_json(), indent=2))
             return
@@ -275,14 +322,15 @@ def advance_command(to: datetime, state_path: str | None, as_json: bool) -> None
 
 
 @click.command("capacity", cls=RayonCommand)
-@click.option("--at", "at", type=TimeParam(), required=True, help="When the change takes effect (inside the horizon).")
+@click.option("--at", "at", type=TimeParam(), required=True, help=time_help("When the change takes effect (inside "
+              "the horizon)."))
 @click.option("--set", "vector", required=True, metavar="VECTOR",
               help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
                    "left out keep what they have.")
 @click.option("--dry-run", is_flag=True, help="Show how the plan would adapt, without committing anything.")
 @state_option
 @json_option
-def capacity_command(at: datetime, vector: str, dry_run: bool, state_path: str | None, as_json: bool) -> None:
+def capacity_command(at: TimeValue, vector: str, dry_run: bool, state_path: str | None, as_json: bool) -> None:
     """Change the cluster's capacity from a time on, and adapt the plan to it.
 
     Reservations over the new capacity stay where they are if they fit, move within their windows
@@ -294,7 +342,7 @@ def capacity_command(at: datetime, vector: str, dry_run: bool, state_path: str |
     except RDLErrors as errors:
         raise errors.then("nothing was changed") from None
     with opened(state_path) as store:
-        report = store.set_capacity(at, capacity, dry_run=dry_run)
+        report = store.set_capacity(resolve_time(at, store.now()), capacity, dry_run=dry_run)
         clock = store.load_plan().clock
         if as_json:
             click.echo(json.dumps(report.to_json(clock), indent=2))

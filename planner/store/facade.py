@@ -81,10 +81,15 @@ class Store:
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, target: str | Path | None = None, *, check_version: bool = True) -> Store:
-        """Open the store at a path or URL (default: `default_state_path()`); checks its schema version."""
-        store = cls(Database.open(default_state_path() if target is None else target))
-        if check_version:
+    def open(cls, target: str | Path | None = None, *, check_version: bool = True, create: bool = True) -> Store:
+        """Open the store at a path or URL (default: `default_state_path()`); checks its schema version.
+
+        `create=False` (every reader): a SQLite file that does not exist is a StoreError (`missing`) saying how
+        to create it, and no file is made. With `create` (the default) a new file is made when first used.
+        """
+        store = cls(Database.open(default_state_path() if target is None else target, create=create))
+        # A new file has no version to check; connecting would create it before `init` has read its cluster.
+        if check_version and store._db.exists():
             with store._db.transaction(write=False) as connection:
                 if schema.has_tables(connection):
                     store._db.check_schema(schema.read_meta(connection))

@@ -136,12 +136,10 @@ _lease_inserts: dict[str, tuple[str, tuple[str, ...] | None]] = {}
 
 
 def target_url(target: str | Path) -> URL:
-    """A database URL for a path (a SQLite file, parent folders created) or a URL string."""
+    """A database URL for a path (a SQLite file, its parent folders created when it is first connected to) or a URL."""
     if isinstance(target, str) and "://" in target:
         return sa.make_url(target)
-    path = Path(target).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return URL.create("sqlite+pysqlite", database=str(path))
+    return URL.create("sqlite+pysqlite", database=str(Path(target).expanduser()))
 
 
 def create_engine(url: URL) -> Engine:
@@ -157,9 +155,17 @@ def _sqlite_engine(url: URL) -> Engine:
     # isolation_level=None stops pysqlite from issuing its own BEGIN, so the `begin` hook below decides.
     engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT, "isolation_level": None,
                                                  "check_same_thread": False})
+    sa.event.listen(engine, "do_connect", _sqlite_folder)
     sa.event.listen(engine, "connect", _sqlite_connect)
     sa.event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def _sqlite_folder(dialect: Dialect, _record: AnyType, cargs: tuple[AnyType, ...], _params: AnyType) -> None:
+    """Before the first connection, the file's folders: made only when the store is used, never by opening it."""
+    database = str(cargs[0]) if cargs else ""
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
 def _sqlite_connect(dbapi_connection: AnyType, _record: AnyType) -> None:

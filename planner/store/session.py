@@ -35,8 +35,12 @@ class Database:
         self.ready = False  # the tables are known to exist: sessions stop looking for them
 
     @classmethod
-    def open(cls, target: str | Path) -> Database:
-        """The database at a path or URL; nothing is read yet."""
+    def open(cls, target: str | Path, create: bool = True) -> Database:
+        """The database at a path or URL; nothing is read yet.
+
+        `create=False`: a SQLite file that does not exist is a StoreError (`missing`), and nothing is created."""
+        if not create:
+            refuse_missing(target)
         url = schema.target_url(target)
         where = (url.database or "") if url.get_backend_name() == "sqlite" else url.render_as_string(hide_password=True)
         return cls(_engine(url), where)
@@ -84,6 +88,11 @@ class Database:
                          f"reads version {schema.SCHEMA_VERSION}",
                          f"{hint}, or start a new plan elsewhere (set RAYON_STATE to a new file and initialise it)")
 
+    def exists(self) -> bool:
+        """Whether the store is there already: a SQLite file on disk (a server database always counts)."""
+        url = self.engine.url
+        return url.get_backend_name() != "sqlite" or not url.database or Path(url.database).exists()
+
     def already(self, connection: Connection) -> StoreError:
         """The error for initialising a store that already holds a plan."""
         table = schema.reservations
@@ -91,7 +100,21 @@ class Database:
         source = connection.execute(sa.select(schema.cluster.c.source)).scalar()
         return StoreError("initialised", f"the plan store at {self.where} already holds a plan (cluster "
                           f"`{source}`, {count} accepted reservations)",
-                          "re-initialise with force to discard it, or set RAYON_STATE to another file")
+                          "re-initialise with `rayon init --force` to discard it, or set RAYON_STATE to another file")
+
+
+def sqlite_path(target: str | Path) -> Path | None:
+    """The file of a SQLite target (a path); None for a database URL."""
+    if isinstance(target, str) and "://" in target:
+        return None
+    return Path(target).expanduser()
+
+
+def refuse_missing(target: str | Path) -> None:
+    """A StoreError (`missing`) when the target is a SQLite file that does not exist: say how to create it."""
+    path = sqlite_path(target)
+    if path is not None and not path.exists():
+        raise StoreError("missing", f"no plan store at {path}; create one with `{INIT_COMMAND} --state {path}`")
 
 
 def _engine(url: sa.URL) -> Engine:

@@ -127,3 +127,10 @@ def test_the_examples_follow_from_their_store(tmp_path: Path) -> None:
     rows = [line.split() for line in result.stdout.splitlines()[2:]]
     assert ["root.plan.mpi_solver", "512GiB", "256", "=", "guaranteed"] in [row[1:] for row in rows]  # its gang
     assert [follow_command] == COMMANDS
+
+
+def test_from_and_to_may_be_relative_to_the_plan_clock(state: str) -> None:
+    relative = follow(state, "--json", "--from", "+10m", "--to", "+40m")
+    absolute = follow(state, "--json", "--from", "2026-11-23T00:10:00Z", "--to", "2026-11-23T00:40:00Z")
+    assert relative.exit_code == 0, relative.stderr
+    assert json.loads(relative.stdout) == json.loads(absolute.stdout)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.api.auth import Principal, TokenRegistry
-from planner.cli.serve import serve, token
+from planner.cli.serve import serve, token, tokens_for
 from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER
 
@@ -54,8 +54,20 @@ def test_serve_refuses_a_bad_token_file_naming_its_entry(state: Path, tmp_path: 
 def test_serve_refuses_a_store_without_a_plan(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.yaml"
     CliRunner().invoke(token, ["alice", "--tokens", str(tokens)])
+    (tmp_path / "empty.db").touch()  # a store that exists (a missing one: the test below)
     result = CliRunner().invoke(serve, ["--state", str(tmp_path / "empty.db"), "--tokens", str(tokens)])
     assert result.exit_code == 2 and "holds no plan yet" in result.stderr
+
+
+def test_serve_refuses_a_missing_store_and_creates_none(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    CliRunner().invoke(token, ["alice", "--tokens", str(tokens)])
+    missing = tmp_path / "missing" / "plan.db"
+    result = CliRunner().invoke(serve, ["--state", str(missing), "--tokens", str(tokens)])
+    assert result.exit_code == 2
+    assert (f"no plan store at {missing}; create one with `rayon init --cluster CLUSTER.yaml --state {missing}`"
+            in result.stderr)
+    assert not missing.parent.exists()
 
 
 def test_serve_exits_1_when_its_port_is_taken(state: Path, tmp_path: Path) -> None:
@@ -67,3 +79,11 @@ def test_serve_exits_1_when_its_port_is_taken(state: Path, tmp_path: Path) -> No
         port = taken.getsockname()[1]
         result = CliRunner().invoke(serve, ["--state", str(state), "--tokens", str(tokens), "--port", str(port)])
     assert result.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+def test_the_startup_line_counts_tokens_in_good_grammar(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    CliRunner().invoke(token, ["alice", "--tokens", str(path)])
+    assert tokens_for(TokenRegistry.load(path, environ={})) == "1 token for alice"
+    CliRunner().invoke(token, ["ops", "--role", "admin", "--tokens", str(path)])
+    assert tokens_for(TokenRegistry.load(path, environ={})) == "2 tokens for alice, ops"

@@ -60,3 +60,106 @@ def test_bad_input_and_unknown_names_exit_2_and_change_nothing(rayon, tmp_path: 
     assert rayon("cancel", "nope").exit_code == 2
     assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 2  # already initialised
     assert json.loads(rayon("log", "--json").stdout) == []
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "etl_nightly"], ["log"], ["follow"], ["plot"],
+                                     ["submit", str(EXAMPLES / "etl_nightly.rdl")]])
+def test_a_missing_store_is_an_error_that_creates_nothing(command: list[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "plan.db"
+    result = CliRunner().invoke(main, [*command, "--state", str(missing)], prog_name="rayon")
+    assert result.exit_code == 2, result.output
+    assert (f"no plan store at {missing}; create one with `rayon init --cluster CLUSTER.yaml --state {missing}`"
+            in result.stderr)
+    assert not missing.parent.exists()
+
+
+def test_a_failed_init_leaves_no_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("capacity: [\n")
+    state = tmp_path / "new" / "plan.db"
+    result = CliRunner().invoke(main, ["init", "--cluster", str(bad), "--state", str(state)])
+    assert result.exit_code == 2 and "bad.yaml:" in result.stderr
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+def test_a_state_named_like_a_reservation_state_suggests_status(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    listed = CliRunner().invoke(main, ["list", "--state", "accepted"])
+    assert listed.exit_code == 2 and "did you mean `--status`?" in listed.stderr
+    made = CliRunner().invoke(main, ["init", "--cluster", str(EXAMPLES / "cluster.yaml"), "--state", "rejected"])
+    assert made.exit_code == 2 and "did you mean `--status`?" in made.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_twice_names_the_force_flag(rayon) -> None:  # type: ignore[no-untyped-def]
+    assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 0
+    again = rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    assert again.exit_code == 2 and "`rayon init --force`" in again.stderr
+
+
+def test_store_times_may_be_relative_to_the_plan_clock(rayon) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    assert rayon("advance", "--to", "+1h").exit_code == 0  # the clock: 01:00
+    submitted = rayon("submit", "--now", "+30m", "--json", str(EXAMPLES / "etl_nightly.rdl"))
+    assert submitted.exit_code == 0, submitted.stderr
+    listed = json.loads(rayon("list", "--json").stdout)
+    assert listed[0]["submitted"] == "2026-11-23T01:30:00Z"
+    assert json.loads(rayon("list", "--json", "--from", "+1d").stdout) == []
+    assert len(json.loads(rayon("list", "--json", "--from", "+0s", "--to", "+1d").stdout)) == 1
+    changed = json.loads(rayon("capacity", "--at", "+2h", "--set", "{vcores: 1000}", "--dry-run", "--json").stdout)
+    assert changed["change"]["at"] == "2026-11-23T03:00:00Z"
+    moved = json.loads(rayon("advance", "--to", "+1h", "--json").stdout)
+    assert moved["to"] == "2026-11-23T02:00:00Z"
+
+
+def test_plot_window_may_be_relative_to_the_plan_clock(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    out = tmp_path / "plan.svg"
+    assert rayon("plot", "--from", "+1h", "--to", "+2h", "--out", str(out)).exit_code == 0
+    assert "2026-11-23 01:00" in out.read_text()
+    far = rayon("plot", "--from", "+8d", "--out", str(out))
+    assert far.exit_code == 2 and "when the plan has ended" in far.stderr
+
+
+def test_submit_fail_on_reject_and_no_reservation(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    paths = [str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl")]
+    result = rayon("submit", "--fail-on-reject", "--dry-run", *paths)
+    assert result.exit_code == 3 and "1 of 2 reservations rejected (urgent_retrain)" in result.stderr
+    assert rayon("submit", "--dry-run", *paths).exit_code == 0
+    empty = tmp_path / "empty.rdl"
+    empty.write_text("")
+    nothing = rayon("submit", "--json", str(empty))
+    assert nothing.exit_code == 2 and f"no reservations found in {empty}" in nothing.stderr
+    assert json.loads(nothing.stdout)["error"]["message"] == f"no reservations found in {empty}"
+    assert json.loads(nothing.stdout)["error"]["code"] == "empty"
+
+
+def test_list_shows_queue_and_the_reserved_span_as_full_dates(rayon) -> None:  # type: ignore[no-untyped-def]
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    rayon("submit", str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl"))
+    table = rayon("list").stdout.splitlines()
+    assert table[0].split() == ["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "AGENT", "SUBMITTED",
+                                "ALLOCATIONS", "REASON"]
+    etl = next(line.split() for line in table if line.startswith("etl_nightly"))
+    shown = json.loads(rayon("show", "etl_nightly", "--json").stdout)
+    assert etl[3] == shown["queue"] and etl[4] == shown["start"] and etl[5] == shown["end"]
+    assert shown["start"].startswith("2026-11-23T") and shown["end"].endswith("Z")
+    assert shown["start"] == min(a["start"] for a in shown["allocations"])
+    assert shown["end"] == max(a["end"] for a in shown["allocations"])
+    rejected = next(line.split() for line in table if line.startswith("urgent_retrain"))
+    assert rejected[4:6] == ["-", "-"]
+    helped = " ".join(rayon("list", "--help").stdout.split())  # as one line, whatever the wrapping
+    assert all(state in helped for state in ("accepted (", "rejected (", "cancelled (", "expired (", "dropped ("))
+
+
+def test_update_usage_and_text_both_say_file(rayon) -> None:  # type: ignore[no-untyped-def]
+    helped = rayon("update", "--help").stdout
+    assert "rayon update [OPTIONS] NAME FILE" in helped and "the version in FILE" in helped
+
+
+def test_version_has_a_short_form() -> None:
+    long = CliRunner().invoke(main, ["--version"])
+    short = CliRunner().invoke(main, ["-V"])
+    assert short.exit_code == 0 and short.stdout == long.stdout and "version" in short.stdout

@@ -210,6 +210,14 @@ def test_uninitialised_store_says_how_to_initialise_it(tmp_path: Path) -> None:
     assert (tmp_path / "new").is_dir()  # parent folders are created on first use
 
 
+def test_opening_without_create_refuses_a_missing_file_and_makes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no plan store at") as error:
+        Store.open(tmp_path / "new" / "plan.db", create=False)
+    assert error.value.code == "missing" and "rayon init" in str(error.value)
+    Store.open(tmp_path / "other" / "plan.db").close()  # opening alone, even with create, writes nothing yet
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_initialising_twice_needs_force(store: Store) -> None:
     store.submit(one(pinned("kept", 0, 10, 1)))
     with pytest.raises(StoreError, match="already holds a plan") as error:

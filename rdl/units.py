@@ -16,6 +16,7 @@ MEMORY_UNITS: dict[str, float] = {
     "KB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024,  # YARN spells them so
 }
 MEMORY = "memory"
+MAX_INTEGER = 2**31 - 1  # the largest count (g, h, priority, containers) a user may write: YARN's int
 DURATION_CHOICES = "one of s, m, h, d, w (or several, largest first, such as `1h30m`)"
 MEMORY_CHOICES = "KiB, MiB, GiB or TiB (or Ki, Mi, Gi, Ti, or KB, MB, GB, TB for the same), or none for MiB"
 TIME_FORMS = "write an ISO-8601 time with a zone such as `2026-11-23T08:00:00Z`, or a relative time such as `+6h`"

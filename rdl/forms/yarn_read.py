@@ -138,6 +138,10 @@ class Reader:
             word = "positive" if minimum == 1 else f"at least {minimum}"
             self.error(f"{path}.{key}", f"`{key}` must be {word}, got {value}", EXPECTED.get(key))
             return None
+        elif abs(value) > units.MAX_INTEGER:
+            self.error(f"{path}.{key}", f"`{key}` must be at most {units.MAX_INTEGER:,} (YARN's int), got {value}",
+                       EXPECTED.get(key))
+            return None
         return value
 
     def epoch(self, parent: Mapping[str, AnyType], key: str) -> int | None:

@@ -94,6 +94,9 @@ class ValueReader:
             return self.bad(token, f"`{key}` must be a whole number, got `{token.text}`")
         if minimum is not None and value < minimum:
             return self.bad(token, f"`{key}` must be at least {minimum}, got `{token.text}`")
+        if abs(value) > units.MAX_INTEGER:
+            return self.bad(token, f"`{key}` must be at most {units.MAX_INTEGER:,}, got `{token.text}`",
+                            hint="leave `h` out for no limit" if key == "h" else None)
         return int(value)
 
     def duration(self, token: Token, key: str, positive: bool) -> float | None:

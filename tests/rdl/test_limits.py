@@ -47,3 +47,19 @@ def test_a_recurring_reservation_with_more_instances_than_the_bound_is_bad_input
     cluster = rdl.parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 7d\ncapacity: {vcores: 8}\n")
     (error,) = errors_of(f"reservation r every=5m deadline=+5m {{ {ATOM.replace('1h', '1m')} }}", cluster).errors
     assert f"repeats 2016 times in the plan's horizon (7d); at most {MAX_INSTANCES}" in error.message
+
+
+@pytest.mark.parametrize("value", ["9223372036854775807", "1e30", str(10**30)])
+def test_a_count_beyond_the_largest_integer_is_an_error_not_an_overflow(value: str) -> None:
+    (error,) = errors_of(f"reservation r {{ atom(b={{vcores: 1}}, h={value}, w=1h) }}").errors
+    assert error.message.startswith("`h` must be at most 2,147,483,647")
+
+
+def test_yarn_num_containers_beyond_the_largest_integer_is_an_error() -> None:
+    body = ('{"reservation-definition": {"arrival": 0, "deadline": 3600000, "reservation-name": "r", '
+            '"reservation-requests": {"reservation-request-interpreter": 0, "reservation-request": [{"capability": '
+            '{"memory": 1024, "vCores": 1}, "num-containers": ' + str(10**30) + ', "min-concurrency": 1, '
+            '"duration": 60000}]}}}')
+    with pytest.raises(RDLErrors) as caught:
+        parse_yarn_text(body, "r.json")
+    assert any("must be at most 2,147,483,647" in e.message for e in caught.value.errors)

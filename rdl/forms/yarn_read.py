@@ -124,7 +124,7 @@ class Reader:
         return value
 
     def integer(self, parent: Mapping[str, AnyType], key: str, path: str, minimum: int | None = None,
-                default: int | None = None) -> int | None:
+                default: int | None = None, maximum: int | None = units.MAX_INTEGER) -> int | None:
         """A whole-number field (JSON number or numeric string); required unless it has a default."""
         raw = parent.get(key)
         if raw is None:
@@ -138,15 +138,14 @@ class Reader:
             word = "positive" if minimum == 1 else f"at least {minimum}"
             self.error(f"{path}.{key}", f"`{key}` must be {word}, got {value}", EXPECTED.get(key))
             return None
-        elif abs(value) > units.MAX_INTEGER:
-            self.error(f"{path}.{key}", f"`{key}` must be at most {units.MAX_INTEGER:,} (YARN's int), got {value}",
-                       EXPECTED.get(key))
+        elif maximum is not None and abs(value) > maximum:
+            self.error(f"{path}.{key}", f"`{key}` must be at most {maximum:,}, got {value}", EXPECTED.get(key))
             return None
         return value
 
     def epoch(self, parent: Mapping[str, AnyType], key: str) -> int | None:
         """`arrival` or `deadline` in epoch milliseconds, checked to be a representable time."""
-        value = self.integer(parent, key, DEFINITION, minimum=0)
+        value = self.integer(parent, key, DEFINITION, minimum=0, maximum=None)  # the calendar bounds it, below
         if value is None:
             return None
         try:

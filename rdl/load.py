@@ -64,7 +64,7 @@ def detect_format(path: Path, text: str) -> str:
     if suffix == "json":
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # reading it as RDL JSON reports either, positioned
             return "json"
         return "yarn" if yarn.looks_like_yarn(data) else "json"
     if suffix == "cluster" or (suffix is None and is_cluster_text(text)):

@@ -49,3 +49,20 @@ def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
     assert rayon("check", "--cluster", CLUSTER, path).exit_code == 0
     assert rayon("plan", "--cluster", CLUSTER, path).exit_code == 0
+
+
+def test_json_nested_a_thousand_deep_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 1000 + "]" * 1000)
+    result = rayon("check", path)
+    assert result.exit_code == 2 and result.stderr.startswith(f"{path}:1:1: JSON nested too deeply")
+
+
+def test_a_scenario_setting_of_the_wrong_kind_is_bad_input_where_it_is_written(tmp_path: Path) -> None:
+    scenario = (CLUSTER.parent / "scenarios" / "tiny.yaml").read_text()
+    assert "  round_steps: 1\n" in scenario
+    path = tmp_path / "tiny.yaml"
+    path.write_text(scenario.replace("  round_steps: 1\n", "  round_steps: null\n"))
+    line = scenario.splitlines().index("  round_steps: 1") + 1
+    result = rayon("simulate", path)
+    assert result.exit_code == 2 and result.stderr.startswith(f"{path}:{line}:16: `round_steps` must be a whole")

@@ -20,8 +20,9 @@ from typing import Any
 
 from follower.follow.follower import PLAN_QUEUE, Follower, FollowerError
 from follower.scheduler.policies import APP_POLICIES
-from follower.sim.scenario import Scenario
-from rdl.errors import did_you_mean
+from follower.sim.scenario import Scenario, Section
+from rdl.config import ConfigReader
+from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 
 BEST_EFFORT = "besteffort"  # below root
 BEST_EFFORT_QUEUE = f"root.{BEST_EFFORT}"
@@ -81,6 +82,17 @@ def follower_from(scenario: Scenario, replan: Callable[[Any], object] | None = N
             raise FollowerError(f"{scenario.file}: unknown follower setting `{key}`",
                                 hint or f"one of {', '.join(FOLLOWER_KEYS)}")
     settings = {**DEFAULT_FOLLOWER, **given}
+    steps = settings["round_steps"]
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise RDLErrors([RDLError(_where(scenario.follower, "round_steps"), "`round_steps` must be a whole number of "
+                                  f"plan steps, got `{steps}`", hint="for example `round_steps: 1`")])
     return Follower(plan_queue=str(settings["plan_queue"]), default_queue=str(settings["default_queue"]),
-                    on_expiry=str(settings["on_expiry"]), round_steps=int(settings["round_steps"]),
+                    on_expiry=str(settings["on_expiry"]), round_steps=steps,
                     max_policy=str(settings["max_policy"]), replan=replan)
+
+
+def _where(section: Section, key: str) -> Span:
+    """Where a key's value is written in a scenario section (the file alone when its node is not known)."""
+    if section.node is None:
+        return Span(section.file)
+    return ConfigReader(section.file).locator(section.node, "follower")(f"follower.{key}", False)

@@ -34,10 +34,11 @@ from rdl.errors import RayonError, RDLErrors
 from rdl.table import format_table
 
 
-def read_scenario(path: str) -> Scenario:
-    """The scenario; every problem is raised as `FILE:LINE:COL: message` (or `FILE: message`)."""
+def read_scenario(path: str, trace: str | None = None) -> Scenario:
+    """The scenario (reading `trace` instead of its workload's file, when given); every problem is raised as
+    `FILE:LINE:COL: message` (or `FILE: message`)."""
     try:
-        return load_scenario(path)
+        return load_scenario(path, trace=trace)
     except RDLErrors:
         raise
     except (OSError, ValueError) as error:
@@ -100,12 +101,14 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 @click.option("--policy", type=click.Choice(SIMULATION_POLICIES), help="Application sorting in the queues "
               "(`userfair`: one queue per user, equal shares). Default: the scenario's.")
 @click.option("--seed", type=click.IntRange(min=0), help="Random seed (default: the scenario's).")
+@click.option("--trace", type=click.Path(exists=True, dir_okay=False), help="Trace file to read instead of the "
+              "workload's `file` (another copy, or a larger file of the same format).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON document.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
               help="Write one JSON line per event (time, application, event, queue, node, resources).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when it is a terminal).")
-def simulate_command(scenario: str, agent: str | None, policy: str | None, seed: int | None, as_json: bool,
-                     trace_out: str | None, progress: bool | None) -> None:
+def simulate_command(scenario: str, agent: str | None, policy: str | None, seed: int | None, trace: str | None,
+                     as_json: bool, trace_out: str | None, progress: bool | None) -> None:
     """Simulate SCENARIO: jobs arrive, reserve, get queue capacity from the plan, run, and are measured.
 
     \b
@@ -113,16 +116,20 @@ def simulate_command(scenario: str, agent: str | None, policy: str | None, seed:
       rayon simulate examples/scenarios/tiny.yaml
       rayon simulate examples/scenarios/synthetic_mix.yaml --agent none --json
       rayon simulate examples/scenarios/ricc_week.yaml --policy drf --trace-out events.jsonl
+      rayon simulate examples/scenarios/ricc_2days.yaml --trace /data/traces/ricc_2010.swf.gz
+
+    A trace file named relative to the scenario that is not next to it is looked up in the
+    folder $RAYON_TRACES names.
     """
-    chosen = read_scenario(scenario)
+    chosen = read_scenario(scenario, trace)
     show = sys.stderr.isatty() if progress is None else progress
     try:
         workload = chosen.load_workload()
         total = chosen.duration or max((job.submit for job in workload.jobs), default=0.0)
         with ExitStack() as stack:
-            trace = stack.enter_context(Path(trace_out).open("w", encoding="utf-8")) if trace_out else None
+            events = stack.enter_context(Path(trace_out).open("w", encoding="utf-8")) if trace_out else None
             advance = stack.enter_context(progress_bar(total, show))
-            result = simulate(chosen, agent=agent, policy=policy, seed=seed, trace=trace, progress=advance,
+            result = simulate(chosen, agent=agent, policy=policy, seed=seed, trace=events, progress=advance,
                               workload=workload)
             advance(total)
     except (SchedulerError, FollowerError, OSError, ValueError) as error:

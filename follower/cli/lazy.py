@@ -52,7 +52,7 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands section of `--help`, as click writes it, from the static help (nothing is imported)."""
-        names = sorted(set(self.list_commands(ctx)))
+        names = self.list_commands(ctx)
         if not names:
             return
         limit = formatter.width - 6 - max(map(len, names))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 EXIT_INTERNAL = 1  # the product failed: a database down, a bug
 EXIT_BAD_INPUT = 2  # the user's input was refused; nothing was changed
@@ -51,6 +51,21 @@ class RayonError(Exception):
 
     def __str__(self) -> str:
         return self.headline()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles every subclass whatever its constructor takes (errors cross the evaluation's process pool).
+
+        The default would call the class with `args` (the headline), which no subclass's constructor accepts.
+        """
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(kind: type[RayonError], args: tuple[Any, ...], state: dict[str, Any]) -> RayonError:
+    """The error `RayonError.__reduce__` described, made without calling its constructor again."""
+    error = kind.__new__(kind, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class Reported(RayonError):

@@ -3,24 +3,60 @@
 Every command is a `rdl.cli.RayonCommand`: the one place where a `RayonError` becomes its
 message on standard error and its exit status (2 bad input, 1 internal).
 
-Each package keeps its own commands (`rdl.cli`, `planner.cli.plan`, ...) and this module,
-which may import all of them, puts them on one group.
+Each package keeps its own commands (`rdl.cli`, `planner.cli.plan`, ...) and this module names them
+on one lazy group: a command's module is imported only when that command runs.
 """
 
 from __future__ import annotations
 
 import click
 
-from follower.cli.follow import COMMANDS as FOLLOW_COMMANDS
-from follower.cli.simulate import COMMANDS as SIMULATION_COMMANDS
-from planner.cli.plan import COMMANDS as PLANNING_COMMANDS
-from planner.cli.serve import COMMANDS as API_COMMANDS
-from planner.cli.store import COMMANDS as STORE_COMMANDS
-from planner.plot import COMMANDS as PLOT_COMMANDS
-from rdl.cli import COMMANDS as LANGUAGE_COMMANDS
+from follower.cli.lazy import LazyCommand, LazyGroup
+
+# Listed statically, so that `rayon --help` and `rayon check` import none of the heavy libraries the other
+# commands need; tests/follower/cli/test_lazy.py checks this table against each module's COMMANDS.
+COMMANDS = (
+    LazyCommand("check", "rdl.cli:check_command", "Validate reservation files (.rdl, .json, YARN JSON) and "
+                "cluster files; summarise what is valid."),
+    LazyCommand("fmt", "rdl.cli:fmt_command", "Print reservations in canonical form (RDL text, or the JSON form "
+                "with --json)."),
+    LazyCommand("plan", "planner.cli.plan:plan_command", "Plan reservation files against a cluster, in order, "
+                "each against the plan the earlier ones left."),
+    LazyCommand("init", "planner.cli.store:init_command", "Create the plan store from a cluster file."),
+    LazyCommand("submit", "planner.cli.store:submit_command", "Submit reservation files to the stored plan; each "
+                "decision is committed before it is shown."),
+    LazyCommand("list", "planner.cli.store:list_command", "List stored reservations."),
+    LazyCommand("show", "planner.cli.store:show_command", "One reservation: its RDL, state, leases and history."),
+    LazyCommand("cancel", "planner.cli.store:cancel_command", "Cancel a reservation, returning its capacity to "
+                "the plan."),
+    LazyCommand("update", "planner.cli.store:update_command", "Replace accepted reservation NAME by the version "
+                "in FILE, if the new one fits."),
+    LazyCommand("advance", "planner.cli.store:advance_command", "Move the plan's clock forward; reservations "
+                "whose every lease has ended expire."),
+    LazyCommand("capacity", "planner.cli.store:capacity_command", "Change the cluster's capacity from a time on, "
+                "and adapt the plan to it."),
+    LazyCommand("replan", "planner.cli.store:replan_command", "Re-optimise the stored plan: accepted "
+                "reservations stay accepted and move within their windows to fewer allocation changes (each "
+                "re-placed by a MILP of its own, then with its neighbours; planner.agents.milp.smooth)."),
+    LazyCommand("log", "planner.cli.store:log_command", "The append-only decision log: who asked what, when, and "
+                "the answer."),
+    LazyCommand("plot", "planner.plot:plot_command", "Draw the stored plan: capacity over time and each accepted "
+                "reservation's use, one panel per resource."),
+    LazyCommand("serve", "planner.cli.serve:serve", "Serve the plan over HTTP: native endpoints under /v1, YARN's "
+                "reservation REST API under /ws/v1."),
+    LazyCommand("token", "planner.cli.serve:token", "Make a bearer token for USER: its hash goes into the token "
+                "file, the token to standard output, once."),
+    LazyCommand("follow", "follower.cli.follow:follow_command", "Print the queue capacities the stored plan asks "
+                "for, per round over a time range."),
+    LazyCommand("simulate", "follower.cli.simulate:simulate_command", "Simulate SCENARIO: jobs arrive, reserve, "
+                "get queue capacity from the plan, run, and are measured."),
+    LazyCommand("evaluate", "follower.cli.simulate:evaluate_command", "Run the comparison grids and write a "
+                "Markdown report with tables and figures."),
+)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=LazyGroup, lazy_commands=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(None, "-V", "--version", package_name="rayon-planner")
 def main() -> None:
     """Rayon: reserve cluster capacity ahead of time, and have it guaranteed.
@@ -30,7 +66,3 @@ def main() -> None:
     Reference: docs/rdl.md (the language), docs/cluster.md (the cluster file), docs/decisions.md (the answers).
     """
 
-
-for command in [*LANGUAGE_COMMANDS, *PLANNING_COMMANDS, *STORE_COMMANDS, *PLOT_COMMANDS, *API_COMMANDS,
-                *FOLLOW_COMMANDS, *SIMULATION_COMMANDS]:
-    main.add_command(command)

@@ -23,6 +23,7 @@ from follower.sim.evaluate import (
     SLACKS,
     Grid,
     Run,
+    check_grid,
     evaluate,
 )
 from follower.sim.metrics import Result
@@ -33,10 +34,11 @@ from rdl.errors import RayonError, RDLErrors
 from rdl.table import format_table
 
 
-def read_scenario(path: str) -> Scenario:
-    """The scenario; every problem is raised as `FILE:LINE:COL: message` (or `FILE: message`)."""
+def read_scenario(path: str, trace: str | None = None) -> Scenario:
+    """The scenario (reading `trace` instead of its workload's file, when given); every problem is raised as
+    `FILE:LINE:COL: message` (or `FILE: message`)."""
     try:
-        return load_scenario(path)
+        return load_scenario(path, trace=trace)
     except RDLErrors:
         raise
     except (OSError, ValueError) as error:
@@ -99,12 +101,14 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 @click.option("--policy", type=click.Choice(SIMULATION_POLICIES), help="Application sorting in the queues "
               "(`userfair`: one queue per user, equal shares). Default: the scenario's.")
 @click.option("--seed", type=click.IntRange(min=0), help="Random seed (default: the scenario's).")
+@click.option("--trace", type=click.Path(exists=True, dir_okay=False), help="Trace file to read instead of the "
+              "workload's `file` (another copy, or a larger file of the same format).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON document.")
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
               help="Write one JSON line per event (time, application, event, queue, node, resources).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when it is a terminal).")
-def simulate_command(scenario: str, agent: str | None, policy: str | None, seed: int | None, as_json: bool,
-                     trace_out: str | None, progress: bool | None) -> None:
+def simulate_command(scenario: str, agent: str | None, policy: str | None, seed: int | None, trace: str | None,
+                     as_json: bool, trace_out: str | None, progress: bool | None) -> None:
     """Simulate SCENARIO: jobs arrive, reserve, get queue capacity from the plan, run, and are measured.
 
     \b
@@ -112,16 +116,20 @@ def simulate_command(scenario: str, agent: str | None, policy: str | None, seed:
       rayon simulate examples/scenarios/tiny.yaml
       rayon simulate examples/scenarios/synthetic_mix.yaml --agent none --json
       rayon simulate examples/scenarios/ricc_week.yaml --policy drf --trace-out events.jsonl
+      rayon simulate examples/scenarios/ricc_2days.yaml --trace /data/traces/ricc_2010.swf.gz
+
+    A trace file named relative to the scenario that is not next to it is looked up in the
+    folder $RAYON_TRACES names.
     """
-    chosen = read_scenario(scenario)
+    chosen = read_scenario(scenario, trace)
     show = sys.stderr.isatty() if progress is None else progress
     try:
         workload = chosen.load_workload()
         total = chosen.duration or max((job.submit for job in workload.jobs), default=0.0)
         with ExitStack() as stack:
-            trace = stack.enter_context(Path(trace_out).open("w", encoding="utf-8")) if trace_out else None
+            events = stack.enter_context(Path(trace_out).open("w", encoding="utf-8")) if trace_out else None
             advance = stack.enter_context(progress_bar(total, show))
-            result = simulate(chosen, agent=agent, policy=policy, seed=seed, trace=trace, progress=advance,
+            result = simulate(chosen, agent=agent, policy=policy, seed=seed, trace=events, progress=advance,
                               workload=workload)
             advance(total)
     except (SchedulerError, FollowerError, OSError, ValueError) as error:
@@ -141,21 +149,45 @@ def _names(text: str, what: str, known: tuple[str, ...] | None = None) -> tuple[
     return names
 
 
-def _scenario_paths(text: str) -> tuple[str, ...]:
-    paths = []
-    for name in _names(text, "scenario"):
-        path = Path(name) if name.endswith((".yaml", ".yml")) else EXAMPLES / f"{name}.yaml"
-        if not path.is_file():
-            raise click.BadParameter(f"no scenario `{name}` (looked for {path})")
-        paths.append(str(path))
-    return tuple(paths)
+def scenarios_folder(given: str | None) -> Path | None:
+    """Where scenario names are looked up: `--scenarios`, else the repository's examples/scenarios when it is there."""
+    if given is not None:
+        return Path(given)
+    return EXAMPLES if EXAMPLES.is_dir() else None
+
+
+def _scenario_paths(text: str, folder: Path | None) -> tuple[str, ...]:
+    """A path for each name in `text`: a `.yaml` file as given (checked when the grid loads), else FOLDER/NAME.yaml."""
+    names = _names(text, "scenario")
+    named = [name for name in names if not name.endswith((".yaml", ".yml"))]
+    if not named:
+        return names
+    if folder is None:
+        # An installed rayon has no examples next to its sources: say so, rather than "no scenario `x`".
+        raise click.BadParameter(f"no scenarios folder: {EXAMPLES} does not exist (the examples ship with the "
+                                 "repository, not the package); point at one with --scenarios DIR, or give "
+                                 "scenario files by path", param_hint="--scenarios")
+    missing = [name for name in named if not (folder / f"{name}.yaml").is_file()]
+    if missing:
+        raise click.BadParameter(f"no scenario {', '.join(f'`{name}`' for name in missing)} in {folder} "
+                                 "(a name stands for NAME.yaml there; or give a path)")
+    return tuple(str(folder / f"{name}.yaml") if name in named else name for name in names)
+
+
+def refuse_to_overwrite(out: Path, force: bool) -> None:
+    """Raises when `out` already holds a report and `--force` was not given (docs/evaluation/report.md is committed)."""
+    if (out / "report.md").exists() and not force:
+        raise RayonError(f"{out / 'report.md'} exists", hint="pass --force to overwrite it, or choose another --out")
 
 
 @click.command("evaluate", cls=RayonCommand)
-@click.option("--out", type=click.Path(file_okay=False), default="docs/evaluation", show_default=True,
+@click.option("--out", type=click.Path(file_okay=False), default="evaluation", show_default=True,
               help="Folder for report.md and its figures.")
+@click.option("--force", is_flag=True, help="Overwrite a report already in --out.")
+@click.option("--scenarios", "scenarios_dir", type=click.Path(exists=True, file_okay=False),
+              help="Folder in which scenario names are looked up (default: the repository's examples/scenarios).")
 @click.option("--reservations", default=",".join(RESERVATION_SCENARIOS), show_default=True,
-              help="Scenarios of the reservation study (names in examples/scenarios or paths; empty: skip).")
+              help="Scenarios of the reservation study (names in --scenarios, or paths; empty: skip).")
 @click.option("--agents", default=",".join(AGENTS), show_default=True, help="Agents compared.")
 @click.option("--slacks", default=",".join(f"{s:g}" for s in SLACKS), show_default=True,
               help="Mean deadline slack factors.")
@@ -163,21 +195,30 @@ def _scenario_paths(text: str) -> tuple[str, ...]:
               help="Scenarios of the fairness study (empty: skip).")
 @click.option("--policies", default=",".join(POLICIES), show_default=True, help="Policies compared.")
 @click.option("--workers", type=click.IntRange(min=1), help="Simulations at once (default: the CPU count).")
-def evaluate_command(out: str, reservations: str, agents: str, slacks: str, fairness: str, policies: str,
-                     workers: int | None) -> None:
+def evaluate_command(out: str, force: bool, scenarios_dir: str | None, reservations: str, agents: str, slacks: str,
+                     fairness: str, policies: str, workers: int | None) -> None:
     """Run the comparison grids and write a Markdown report with tables and figures.
+
+    Every scenario is loaded before the first simulation; any that does not load is named and
+    nothing runs (exit 2). A report already in --out is kept unless --force is given.
 
     \b
     Examples:
-      rayon evaluate                                   # the default grid, into docs/evaluation
+      rayon evaluate                                   # the default grid, into evaluation/
+      rayon evaluate --out docs/evaluation --force     # regenerate the committed report
       rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report
+      rayon evaluate --scenarios ~/rayon/examples/scenarios   # an installed rayon, the repository's scenarios
     """
+    folder = scenarios_folder(scenarios_dir)
     try:
-        grid = Grid(reservations=_scenario_paths(reservations), agents=_names(agents, "agent", agent_names()),
+        grid = Grid(reservations=_scenario_paths(reservations, folder), agents=_names(agents, "agent", agent_names()),
                     slacks=tuple(float(value) for value in _names(slacks, "slack factor")),
-                    fairness=_scenario_paths(fairness), policies=_names(policies, "policy", SIMULATION_POLICIES))
+                    fairness=_scenario_paths(fairness, folder),
+                    policies=_names(policies, "policy", SIMULATION_POLICIES))
     except ValueError as error:
         raise click.BadParameter(str(error)) from error
+    refuse_to_overwrite(Path(out), force)
+    check_grid(grid)
     total = len(grid.runs())
     click.echo(f"{total} simulations", err=True)
     finished = 0

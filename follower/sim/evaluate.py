@@ -27,6 +27,7 @@ from follower.sim.metrics import JobRecord, Result, fairness_against
 from follower.sim.report import Cell, write_report
 from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import USER_FAIR
+from rdl.errors import RayonError, RDLErrors
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 AGENTS = agent_names()
@@ -94,6 +95,35 @@ def with_slack(scenario: Scenario, mean: float) -> Scenario:
     return replace(scenario, workload=replace(scenario.workload, params=replace(params, slack=slack)))
 
 
+def scenario_problem(path: str, slacks: Sequence[float]) -> str | None:
+    """Why the scenario at `path` cannot run in the grid (it does not load, or has no slack to vary), or None."""
+    try:
+        scenario = load_scenario(path)
+    except RDLErrors as errors:
+        return errors.render()
+    except (RayonError, OSError, ValueError) as error:
+        return f"{path}: {error}"
+    try:
+        if slacks:  # every slack factor is set the same way: trying one tells for all
+            with_slack(scenario, slacks[0])
+    except ValueError as error:
+        return str(error)  # it names the file
+    return None
+
+
+def check_grid(grid: Grid) -> None:
+    """Loads every scenario of the grid before any simulation; raises one RayonError naming each that does not load.
+
+    In the pool a bad scenario would fail only after the runs before it, and take the pool with it.
+    """
+    wanted = {path: grid.slacks for path in grid.reservations}
+    wanted.update({path: () for path in grid.fairness if path not in wanted})
+    problems = [problem for path, slacks in wanted.items() if (problem := scenario_problem(path, slacks))]
+    if problems:
+        raise RayonError(f"{len(problems)} of {len(wanted)} scenario(s) do not load:\n" + "\n".join(problems)
+                         ).then("nothing was simulated")
+
+
 def run_one(run: Run) -> tuple[Run, dict[str, Any], list[JobRecord], float]:
     """Simulate one grid point; returns it (with the agent and policy the scenario chose filled in), its summary,
     its records (for DVR/DSR) and its wall time."""
@@ -143,6 +173,7 @@ def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
              progress: Callable[[Run, float], None] | None = None) -> Path:
     """Run the grid and write the report into `folder`; returns the report's path."""
     chosen = grid or Grid()
+    check_grid(chosen)
     results = run_grid(chosen, workers, progress)
     reservations, fairness = cells(results)
     when = datetime.now(UTC).strftime("%Y-%m-%d")

@@ -195,16 +195,19 @@ def _seed(text: str) -> int:
     return int(text)
 
 
-def load_scenario(path: str | Path, policies: tuple[str, ...] = POLICIES) -> Scenario:
-    """Read and check a scenario file; raises RDLErrors naming every problem with `FILE:LINE:COL`."""
+def load_scenario(path: str | Path, policies: tuple[str, ...] = POLICIES, trace: str | Path | None = None) -> Scenario:
+    """Read and check a scenario file; raises RDLErrors naming every problem with `FILE:LINE:COL`.
+
+    `trace` replaces the workload's trace `file` (another copy, or a larger file of the same format)."""
     path = Path(path)
-    return parse_scenario(read_text(path), str(path), path.parent, policies)
+    return parse_scenario(read_text(path), str(path), path.parent, policies, trace)
 
 
 def parse_scenario(text: str, file: str = "<scenario>", folder: Path | None = None,
-                   policies: tuple[str, ...] = POLICIES) -> Scenario:
-    """Parse a scenario's text; trace files are found relative to `folder` (default: the current one)."""
+                   policies: tuple[str, ...] = POLICIES, trace: str | Path | None = None) -> Scenario:
+    """Parse a scenario's text; trace files are found relative to `folder` (default: the current one), or `trace`."""
     reader = Reader(file, folder or Path.cwd())
+    reader.trace = None if trace is None else Path(trace)
     root = reader.compose(text, "the scenario file", "`cluster` and `workload`")
     entries = reader.mapping(root, "the scenario") if root is not None else {}
     for name, (key, _) in entries.items():
@@ -305,6 +308,9 @@ def _workload(reader: Reader, node: yaml.Node, step: int) -> WorkloadSpec | None
                         + (f", got {', '.join(kinds)}" if kinds else ""))
         return None
     kind, value = kinds[0], entries[kinds[0]][1]
+    if reader.trace is not None and kind != "trace":
+        reader.sink.add(reader.span(entries[kind][0]), f"a trace file was given, but `workload.{kind}` reads none")
+        return None
     variant: str | None = None
     params: Any = BAD
     if kind == "synthetic":
@@ -334,6 +340,9 @@ def _variant(reader: Reader, node: yaml.Node, kind: str, key: str,
     if not isinstance(variant, str):
         return None, BAD
     cls = table[variant][0]
+    if kind == "trace" and reader.trace is not None:  # the trace given on the command line replaces `file`
+        params = reader.params(node, cls, f"{what} ({variant})", skip=(key, "file"))
+        return variant, params if params is BAD else replace(params, file=str(reader.trace.resolve()))
     if kind == "trace" and not reader.required(entries, ("file",), node, what):
         return variant, BAD
     return variant, reader.params(node, cls, f"{what} ({variant})", skip=(key,))

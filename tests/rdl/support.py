@@ -52,5 +52,5 @@ def body(expr: str) -> rdl.Expr:
     return one(f"reservation r {{ {expr} }}").body
 
 
-# Hypothesis settings for every property here: ~100 examples, no deadline (first calls import networkx).
+# Hypothesis settings for every property here: ~100 examples, no deadline (first calls import and compile).
 FAST = settings(max_examples=100, deadline=None)

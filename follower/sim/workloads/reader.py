@@ -9,6 +9,7 @@ value reads; unknown keys get a "did you mean".
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import Field, fields
 from pathlib import Path
@@ -24,6 +25,7 @@ from rdl.syntax.printer import format_resources
 from rdl.tree import Resources
 
 BAD = object()  # a value that failed to read (and was reported)
+TRACES_ENV = "RAYON_TRACES"  # a folder where relative trace files are looked up when not next to the scenario
 TRUE, FALSE = ("true", "yes", "on"), ("false", "no", "off")
 
 
@@ -33,6 +35,7 @@ class Reader(ConfigReader):
     def __init__(self, file: str, folder: Path):
         super().__init__(file)
         self.folder = folder
+        self.trace: Path | None = None  # a trace file that replaces the workload's `file`
         self.nodes: tuple[NodeGroup, ...] = ()  # when known: container sizes are checked against them
 
     def params(self, node: yaml.Node, cls: type, what: str, skip: tuple[str, ...] = ()) -> Any:
@@ -129,13 +132,20 @@ class Reader(ConfigReader):
         return (low, high)
 
     def path(self, text: str) -> str:
-        """A file that exists, relative to the scenario's folder unless absolute."""
+        """A file that exists: absolute, else next to the scenario, else in the folder $RAYON_TRACES names."""
         candidate = Path(text).expanduser()
-        resolved = candidate if candidate.is_absolute() else self.folder / candidate
-        if not resolved.is_file():
-            raise ValueError(f"no such file: {resolved}")
-        return str(resolved.resolve())
-
+        if candidate.is_absolute():
+            places = [candidate]
+        else:
+            # Traces are large and often kept apart from the scenarios that use them.
+            traces = os.environ.get(TRACES_ENV)
+            places = [self.folder / candidate, *([Path(traces).expanduser() / candidate] if traces else [])]
+        for place in places:
+            if place.is_file():
+                return str(place.resolve())
+        where = " nor ".join(str(place) for place in places)
+        hint = "" if candidate.is_absolute() else f" (set {TRACES_ENV} to a folder that holds it)"
+        raise ValueError(f"no such file: {where}{hint}")
 
 
 def _duration(text: str) -> float:

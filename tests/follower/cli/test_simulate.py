@@ -44,3 +44,22 @@ def test_a_bad_scenario_exits_2_naming_file_line_and_column(tmp_path: Path) -> N
     assert result.exit_code == 2
     assert f"{bad}:3:12: unknown key `synthetc`" in result.stderr and "did you mean `synthetic`" in result.stderr
     assert result.stdout == ""
+
+
+def test_a_trace_option_on_a_workload_without_a_trace_exits_2(tmp_path: Path) -> None:
+    copy = tmp_path / "log.swf"
+    copy.write_text("1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    result = CliRunner().invoke(main, ["simulate", TINY, "--trace", str(copy)])
+    assert result.exit_code == 2 and "a trace file was given, but `workload.jobs` reads none" in result.stderr
+
+
+def test_the_trace_option_runs_the_scenario_on_another_file(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.swf"
+    copy.write_text("; MaxNodes: 2\n; MaxProcs: 8\n1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("cluster:\n  nodes: trace\nworkload:\n  trace: {format: swf, file: not-here.swf}\n")
+    assert CliRunner().invoke(main, ["simulate", str(scenario)]).exit_code == 2
+    result = CliRunner().invoke(main, ["simulate", str(scenario), "--trace", str(copy), "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["production"]["jobs"] + document["best_effort"]["jobs"] == 1

@@ -87,3 +87,50 @@ def test_evaluate_command_rejects_an_unknown_agent_without_running_anything(tmp_
     result = CliRunner().invoke(main, ["evaluate", "--agents", "gree,greedy", "--out", str(tmp_path / "r")])
     assert result.exit_code == 2 and "unknown agent `greedy`" in result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_evaluate_names_every_scenario_that_does_not_load_before_simulating(small: str, tmp_path: Path) -> None:
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(SMALL.replace("synthetic:", "synthetc:"))
+    no_slack = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
+    missing = tmp_path / "missing.yaml"
+    result = CliRunner().invoke(main, ["evaluate", "--reservations", f"{small},{typo},{no_slack}", "--fairness",
+                                       f"{small},{missing}", "--agents", "none", "--slacks", "3",
+                                       "--out", str(tmp_path / "r"), "--workers", "2"])
+    assert result.exit_code == 2, result.output
+    assert "3 of 4 scenario(s) do not load" in result.stderr
+    assert f"{typo}:" in result.stderr and "unknown key `synthetc`" in result.stderr
+    assert f"{no_slack}: " in result.stderr and "no deadline slack to vary" in result.stderr
+    assert str(missing) in result.stderr and "nothing was simulated" in result.stderr
+    assert "[1/" not in result.stderr and not (tmp_path / "r").exists()
+
+
+def test_names_are_looked_up_in_the_scenarios_folder_and_a_report_is_not_overwritten(small: str,
+                                                                                     tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    args = ["evaluate", "--scenarios", str(Path(small).parent), "--reservations", "small", "--fairness", "",
+            "--agents", "none", "--slacks", "3", "--workers", "1", "--out", str(out)]
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    (out / "report.md").write_text("kept")
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 2 and f"{out / 'report.md'} exists" in again.stderr and "--force" in again.stderr
+    assert (out / "report.md").read_text() == "kept"
+    forced = CliRunner().invoke(main, [*args, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert "| small | 3 | none |" in (out / "report.md").read_text()
+
+
+def test_unknown_names_are_listed_with_the_folder(small: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["evaluate", "--scenarios", str(tmp_path), "--reservations", "small,nope",
+                                       "--fairness", "gone", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and f"no scenario `nope` in {tmp_path}" in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_without_the_examples_folder_names_say_where_to_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("follower.cli.simulate.EXAMPLES", tmp_path / "absent")
+    result = CliRunner().invoke(main, ["evaluate", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert f"no scenarios folder: {tmp_path / 'absent'} does not exist" in result.stderr
+    assert "--scenarios DIR" in result.stderr

@@ -195,6 +195,40 @@ def test_trace_files_are_found_beside_the_scenario(tmp_path: Path) -> None:
     assert scenario.node_groups(workload) == (NodeGroup("node", 2, Resources.of({"memory": 4096, "vcores": 4})),)
 
 
+LOG = "; MaxNodes: 2\n; MaxProcs: 8\n1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n"
+TRACED = "cluster:\n  nodes: trace\nworkload:\n  trace: {format: swf, file: log.swf}\n"
+
+
+def test_a_trace_not_beside_the_scenario_is_looked_up_in_rayon_traces(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "log.swf").write_text(LOG)
+    path = tmp_path / "s.yaml"
+    path.write_text(TRACED)
+    monkeypatch.delenv("RAYON_TRACES", raising=False)
+    with pytest.raises(RDLErrors, match=r"no such file: .*log.swf \(set RAYON_TRACES to a folder that holds it\)"):
+        load_scenario(path)
+    monkeypatch.setenv("RAYON_TRACES", str(tmp_path / "traces"))
+    assert load_scenario(path).workload.params.file == str((tmp_path / "traces" / "log.swf").resolve())
+    (tmp_path / "log.swf").write_text(LOG)  # beside the scenario comes first
+    assert load_scenario(path).workload.params.file == str((tmp_path / "log.swf").resolve())
+
+
+def test_a_given_trace_replaces_the_workload_s_file_even_a_missing_one(tmp_path: Path) -> None:
+    copy = tmp_path / "elsewhere.swf"
+    copy.write_text(LOG)
+    path = tmp_path / "s.yaml"
+    path.write_text(TRACED)  # its log.swf does not exist
+    scenario = load_scenario(path, trace=copy)
+    assert scenario.workload.params.file == str(copy.resolve())
+    assert [job.id for job in scenario.load_workload().jobs] == ["job-1"]
+
+
+def test_a_given_trace_is_refused_for_a_workload_without_one(tmp_path: Path) -> None:
+    with pytest.raises(RDLErrors, match=r"s.yaml:4:3: a trace file was given, but `workload.jobs` reads none"):
+        parse_scenario(NODES + JOBS, "s.yaml", trace=tmp_path / "log.swf")
+
+
 def test_every_documented_key_is_in_the_workload_guide() -> None:
     guide = (ROOT / "docs" / "workloads.md").read_text()
     for section, keys in describe_keys().items():

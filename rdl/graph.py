@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rdl.dag import Dag
+import networkx as nx
+
 from rdl.tree import All, Any, Atom, Expr, Order, Window, atom_label, child_path
 
 SINK = "<end>"
@@ -26,15 +27,15 @@ class CriticalPath:
 
 
 def precedence_graph(expr: Expr, atom_steps: AtomSteps, path: str = "0",
-                     parent: Expr | None = None) -> Dag | None:
+                     parent: Expr | None = None) -> nx.DiGraph | None:
     """The DAG of atoms (attribute `steps`) and order edges; None when some required atom can never fit.
 
     `path` and `parent` place `expr` in its reservation, so atoms are labelled as users see them."""
-    graph = Dag()
+    graph = nx.DiGraph()
     return graph if _add(graph, expr, path, atom_steps, parent) is not None else None
 
 
-def _add(graph: Dag, node: Expr, path: str, atom_steps: AtomSteps,
+def _add(graph: nx.DiGraph, node: Expr, path: str, atom_steps: AtomSteps,
          parent: Expr | None = None) -> tuple[list[str], list[str]] | None:
     """Adds `node` to `graph`; returns its entry and exit nodes, or None if it can never fit."""
     if isinstance(node, Atom):
@@ -65,10 +66,10 @@ def _add(graph: Dag, node: Expr, path: str, atom_steps: AtomSteps,
     return parts[0][0], parts[-1][1]
 
 
-def _add_cheapest(graph: Dag, node: Any, path: str, atom_steps: AtomSteps) -> tuple[list[str], list[str]] | None:
-    best: tuple[int, Dag, tuple[list[str], list[str]]] | None = None
+def _add_cheapest(graph: nx.DiGraph, node: Any, path: str, atom_steps: AtomSteps) -> tuple[list[str], list[str]] | None:
+    best: tuple[int, nx.DiGraph, tuple[list[str], list[str]]] | None = None
     for index, child in enumerate(node.children):
-        sub = Dag()
+        sub = nx.DiGraph()
         ends = _add(sub, child, f"{path}.{index}", atom_steps)
         if ends is None:
             continue
@@ -81,16 +82,15 @@ def _add_cheapest(graph: Dag, node: Any, path: str, atom_steps: AtomSteps) -> tu
     return best[2]
 
 
-def longest(graph: Dag) -> CriticalPath:
+def longest(graph: nx.DiGraph) -> CriticalPath:
     """The critical path: the heaviest chain of atoms through the graph."""
     if graph.number_of_nodes() == 0:
         return CriticalPath(0, ())
-    weighted = Dag()
-    for name, data in graph.nodes.items():
+    weighted = nx.DiGraph()
+    for name, data in graph.nodes(data=True):
         weighted.add_edge(name, SINK, weight=data["steps"])
-    for u, v in graph.edges():
-        weighted.add_edge(u, v, weight=graph.nodes[u]["steps"])
-    path = weighted.longest_path(weight="weight")
+    weighted.add_edges_from((u, v, {"weight": graph.nodes[u]["steps"]}) for u, v in graph.edges)
+    path = nx.dag_longest_path(weighted, weight="weight")
     steps = sum(graph.nodes[n]["steps"] for n in path if n != SINK)
     return CriticalPath(steps, tuple(n for n in path if n != SINK and graph.nodes[n]["atom"]))
 

@@ -25,7 +25,8 @@ COMMANDS = (
     LazyCommand("init", "planner.cli.store:init_command", "Create the plan store from a cluster file."),
     LazyCommand("submit", "planner.cli.store:submit_command", "Submit reservation files to the stored plan; each "
                 "decision is committed before it is shown."),
-    LazyCommand("list", "planner.cli.store:list_command", "List stored reservations."),
+    LazyCommand("list", "planner.cli.store:list_command", "List stored reservations: who, their queue, and the "
+                "span each one's leases reserve (START to END, UTC)."),
     LazyCommand("show", "planner.cli.store:show_command", "One reservation: its RDL, state, leases and history."),
     LazyCommand("cancel", "planner.cli.store:cancel_command", "Cancel a reservation, returning its capacity to "
                 "the plan."),

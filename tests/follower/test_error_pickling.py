@@ -20,6 +20,7 @@ from planner.api.auth import TokenError
 from planner.plot import PlotError
 from planner.store.errors import StoreError
 from rdl.errors import EXIT_INTERNAL, RayonError, RDLError, RDLErrors, Reported, Span
+from rdl.lint import RDLWarning
 from rdl.registry import UnknownName
 
 AT = Span("etl.rdl", 3, 7)
@@ -39,6 +40,7 @@ SAMPLES: list[RayonError] = [
     UnknownName("agent", "gree-k", ("gree", "gree-l", "milp")),
     TokenError("tokens.txt:2", "not a hash"),
     PlotError("unknown resource `gpu`"),
+    RDLWarning(AT, "`memory: 2` is 2 MiB", hint="did you mean 2GiB?"),
 ]
 
 

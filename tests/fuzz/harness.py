@@ -73,14 +73,15 @@ def limits(seconds: int = TIME_LIMIT, memory: int = MEMORY_LIMIT) -> Iterator[No
     mapped = _mapped_bytes()
     bounded = mapped is not None and hard == resource.RLIM_INFINITY
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
+    # Every second after the limit too: a Timeout raised where Python swallows it (a gc callback) comes again.
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
     if bounded:
         assert mapped is not None
         resource.setrlimit(resource.RLIMIT_AS, (mapped + memory, hard))
     try:
         yield
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if bounded:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -176,6 +176,9 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     if isinstance(step, int | float):
         if step != int(step):
             reader.sink.add(reader.span(entries["step"][1]), "`step` must be a whole number of seconds")
+        elif isinstance(horizon, float) and horizon < step and "horizon" not in entries:  # `step: 30d`
+            reader.sink.add(reader.span(entries["step"][1]), "`step` is longer than the default `horizon` (7d)",
+                            hint="give a `horizon` of at least one step, or a shorter `step`")
         elif isinstance(horizon, float) and horizon < step:
             reader.sink.add(reader.span(entries["horizon"][1]), "`horizon` must be at least one step")
         elif isinstance(horizon, float):
@@ -218,6 +221,11 @@ def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources
         for group in groups:
             for name, value in group.size.items():
                 total[name] = total.get(name, 0.0) + value * group.count
+        for name, value in total.items():
+            if not math.isfinite(value):  # `vcores: 1e308` on 16 nodes
+                reader.sink.add(reader.span(entries["nodes"][1]), f"the nodes' `{name}` adds up to more than a "
+                                "number can hold", hint="give each node its real size")
+                return None, groups
         return (Resources.of(total) if total else None), groups
     reader.sink.add(Span(file, 1, 1), "the cluster file needs `capacity` (or `nodes`)",
                     hint="for example `capacity: {memory: 512GiB, vcores: 256}`")

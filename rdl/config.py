@@ -108,7 +108,11 @@ class ConfigReader:
                 offset = units.parse_relative(text)
                 if start is None:
                     raise ValueError("a relative time needs a valid `start`")
-                return start + timedelta(seconds=offset)
+                try:
+                    return start + timedelta(seconds=offset)
+                except OverflowError:  # `+4294967296h`: past the calendar's end
+                    raise ValueError(f"`{text}` after `start` lies outside the calendar (times must fall between "
+                                     "the years 1 and 9999)") from None
             return units.parse_instant(text)
 
         value = self.scalar(node, parse, what)

@@ -25,6 +25,7 @@ from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window
 UNBOUNDED = (-(2**62), 2**62)
 MAX_INSTANCES = 1000  # of one recurring reservation in the horizon: every admission places them all
 MAX_NAME = 200  # characters in a reservation's or a piece's name: it becomes a queue name and a URL part
+MAX_DEPTH = 100  # levels of nested expressions: the planner walks the tree recursively
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     """Every error of one reservation."""
     sink = ErrorSink()
     _check_length(reservation.name, "reservation name", reservation.span, sink)
+    if _too_deep(reservation, sink):
+        return sink.errors
     names: dict[str, Span] = {}
     for _, node in walk(reservation.body):
         if node.name is None:
@@ -119,6 +122,17 @@ def _check_every(reservation: Reservation, every: float, cluster: Cluster, sink:
         sink.add(reservation.span, f"`every={units.format_duration(every)}` repeats {instances} times in the plan's "
                  f"horizon ({units.format_duration(cluster.horizon)}); at most {MAX_INSTANCES} instances are planned "
                  "at once", hint="repeat less often, or plan the work as one longer reservation")
+
+
+def _too_deep(reservation: Reservation, sink: ErrorSink) -> bool:
+    """Whether the body nests deeper than MAX_DEPTH levels (then reported at the first node too deep)."""
+    for path, node in walk(reservation.body):
+        if path.count(".") >= MAX_DEPTH:
+            sink.add(node.span, f"reservation `{reservation.name}` nests expressions more than {MAX_DEPTH} levels "
+                     f"deep; at most {MAX_DEPTH} are planned",
+                     hint="flatten the nesting: `all(all(X, Y), Z)` is `all(X, Y, Z)`, and so for `order` and `any`")
+            return True
+    return False
 
 
 def _check_length(name: str, what: str, span: Span, sink: ErrorSink) -> None:

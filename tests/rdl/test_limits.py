@@ -8,7 +8,7 @@ import rdl
 from rdl.errors import RDLErrors
 from rdl.forms.jsonform import parse_json_text
 from rdl.forms.yarn import parse_yarn_text
-from rdl.validate import MAX_INSTANCES, MAX_NAME
+from rdl.validate import MAX_DEPTH, MAX_INSTANCES, MAX_NAME, validate
 from tests.rdl.support import errors_of, parse_and_validate
 
 ATOM = "atom(b={vcores: 1}, w=1h)"
@@ -63,3 +63,20 @@ def test_yarn_num_containers_beyond_the_largest_integer_is_an_error() -> None:
     with pytest.raises(RDLErrors) as caught:
         parse_yarn_text(body, "r.json")
     assert any("must be at most 2,147,483,647" in e.message for e in caught.value.errors)
+
+
+def test_expressions_nested_deeper_than_the_limit_are_an_error_in_every_form() -> None:
+    deep = "all(" * MAX_DEPTH + ATOM + ")" * MAX_DEPTH
+    (error,) = errors_of(f"reservation r {{ {deep} }}").errors
+    assert f"nests expressions more than {MAX_DEPTH} levels deep" in error.message
+    assert error.span.line == 1 and error.span.col == len("reservation r { ") + 4 * MAX_DEPTH + 1
+    json_atom = '{"atom": {"b": {"vcores": 1}, "w": "1h"}}'
+    text = '{"name": "r", "expr": ' + '{"all": [' * MAX_DEPTH + json_atom + "]}" * MAX_DEPTH + "}"
+    with pytest.raises(RDLErrors, match="more than 100 levels deep"):
+        validate(parse_json_text(text, "deep.json"))
+
+
+def test_expressions_nested_to_the_limit_are_fine() -> None:
+    deep = "all(" * (MAX_DEPTH - 1) + ATOM + ")" * (MAX_DEPTH - 1)
+    (reservation,) = parse_and_validate(f"reservation r {{ {deep} }}")
+    assert reservation.name == "r"

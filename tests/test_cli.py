@@ -613,7 +613,9 @@ def test_process_plan_bad_input(small: Path) -> None:
 
 def time_options() -> list[tuple[str, click.Option]]:
     """Every option of every `rayon` command that takes a time."""
-    return [(name, param) for name, command in main.commands.items() for param in command.params
+    context = click.Context(main)
+    commands = {name: main.get_command(context, name) for name in main.list_commands(context)}  # the group is lazy
+    return [(name, param) for name, command in commands.items() if command is not None for param in command.params
             if isinstance(param, click.Option) and isinstance(param.type, TimeParam)]
 
 

@@ -205,6 +205,11 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class WhoAmI(BaseModel):
+    user: str
+    role: Literal["user", "admin"]
+
+
 class Ready(BaseModel):
     status: Literal["ready", "unavailable"]
     now: str | None = Field(None, description="the plan's clock")

@@ -4,7 +4,7 @@ headers, and the negative-data checks: input outside the schema must be refused 
 
 Slow and marked `fuzz`: `pytest -m fuzz tests/planner/api/test_schemathesis.py`. The server is `rayon serve`
 on a fresh one-day plan, as in conftest.py. The budget is `RAYON_FUZZ_EXAMPLES` generated cases per
-operation and phase (default 25: a few minutes); `RAYON_FUZZ_SEED` repeats a run. Skipped, saying so,
+operation and phase (default 50: a few minutes); `RAYON_FUZZ_SEED` repeats a run. Skipped, saying so,
 without schemathesis (`pip install -e '.[dev]'`).
 
 The run goes through schemathesis's own command (`schemathesis run`), its stateless phases over positive
@@ -33,7 +33,7 @@ pytest.importorskip("schemathesis", reason="schemathesis is not installed: pip i
 
 pytestmark = [pytest.mark.slow, pytest.mark.fuzz]
 
-EXAMPLES = int(os.environ.get("RAYON_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("RAYON_FUZZ_EXAMPLES", "50"))
 SEED = os.environ.get("RAYON_FUZZ_SEED")
 ROLES = {"user": "alice", "admin": "ops"}
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")

@@ -205,6 +205,11 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class WhoAmI(BaseModel):
+    user: str
+    role: Literal["user", "admin"]
+
+
 class Ready(BaseModel):
     status: Literal["ready", "unavailable"]
     now: str | None = Field(None, description="the plan's clock")
@@ -213,6 +218,9 @@ class Ready(BaseModel):
 
 
 class ReplanRequest(Strict):
+    # Strict: `{"time_limit": true}` is not a number of seconds (lax validation read it as 1.0 and started a replan)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     time_limit: float | None = Field(None, ge=0.5, le=MAX_TIME_LIMIT, description="seconds the solver may take "
                                      f"(at most {MAX_TIME_LIMIT:g})")
     solver: str | None = Field(None, description="MILP backend: highs, cbc or cpsat")

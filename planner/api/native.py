@@ -35,6 +35,7 @@ from planner.api.models import (
     RecordPage,
     ReplanRequest,
     SubmitAnswer,
+    WhoAmI,
 )
 from planner.core.compile import Clock
 from planner.core.decision import Decision
@@ -64,7 +65,8 @@ ERRORS: dict[int | str, dict[str, AnyType]] = {
     code: {"model": ErrorOut, "description": text} for code, text in
     ((400, "the body does not parse"), (401, "no token, or an unknown one"), (403, "not yours, or not an admin"),
      (404, "no such reservation"), (409, "not in a state that allows it"), (413, "the body is too large"),
-     (422, "the input does not hold up against the cluster"))}
+     (415, "a body neither text nor JSON"), (422, "the input does not hold up against the cluster"),
+     (503, "the store does not answer"))}
 
 
 # -- health ------------------------------------------------------------------------------------------------
@@ -88,7 +90,7 @@ def ready(svc: Service = Depends(service)) -> AnyType:
     return {"status": "ready", "now": meta["now"], "plan_version": int(meta["plan_version"])}
 
 
-@router.get("/whoami", tags=["health"])
+@router.get("/whoami", tags=["health"], response_model=WhoAmI, responses={401: ERRORS[401]})
 def whoami(who: Principal = Depends(caller)) -> dict[str, str]:
     """The user and role of the token presented."""
     return {"user": who.user, "role": who.role}

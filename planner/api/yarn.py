@@ -46,7 +46,10 @@ ID = re.compile(r"reservation_(\d+)_(\d+)")
 LIST_PAGE = 1000  # reservations in one answer of `/list`: about a megabyte with their allocations
 LAST_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, the last instant a time can name
 BAD: dict[int | str, dict[str, AnyType]] = {
-    400: {"model": ErrorOut, "description": "YARN's RemoteException, with our error beside it"}}
+    code: {"model": ErrorOut, "description": f"{text}: YARN's RemoteException, with our error beside it"}
+    for code, text in ((400, "bad input, an unknown id, or a definition that does not fit"),
+                       (401, "no token, or an unknown one"), (403, "not yours"), (413, "the body is too large"),
+                       (503, "the store does not answer"))}
 
 
 class YarnIds:

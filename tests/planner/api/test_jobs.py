@@ -54,6 +54,9 @@ def test_replan_needs_an_admin_and_jobs_are_theirs_to_read(api: Server) -> None:
         assert unknown_solver.status_code == 422 and "did you mean `highs`" in unknown_solver.json()["error"]["hint"]
         bad_limit = ops.post("/v1/admin/replan", json={"time_limit": 0})
         assert bad_limit.status_code == 422
+        for odd in ({"time_limit": True}, {"gap": False}, {"time_limit": "30"}, {"solver": 1}):
+            refused = ops.post("/v1/admin/replan", json=odd)  # found by schemathesis: a boolean started a replan
+            assert refused.status_code == 422 and refused.json()["error"]["code"] == "input", odd
         job = ops.post("/v1/admin/replan", json={"time_limit": 1}).json()
         assert alice.get(f"/v1/jobs/{job['id']}").status_code == 403
         assert ops.get("/v1/jobs/0123456789abcdef").status_code == 404

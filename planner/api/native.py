@@ -24,6 +24,7 @@ from planner.api import bodies
 from planner.api.auth import Principal
 from planner.api.context import Service, admin, body, caller, service
 from planner.api.errors import ApiError
+from planner.api.jobs import Job
 from planner.api.models import (
     ErrorOut,
     Health,
@@ -343,17 +344,19 @@ def replan(response: Response, params: ReplanRequest | None = None, who: Princip
                responses=ERRORS)
 def cancel_job(job_id: str, who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:
     """Cancel a job still running (its requester or an admin): the plan stays as it was before the job."""
-    job = svc.jobs.get(job_id)
-    if not who.may_act_for(job.requested_by):
-        raise ApiError(403, "forbidden", f"job `{job_id}` was started by another user")
-    return svc.jobs.cancel(job_id).to_json()
+    return svc.jobs.cancel(own_job(job_id, who, svc).id).to_json()
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, response_model_exclude_none=True, tags=["admin"],
             responses=ERRORS)
 def get_job(job_id: str, who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:
     """Where a job stands, and its result once done (its requester or an admin)."""
+    return own_job(job_id, who, svc).to_json()
+
+
+def own_job(job_id: str, who: Principal, svc: Service) -> Job:
+    """The job, if the caller started it or is an admin; 404 or 403 otherwise."""
     job = svc.jobs.get(job_id)
     if not who.may_act_for(job.requested_by):
         raise ApiError(403, "forbidden", f"job `{job_id}` was started by another user")
-    return job.to_json()
+    return job

@@ -63,6 +63,7 @@ NO_AGENT = "none"  # the time-agnostic baseline: no reservations
 DEFAULT_START = datetime(2026, 11, 23, tzinfo=UTC)
 DEFAULT_HORIZON = 7 * 86400
 FROM_TRACE = "trace"
+MAX_NODES = 100_000  # simulated nodes: each is an object the scheduler ranks (a production YARN cluster has ~10k)
 
 
 def agent_names() -> tuple[str, ...]:
@@ -253,6 +254,10 @@ def _cluster(reader: Reader, node: yaml.Node) -> ClusterSpec | None:
         value = entries["nodes"][1]
         from_trace = isinstance(value, yaml.ScalarNode) and value.value == FROM_TRACE
         nodes = None if from_trace else node_groups(reader, value)
+        if nodes and sum(group.count for group in nodes) > MAX_NODES:
+            reader.sink.add(reader.span(value), f"the cluster has {sum(g.count for g in nodes):,} nodes; at most "
+                            f"{MAX_NODES:,} are simulated", hint="simulate a smaller cluster with the same shape")
+            nodes = None
         reader.nodes = nodes or ()  # container sizes in the workload are checked against them
     step = reader.scalar(entries["step"][1], _whole_seconds, "`step`") if "step" in entries else DEFAULT_STEP
     horizon = reader.scalar(entries["horizon"][1], _whole_seconds, "`horizon`") if "horizon" in entries \

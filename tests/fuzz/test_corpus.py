@@ -14,14 +14,7 @@ import pytest
 from tests.fuzz.harness import KINDS, TIME_LIMIT, describe, examine
 
 CORPUS = Path(__file__).parent / "corpus"
-XFAIL: dict[str, str] = {  # file name -> why it still fails; each is given only XFAIL_SECONDS to fail
-    "scenario-endless-job-without-duration.yaml":
-        "simulate has no bound on simulated time: without `duration`, a job with `runtime: 1e300s` keeps the event "
-        "loop running (practically) forever; needs a chosen limit (a largest simulated span or job runtime)",
-    "scenario-ten-million-nodes.yaml":
-        "no bound on a scenario's node count: `count: 10000000` builds every node (1.5 GB and minutes before the "
-        "first event); needs a chosen limit, like the cluster file's steps x resources",
-}
+XFAIL: dict[str, str] = {}  # file name -> why it still fails; each is given only XFAIL_SECONDS to fail
 XFAIL_SECONDS = 3
 
 

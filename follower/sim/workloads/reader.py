@@ -27,6 +27,7 @@ from rdl.tree import Resources
 BAD = object()  # a value that failed to read (and was reported)
 TRACES_ENV = "RAYON_TRACES"  # a folder where relative trace files are looked up when not next to the scenario
 TRUE, FALSE = ("true", "yes", "on"), ("false", "no", "off")
+MAX_DURATION = 366 * 86400.0  # seconds: any duration a scenario gives (a job, a slice, a run)
 
 
 class Reader(ConfigReader):
@@ -152,6 +153,8 @@ def _duration(text: str) -> float:
     value = units.parse_duration(text)
     if value < 0:
         raise ValueError(f"must not be negative, got `{text}`")
+    if not value <= MAX_DURATION:  # the simulator walks simulated time step by step: a longer span never ends
+        raise ValueError(f"must be at most {units.format_duration(MAX_DURATION)}, got `{text}`")
     return value
 
 

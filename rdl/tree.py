@@ -161,6 +161,7 @@ class Reservation:
     value: float = 1.0
     priority: int = 0
     every: float | None = None
+    until: TimeValue | None = None  # a recurring reservation has no instance arriving at or after it
     span: Span = field(default=NOWHERE, compare=False, repr=False)
 
     @property
@@ -173,6 +174,11 @@ class Reservation:
     def arrival_at(self, submitted: datetime) -> datetime:
         """When the reservation arrives: its `arrival` (relative ones count from submission), else submission."""
         return self.arrival.resolve(submitted) if self.arrival is not None else submitted
+
+    def repeats_at(self, first_arrival: datetime, arrival: datetime) -> bool:
+        """Whether an instance arriving at `arrival` belongs to the series: it arrives before `until` (a relative
+        `until` counts from the series' first arrival)."""
+        return self.until is None or arrival < self.until.resolve(first_arrival)
 
 
 def kind(node: Expr) -> str:

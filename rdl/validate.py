@@ -89,9 +89,10 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
             sink.add(node.span, f"name `{node.name}` is used twice in reservation `{reservation.name}` "
                      f"(first at {names[node.name]})", hint="names are unique within a reservation")
         names.setdefault(node.name, node.span)
-    if reservation.every is not None and context.cluster is not None:
-        _check_every(reservation, reservation.every, context.cluster, sink)
     arrival = reservation.arrival_at(context.now)
+    series = _series(reservation, arrival, sink)
+    if reservation.every is not None and context.cluster is not None:
+        _check_every(reservation, reservation.every, context.cluster, series, sink)
     if reservation.deadline is not None:
         deadline = reservation.deadline.resolve(arrival)
         if deadline <= arrival:
@@ -111,13 +112,30 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     return sink.errors
 
 
-def _check_every(reservation: Reservation, every: float, cluster: Cluster, sink: ErrorSink) -> None:
+def _series(reservation: Reservation, arrival: datetime, sink: ErrorSink) -> float | None:
+    """How long a series given an end (`until`) lasts, in seconds; `until` needs `every` and a later time."""
+    if reservation.until is None:
+        return None
+    if reservation.every is None:
+        sink.add(reservation.span, f"reservation `{reservation.name}` has `until` but no `every`",
+                 hint="`until` ends a recurring reservation: give `every=` too, or leave `until` out")
+        return None
+    end = reservation.until.resolve(arrival)
+    if end <= arrival:
+        sink.add(reservation.span, f"reservation `{reservation.name}` has `until` {units.format_instant(end)} at or "
+                 f"before its arrival {units.format_instant(arrival)}, so it has no instance")
+        return None
+    return (end - arrival).total_seconds()
+
+
+def _check_every(reservation: Reservation, every: float, cluster: Cluster, series: float | None,
+                 sink: ErrorSink) -> None:
     """A recurring reservation repeats at most once a plan step, and at most MAX_INSTANCES times in the horizon."""
     if every < cluster.step:
         sink.add(reservation.span, f"`every={units.format_duration(every)}` is shorter than the plan step "
                  f"({units.format_duration(cluster.step)})", hint="a recurring reservation repeats at most once a step")
         return
-    instances = math.ceil(cluster.horizon / every)
+    instances = math.ceil(min(cluster.horizon, series or cluster.horizon) / every)
     if instances > MAX_INSTANCES:
         sink.add(reservation.span, f"`every={units.format_duration(every)}` repeats {instances} times in the plan's "
                  f"horizon ({units.format_duration(cluster.horizon)}); at most {MAX_INSTANCES} instances are planned "

@@ -146,7 +146,7 @@ def _instances(reservation: Reservation, arrival: datetime, grid: _Grid) -> list
     while True:
         shift = reservation.every * len(found)
         moved = arrival + timedelta(seconds=shift)
-        if moved >= horizon_end:
+        if moved >= horizon_end or not reservation.repeats_at(arrival, moved):
             return found
         expr = reservation.expr
         period_end = grid.down(moved + timedelta(seconds=reservation.every))

@@ -150,7 +150,8 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
     while True:
         shift = (reservation.every or 0.0) * index
         arrival = first_arrival + timedelta(seconds=shift)
-        if index > 0 and (reservation.every is None or arrival >= horizon_end):
+        if index > 0 and (reservation.every is None or arrival >= horizon_end
+                          or not reservation.repeats_at(first_arrival, arrival)):
             break
         expr = _shifted(reservation.expr, shift)
         period_end = clock.steps

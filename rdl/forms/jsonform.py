@@ -70,6 +70,8 @@ def to_json(reservation: Reservation) -> dict[str, AnyType]:
         data["priority"] = reservation.priority
     if reservation.every is not None:
         data["every"] = units.format_duration(reservation.every)
+    if reservation.until is not None:
+        data["until"] = format_time(reservation.until)
     data["expr"] = expr_to_json(reservation.body)
     return data
 

@@ -19,7 +19,7 @@ from rdl.syntax.lexer import Token, paused_gc, tokenize
 from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, Resources, TimeValue, Window
 
 LOOKAHEAD = 2
-HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every")
+HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every", "until")
 COMBINATORS = ("atom", "window", "order", "all", "any")
 ATOM_KEYS = ("b", "g", "h", "l", "w")
 
@@ -49,7 +49,7 @@ class ValueReader:
             if token.kind not in ("name", "string"):
                 return self.bad(token, f"`{key}` is a name", "a name such as `alice`")
             return unquote(token)
-        if key in ("arrival", "deadline"):
+        if key in ("arrival", "deadline", "until"):
             return self.time(token, key)
         if key == "value":
             value = self.number(token, key)

@@ -76,6 +76,8 @@ def format_header(reservation: Reservation) -> str:
         parts.append(f"priority={reservation.priority}")
     if reservation.every is not None:
         parts.append(f"every={units.format_duration(reservation.every)}")
+    if reservation.until is not None:
+        parts.append(f"until={format_time(reservation.until)}")
     return " ".join(parts)
 
 

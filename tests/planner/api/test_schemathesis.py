@@ -21,13 +21,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from planner.store.facade import Store
-from tests.planner.api.support import CLUSTER, Server, make_tokens, running
+from tests.planner.api.support import Server
 
 pytest.importorskip("schemathesis", reason="schemathesis is not installed: pip install -e '.[dev]'")
 
@@ -40,24 +38,12 @@ SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 
 
-@pytest.fixture(scope="module")
-def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`rayon serve` over a fresh one-day plan, with tokens for alice and bob (users) and ops (admin)."""
-    root = tmp_path_factory.mktemp("fuzz")
-    state = root / "plan.db"
-    with Store.open(state) as store:
-        store.init(CLUSTER, "cluster.yaml")
-    tokens_file = root / "tokens.yaml"
-    with running(state, tokens_file, make_tokens(tokens_file)) as started:
-        yield started
-
-
 @pytest.mark.parametrize("role", list(ROLES))
-def test_every_operation_answers_as_documented(fuzz_server: Server, role: str, tmp_path: Path) -> None:
+def test_every_operation_answers_as_documented(server: Server, role: str, tmp_path: Path) -> None:
     command = [str(SCHEMATHESIS if SCHEMATHESIS.exists() else shutil.which("schemathesis")),
                "--config-file", str(CONFIG), "run",
-               f"{fuzz_server.url}/openapi.json",
-               "--header", f"Authorization: Bearer {fuzz_server.tokens[ROLES[role]]}",
+               f"{server.url}/openapi.json",
+               "--header", f"Authorization: Bearer {server.tokens[ROLES[role]]}",
                "--checks", "all", "--mode", "all", "--phases", "examples,fuzzing",
                "--max-examples", str(EXAMPLES), "--suppress-health-check", "all", "--workers", "1",
                "--request-timeout", "60", "--continue-on-failure", "--no-color",

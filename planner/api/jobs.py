@@ -78,6 +78,7 @@ class Job:
     process: BaseProcess = field(repr=False)
     outcome: dict[str, AnyType] | None = None
     finished: datetime | None = None
+    done: threading.Event = field(default_factory=threading.Event, repr=False)  # set when `finished` is stamped
     cancelled: bool = False
 
     @property
@@ -145,6 +146,7 @@ class Jobs:
         with self._lock:
             job.outcome = outcome
             job.finished = datetime.now(UTC)
+        job.done.set()
 
     def get(self, job_id: str) -> Job:
         """The job of that id; 404 if this server has none."""
@@ -162,9 +164,7 @@ class Jobs:
             if job.finished is None:
                 job.cancelled = True
                 job.process.terminate()
-        job.process.join()
-        while job.finished is None:  # the waiting thread stamps it once the pipe closes
-            time.sleep(0.01)
+        job.done.wait()  # the waiting thread stamps it once the pipe closes
         return job
 
     def close(self) -> None:

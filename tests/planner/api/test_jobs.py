@@ -70,10 +70,7 @@ def test_replan_needs_an_admin_and_jobs_are_theirs_to_read(api: Server) -> None:
 
 def finished(jobs: Jobs, job_id: str) -> dict[str, object]:
     """The job's JSON once it has finished."""
-    deadline = time.monotonic() + POLL_TIMEOUT
-    while jobs.get(job_id).finished is None:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    assert jobs.get(job_id).done.wait(POLL_TIMEOUT)
     return jobs.get(job_id).to_json()
 
 

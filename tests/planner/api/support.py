@@ -61,6 +61,15 @@ def make_tokens(path: Path, users: dict[str, str] = USERS) -> dict[str, str]:
 @contextmanager
 def running(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: str) -> Iterator[Server]:
     """`rayon serve` on port 0 (any free one), until the block ends."""
+    server = start(state, tokens_file, tokens, *args)
+    try:
+        yield server
+    finally:
+        stop(server)
+
+
+def start(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: str) -> Server:
+    """Start `rayon serve` on port 0 (any free one); the server once it listens."""
     process = subprocess.Popen(
         [str(RAYON), "serve", "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
          "--no-access-log", "--log-level", "warning", *args],
@@ -72,15 +81,21 @@ def running(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args:
     log: list[str] = []
     try:
         url = _wait_for_url(lines, log, process)
-        server = Server(url, state, tokens, process, log)
-        yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return Server(url, state, tokens, process, log)
+
+
+def stop(server: Server) -> None:
+    """End the server as an operator would (SIGTERM), or kill it if it does not end in 15 s."""
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
 
 
 def _wait_for_url(lines: queue.Queue[str], log: list[str], process: subprocess.Popen[str]) -> str:

@@ -567,6 +567,28 @@ def test_plan_many_reservations_keeps_stdout_pure_json(tmp_path: Path) -> None:
     assert_plan_ok(document, [path])
 
 
+
+def test_no_explain_rejects_for_capacity_without_searching_a_deadline(small: Path) -> None:
+    gang, other = small.parent / "gang.rdl", small.parent / "other.rdl"
+    result = rayon("plan", "--cluster", small, "--json", "--no-explain", gang, other)
+    assert result.exit_code == 0, result.stderr
+    reason = json.loads(result.stdout)["decisions"][1]["reason"]
+    assert reason["code"] == "capacity" and "earliest_deadline" not in reason
+
+
+def test_a_long_plan_reports_progress_on_stderr_when_it_is_not_a_terminal(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("rdl.progress.PERIOD", 0.0)  # a line after every reservation
+    path = tmp_path / "many.rdl"
+    path.write_text("\n".join(f"reservation r{i} user=u deadline=+{1 + i % 24}h {{\n"
+                              "  atom(b={memory: 1GiB, vcores: 1}, h=4, l=10m, w=1h)\n}\n" for i in range(101)))
+    result = rayon("plan", "--cluster", CLUSTER, "--json", path)
+    assert result.exit_code == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("planning: ")]
+    assert re.fullmatch(r"planning: 1 of 101 reservations \([\d,]+/s, about \S+ left\)", lines[0]), lines[0]
+    assert re.fullmatch(r"planning: 101 of 101 reservations \([\d,]+/s\)", lines[-1]), lines[-1]
+    assert len(json.loads(result.stdout)["decisions"]) == 101
+
 # --- end to end: the installed command as a real process -----------------------------------------------------------
 
 def test_process_help_and_version() -> None:

@@ -31,6 +31,7 @@ from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES
 from rdl.cli import RayonCommand
 from rdl.errors import RayonError, RDLErrors
+from rdl.progress import progress
 from rdl.table import format_table
 
 
@@ -47,22 +48,9 @@ def read_scenario(path: str, trace: str | None = None) -> Scenario:
 
 @contextmanager
 def progress_bar(total: float, enabled: bool) -> Iterator[Callable[[float], None]]:
-    """A progress bar over simulated time, on stderr (so `--json` stays pure); a no-op when disabled."""
-    if not enabled or total <= 0:
-        yield lambda _now: None
-        return
-    with click.progressbar(length=int(total), label="simulating", file=sys.stderr,
-                           show_eta=True, show_percent=True) as bar:
-        done = 0
-
-        def advance(now: float) -> None:
-            nonlocal done
-            step = min(int(now), int(total)) - done
-            if step > 0:
-                bar.update(step)
-                done += step
-
-        yield advance
+    """Progress over simulated seconds, on stderr (so `--json` stays pure); a no-op when disabled."""
+    with progress(int(total), "simulating", "simulated seconds", enabled=enabled) as update:
+        yield lambda now: update(min(int(now), int(total)))
 
 
 def _summary_rows(result: Result) -> list[list[Any]]:

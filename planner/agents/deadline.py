@@ -48,8 +48,8 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     # A smaller search budget per probe is safe: the search is deterministic, so whatever it finds
     # within the smaller budget the full one finds too; a probe that gives up only moves the answer later.
     # Other agents (the MILP) are never worse than the greedy one, so a deadline GREE accepts, they accept too.
-    prober = replace(agent, budget=min(agent.budget, PROBE_BUDGET)) if isinstance(agent, GreedyAgent) \
-        else GreedyAgent("gree", flat=False, budget=PROBE_BUDGET)
+    prober = replace(agent, budget=min(agent.budget, PROBE_BUDGET), reasons=False) \
+        if isinstance(agent, GreedyAgent) else GreedyAgent("gree", flat=False, budget=PROBE_BUDGET, reasons=False)
 
     def fits(step: int) -> bool:
         nonlocal probes

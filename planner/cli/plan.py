@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any as AnyType
@@ -25,6 +23,7 @@ from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, read_cluster,
 from rdl.cluster import Cluster
 from rdl.errors import EXIT_INTERNAL, RayonError, Reported
 from rdl.load import all_errors, load
+from rdl.progress import progress
 from rdl.table import format_table
 from rdl.tree import Reservation
 
@@ -103,9 +102,12 @@ def load_valid(paths: Sequence[str], cluster: Cluster, now: datetime | None, con
     return [r for f in files for r in f.reservations]
 
 
-def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], agent: str,
-                      now: datetime | None, milp: MilpAgent | None = None) -> tuple[Planner, list[Decision], dict]:
-    """Submit each reservation in turn against the plan the earlier ones left (`milp` decides them together)."""
+def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], agent: str, now: datetime | None,
+                      milp: MilpAgent | None = None, explain: bool = True) -> tuple[Planner, list[Decision], dict]:
+    """Submit each reservation in turn against the plan the earlier ones left (`milp` decides them together).
+
+    `explain`: a rejection for capacity carries the earliest deadline that would fit (about ten more placements).
+    """
     planner = Planner(cluster, now)
     if milp is not None:
         submitted = now or cluster.start
@@ -113,10 +115,10 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
         return planner, result.decisions, {"solver": result.report.to_json()}
     chosen = get_agent(agent)
     decisions = []
-    with click.progressbar(reservations, label="planning", file=sys.stderr,
-                           show_pos=True) if len(reservations) > 100 else nullcontext(reservations) as items:
-        for reservation in items:
-            decisions.append(planner.submit(reservation, chosen, validated=True))
+    with progress(len(reservations), "planning", "reservations", enabled=len(reservations) > 100) as update:
+        for reservation in reservations:
+            decisions.append(planner.submit(reservation, chosen, validated=True, explain=explain))
+            update(len(decisions))
     return planner, decisions, {}
 
 
@@ -143,9 +145,12 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
               help="Spend the MILP's time left on fewer allocation changes (the accepted set stays).")
 @click.option("--dump-model", type=click.Path(dir_okay=False, writable=True),
               help="Write the MILP (.mps for MPS, else LP format) for debugging.")
+@click.option("--explain/--no-explain", default=True, show_default=True,
+              help="Give each rejection for capacity the earliest deadline that would fit (greedy agents; most of the "
+              "time of a large batch that fills the plan goes into it).")
 def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, when: TimeValue | None, as_json: bool,
                  fail_on_reject: bool, solver: str, time_limit: float, gap: float, coarsen: int | None, smooth: bool,
-                 dump_model: str | None) -> None:
+                 dump_model: str | None, explain: bool) -> None:
     """Plan reservation files against a cluster, in order, each against the plan the earlier ones left.
 
     PATHS are .rdl, .json or YARN JSON files, or folders of them. Exit status: 0 when
@@ -170,7 +175,7 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, when: Ti
     milp = replace(chosen, backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
                    smooth=smooth) if isinstance(chosen, MilpAgent) else None
     try:
-        planner, decisions, extra = plan_reservations(cluster, reservations, agent, now, milp)
+        planner, decisions, extra = plan_reservations(cluster, reservations, agent, now, milp, explain)
     except Exception as exc:  # an internal failure: report it, exit 1, never a half-printed document
         raise RayonError(f"{type(exc).__name__}: {exc}", code="internal", place="internal error while planning",
                          exit_code=EXIT_INTERNAL) from exc

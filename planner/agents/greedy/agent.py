@@ -25,6 +25,7 @@ class GreedyAgent:
     name: str
     flat: bool
     budget: int = DEFAULT_BUDGET
+    reasons: bool = True  # False: a failed search says only `capacity` (the deadline search's probes need no more)
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
         instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
@@ -57,6 +58,8 @@ class GreedyAgent:
                                       (instance.task.lo, instance.task.hi))
             solution = next(search, None)
             if solution is None:
+                if not self.reasons:
+                    return Outcome(None, Reason("capacity", "no placement found"))
                 reason = clipped_reason(instance, plan, reservation)
                 return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
             held.append(search)

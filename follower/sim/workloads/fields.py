@@ -23,9 +23,12 @@ def number(minimum: float | None = None, maximum: float | None = None, strict: b
     return {"kind": "number", "minimum": minimum, "maximum": maximum, "strict": strict}
 
 
-def integer(minimum: int | None = None) -> Meta:
-    """A whole number, at least `minimum`."""
-    return {"kind": "integer", "minimum": minimum}
+MAX_COUNT = 100_000  # any count in a scenario (jobs, users, bursts, executors): each is work the simulator does
+
+
+def integer(minimum: int | None = None, maximum: int = MAX_COUNT) -> Meta:
+    """A whole number, at least `minimum` and at most `maximum`."""
+    return {"kind": "integer", "minimum": minimum, "maximum": maximum}
 
 
 def integer_range(minimum: int = 0) -> Meta:

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from follower.sim.workloads.fields import MAX_COUNT
 from rdl import units
 from rdl.cluster import NodeGroup
 from rdl.config import ConfigReader
@@ -110,7 +111,7 @@ class Reader(ConfigReader):
         if kind == "number":
             return lambda text: _number(text, meta["minimum"], meta["maximum"], meta["strict"])
         if kind == "integer":
-            return lambda text: _integer(text, meta["minimum"])
+            return lambda text: _integer(text, meta["minimum"], meta["maximum"])
         if kind == "choice":
             return lambda text: _choice(text, meta["options"])
         return None
@@ -124,7 +125,7 @@ class Reader(ConfigReader):
         if not isinstance(node, yaml.SequenceNode) or len(items) != 2:
             self.sink.add(self.span(node), f"{what} must be `[low, high]`")
             return BAD
-        low, high = (self.scalar(item, lambda t: _integer(t, meta["minimum"]), what) for item in items)
+        low, high = (self.scalar(item, lambda t: _integer(t, meta["minimum"], MAX_COUNT), what) for item in items)
         if not isinstance(low, int) or not isinstance(high, int):
             return BAD
         if low > high:
@@ -184,12 +185,14 @@ def _number(text: str, minimum: float | None, maximum: float | None, strict: boo
     return value
 
 
-def _integer(text: str, minimum: int | None) -> int:
+def _integer(text: str, minimum: int | None, maximum: int | None = None) -> int:
     value, unit = units.split_number(text)
-    if unit or value != math.floor(value):
+    if unit or not math.isfinite(value) or value != math.floor(value):
         raise ValueError(f"expected a whole number, got `{text}`")
     if minimum is not None and value < minimum:
         raise ValueError(f"expected a whole number of at least {minimum}, got `{text}`")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"expected a whole number of at most {maximum:,}, got `{text}`")
     return int(value)
 
 

@@ -21,7 +21,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from follower.sim.workloads.deadlines import Slack
-from follower.sim.workloads.fields import duration, integer, integer_range, nested, number, resources, text
+from follower.sim.workloads.fields import (
+    MAX_COUNT,
+    duration,
+    integer,
+    integer_range,
+    nested,
+    number,
+    resources,
+    text,
+)
 from follower.sim.workloads.job import BEST_EFFORT, NONE, PRODUCTION, Job, Workload
 from rdl.tree import Resources
 
@@ -141,8 +150,15 @@ def _poisson(user: str, offset: float, jobs: int, rate_per_minute: float,
         now += rng.expovariate(rate_per_minute / 60.0)
 
 
+def _bounded(jobs: int) -> None:
+    """Refuse parameters that multiply out to more jobs than any scenario may hold."""
+    if jobs > MAX_COUNT:
+        raise ValueError(f"these parameters make {jobs:,} jobs; a scenario holds at most {MAX_COUNT:,}")
+
+
 def uwfq_power_small(params: PowerSmallParams, seed: int, name: str = "uwfq-power-small") -> Workload:
     """The paper's "2 power + 2 small users" micro scenario (`2_power_2_small_users`)."""
+    _bounded(params.power_users * params.bursts * params.burst_jobs + params.small_users * params.small_jobs)
     rng = random.Random(seed)
     jobs = []
     for k in range(params.power_users):
@@ -161,6 +177,7 @@ def uwfq_power_small(params: PowerSmallParams, seed: int, name: str = "uwfq-powe
 
 def uwfq_super_small(params: SuperSmallParams, seed: int, name: str = "uwfq-super-small") -> Workload:
     """The paper's "4 super-small users" micro scenario (`4_super_small_users`); `seed` is unused: nothing is drawn."""
+    _bounded(params.users * params.bursts * params.burst_jobs)
     jobs = []
     for k in range(params.users):
         user = f"tiny{k + 1}"

@@ -149,8 +149,8 @@ def post_json(client: httpx.Client, path: str, data: AnyType) -> httpx.Response:
 def stored_violations(state: Path | str) -> list[str]:
     """What the independent plan checker finds wrong with the plan as stored."""
     with Store.open(state) as store:
-        cluster, records, plan = store.cluster(), store.list(), store.load_plan()
-        decisions = [r.decision().to_json(plan.clock) for r in records]
+        cluster, records, clock = store.cluster(), store.list(), store.clock()
+        decisions = [r.decision().to_json(clock) for r in records]
         return check_plan(cluster, [r.reservation() for r in records], decisions,
                           submitted={r.name: r.submitted for r in records})
 

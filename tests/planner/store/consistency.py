@@ -176,7 +176,7 @@ def store_problems(path: Path | str) -> list[str]:
     (nothing cached) and, for SQLite, by plain SQL too."""
     with Store.open(path) as store:  # it opens: the schema version is read
         cluster, records, log, now = store.cluster(), store.list(), store.log(), store.now()
-        plan = store.load_plan()
+        plan, clock = store.load_plan(), store.clock()  # the plan's rolling window, and the records' axis
     problems = raw_problems(path) if isinstance(path, Path) else []
     accepted = {r.name: r for r in records if r.state == "accepted"}
     for name, record in accepted.items():
@@ -187,21 +187,23 @@ def store_problems(path: Path | str) -> list[str]:
                         "accepted records")
     for name in plan.accepted.keys() & accepted.keys():
         if allocations_json(plan.accepted[name].allocations, plan.clock) != \
-                allocations_json(accepted[name].allocations, plan.clock):
+                allocations_json(accepted[name].allocations, clock):
             problems.append(f"load_plan gives `{name}` other leases than its record")
     use = np.zeros_like(plan.capacity)
+    window = round((plan.clock.origin - clock.origin).total_seconds()) // clock.step  # where it begins on the axis
     for record in accepted.values():
         for a in record.allocations:
+            start, end = max(a.start - window, 0), max(min(a.end - window, plan.clock.steps), 0)
             for index, resource in enumerate(plan.resources):
-                use[index, a.start:a.end] += a.bundle.get(resource, 0.0) * a.bundles
+                use[index, start:end] += a.bundle.get(resource, 0.0) * a.bundles
     if not np.array_equal(plan.used, use):
         steps = np.argwhere(plan.used != use)[:5].tolist()
         problems.append(f"load_plan's use differs from the records' leases summed (at [resource, step] {steps})")
     if (plan.used > plan.capacity + 1e-9).any():
         problems.append("load_plan uses more than the capacity")
     problems += [f"check_plan: {p}" for p in check_plan(
-        cluster, [r.reservation() for r in records], [r.decision().to_json(plan.clock) for r in records],
+        cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
         submitted={r.name: r.submitted for r in records})]
-    problems += replay_problems(log, {r.name: r for r in records}, plan.clock)
+    problems += replay_problems(log, {r.name: r for r in records}, clock)
     problems += group_problems(log, cluster, now)
     return problems

@@ -59,7 +59,7 @@ def violations(store: Store) -> list[str]:
     """What the independent checker finds wrong with the plan as stored (decisions from the store's records)."""
     cluster = store.cluster()
     records = store.list()
-    clock = store.load_plan().clock
+    clock = store.clock()
     return check_plan(cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
                       submitted={r.name: r.submitted for r in records})
 
@@ -173,8 +173,6 @@ def test_advance_expires_finished_reservations_and_never_goes_back(store: Store,
     with pytest.raises(StoreError) as backwards:
         store.advance(instant(9))
     assert backwards.value.code == "input" and "never moves back" in str(backwards.value)
-    with pytest.raises(StoreError, match="past the end of the plan's horizon"):
-        store.advance(instant(61))
     assert rows(path) == before
 
     # The clock is the default submission time: a window that has passed is now a `window` rejection.
@@ -183,6 +181,26 @@ def test_advance_expires_finished_reservations_and_never_goes_back(store: Store,
     assert store.advance(instant(35)).expired == ("late",)
     assert store.advance(instant(35)).expired == ()  # staying put is allowed
 
+
+
+def test_the_plan_rolls_with_its_clock_past_its_first_horizon(store: Store, path: Path) -> None:
+    assert store.submit(one(pinned("running", 20, 30, 4))).accepted  # [20, 50)
+    report = store.advance(instant(45))
+    assert report.expired == () and store.now() == instant(45)
+    plan = store.load_plan()
+    assert plan.clock.origin == instant(45) and plan.clock.steps == 60  # the window: [clock, clock + horizon)
+    assert plan.used[0, :5].tolist() == [4.0] * 5 and not plan.used[0, 5:].any()  # what is left of `running`
+    assert plan.accepted["running"].allocations[0].start == -25  # it began before the window
+    late = store.submit(one(pinned("late", 90, 10, 8)))  # past the cluster file's first horizon (60 steps)
+    assert late.accepted and steps(store, "late") == [(90, 100, 8)]  # records count steps from the file's start
+    assert store.get("late").decision().to_json(store.clock())["allocations"][0]["start"] == at(90)
+    beyond = store.submit(one(pinned("beyond", 100, 10, 1)))  # [100, 110) ends past clock + horizon (105)
+    assert beyond.reason is not None and beyond.reason.code == "window"
+    assert store.advance(instant(400)).expired == ("running", "late")  # any distance at once
+    assert store.load_plan().clock.origin == instant(400) and not store.load_plan().used.any()
+    assert store.submit(one(pinned("much_later", 420, 10, 8))).accepted
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
 
 # -- capacity changes ------------------------------------------------------------------------------------------------
 
@@ -304,14 +322,24 @@ def test_a_malformed_capacity_change_changes_nothing(store: Store, path: Path, c
     assert rows(path) == before
 
 
-def test_a_capacity_change_outside_the_usable_horizon_changes_nothing(store: Store, path: Path) -> None:
+def test_a_capacity_change_before_the_clock_changes_nothing(store: Store, path: Path) -> None:
     store.advance(instant(10))
     before = rows(path)
     with pytest.raises(StoreError, match="before the plan's clock"):
         store.set_capacity(instant(5), {"vcores": 4})
-    with pytest.raises(StoreError, match="past the plan's horizon"):
-        store.set_capacity(instant(60), {"vcores": 4})
     assert rows(path) == before
+
+
+def test_a_capacity_change_beyond_the_horizon_applies_when_the_plan_rolls_to_it(store: Store, path: Path) -> None:
+    report = store.set_capacity(instant(100), {"vcores": 2})  # the window is [0, 60): nothing in it changes
+    assert report.adaptation.affected == [] and not (store.load_plan().capacity == 2).any()
+    store.advance(instant(50))
+    capacity = store.load_plan().capacity[0]
+    assert capacity[:50].tolist() == [8.0] * 50 and capacity[50:].tolist() == [2.0] * 10  # [50, 110) from 100 on
+    assert store.submit(one(pinned("small", 100, 5, 2))).accepted
+    assert not store.submit(one(pinned("big", 100, 5, 3))).accepted
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
 
 
 def test_a_capacity_dry_run_reports_without_writing(store: Store, path: Path) -> None:
@@ -571,7 +599,9 @@ def test_a_second_store_on_the_same_plan_sees_the_clock_and_the_capacity_change(
         store.set_capacity(instant(50), {"vcores": 2})
         plan = other.load_plan()
         assert other.now() == instant(10) and plan.now == instant(10)
-        assert plan.accepted.keys() == {"b"} and plan.capacity[0, 50] == 2
-        assert [(a.start, a.end) for a in plan.accepted["b"].allocations] == [(40, 50)]  # moved before the cut
+        assert plan.accepted.keys() == {"b"} and plan.capacity[0, 39] == 8 and plan.capacity[0, 40] == 2
+        # Moved before the cut at step 50: the plan's window begins at the clock, step 10.
+        assert [(a.start, a.end) for a in plan.accepted["b"].allocations] == [(30, 40)]
+        assert steps(other, "b") == [(40, 50, 4)]  # records count from the cluster file's start
         assert other.submit(one(pinned("c", 20, 10, 8))).accepted
     assert violations(store) == []

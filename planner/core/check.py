@@ -6,11 +6,12 @@ reads allocations back from their ISO times, and walks each reservation's tree t
 gang multiples, lease lengths and counts, parallelism, windows, order and gaps, `any`
 exactly one, `all` every child, every recurring instance, and capacity per step.
 
-Plans roll: the horizon runs from the step the plan's clock is in (never before the cluster's `start`) to
-`horizon` after. A reservation must place every instance inside the horizon as it was when it was
-submitted; an instance of a recurring one beyond that may be placed too (once the plan rolled on:
-re-placing it, or the series going on) and is then checked like the others, up to the horizon at
-`now`. Capacity is checked over every step any of them reaches.
+A plan store's plan rolls (`rolling=True`): the horizon runs from the step the plan's clock is in (never
+before the cluster's `start`) to `horizon` after. A reservation must place every instance inside the
+horizon as it was when it was submitted; an instance of a recurring one beyond that may be placed too
+(once the plan rolled on: re-placing it, or the series going on) and is then checked like the others,
+up to the horizon at `now`. Capacity is checked over every step any of them reaches. A one-shot plan
+(`rayon plan`, the simulator's) covers the cluster file's horizon from its `start`, whatever its clock.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ class _Grid:
 
 
 def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions: Iterable[Mapping[str, AnyType]],
-               submitted: datetime | Mapping[str, datetime] | None = None, now: datetime | None = None) -> list[str]:
-    """Every violation found (empty when the plan keeps all its promises)."""
+               submitted: datetime | Mapping[str, datetime] | None = None, now: datetime | None = None,
+               rolling: bool = False) -> list[str]:
+    """Every violation found (empty when the plan keeps all its promises); `rolling`: a plan store's plan."""
     by_name = {r.name: r for r in reservations}
     decisions = list(decisions)
     horizon = cluster.horizon // cluster.step
@@ -73,7 +75,7 @@ def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions:
 
     # Each reservation's horizon ends `horizon` after the step its submission fell in (the plan rolls).
     def horizon_end(at: datetime) -> int:
-        return max(0, _Grid(cluster, 0).down(at)) + horizon
+        return (max(0, _Grid(cluster, 0).down(at)) if rolling else 0) + horizon
 
     ends = {d["reservation"]: horizon_end(when(d["reservation"])) for d in decisions}
     grid = _Grid(cluster, max([horizon_end(now or cluster.start), *ends.values()]))

@@ -203,7 +203,7 @@ def store_problems(path: Path | str) -> list[str]:
         problems.append("load_plan uses more than the capacity")
     problems += [f"check_plan: {p}" for p in check_plan(
         cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
-        submitted={r.name: r.submitted for r in records})]
+        submitted={r.name: r.submitted for r in records}, rolling=True)]
     problems += replay_problems(log, {r.name: r for r in records}, clock)
     problems += group_problems(log, cluster, now)
     return problems

@@ -61,7 +61,7 @@ def violations(store: Store) -> list[str]:
     records = store.list()
     clock = store.clock()
     return check_plan(cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
-                      submitted={r.name: r.submitted for r in records})
+                      submitted={r.name: r.submitted for r in records}, rolling=True)
 
 
 def rows(path: Path) -> dict[str, list[tuple[AnyType, ...]]]:

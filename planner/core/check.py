@@ -6,7 +6,7 @@ reads allocations back from their ISO times, and walks each reservation's tree t
 gang multiples, lease lengths and counts, parallelism, windows, order and gaps, `any`
 exactly one, `all` every child, every recurring instance, and capacity per step.
 
-A plan store's plan rolls (`rolling=True`): the horizon runs from the step the plan's clock is in (never
+A plan store's plan rolls (`rolled_to`: its clock now): the horizon runs from the step the plan's clock is in (never
 before the cluster's `start`) to `horizon` after. A reservation must place every instance inside the
 horizon as it was when it was submitted; an instance of a recurring one beyond that may be placed too
 (once the plan rolled on: re-placing it, or the series going on) and is then checked like the others,
@@ -63,8 +63,9 @@ class _Grid:
 
 def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions: Iterable[Mapping[str, AnyType]],
                submitted: datetime | Mapping[str, datetime] | None = None, now: datetime | None = None,
-               rolling: bool = False) -> list[str]:
-    """Every violation found (empty when the plan keeps all its promises); `rolling`: a plan store's plan."""
+               rolled_to: datetime | None = None) -> list[str]:
+    """Every violation found (empty when the plan keeps all its promises); `rolled_to`: a plan store's plan, rolled
+    with its clock to this time."""
     by_name = {r.name: r for r in reservations}
     decisions = list(decisions)
     horizon = cluster.horizon // cluster.step
@@ -75,10 +76,10 @@ def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions:
 
     # Each reservation's horizon ends `horizon` after the step its submission fell in (the plan rolls).
     def horizon_end(at: datetime) -> int:
-        return (max(0, _Grid(cluster, 0).down(at)) if rolling else 0) + horizon
+        return (max(0, _Grid(cluster, 0).down(at)) if rolled_to is not None else 0) + horizon
 
     ends = {d["reservation"]: horizon_end(when(d["reservation"])) for d in decisions}
-    grid = _Grid(cluster, max([horizon_end(now or cluster.start), *ends.values()]))
+    grid = _Grid(cluster, max([horizon_end(rolled_to or cluster.start), *ends.values()]))
     problems: list[str] = []
     decided: dict[str, Mapping[str, AnyType]] = {}
     for decision in decisions:

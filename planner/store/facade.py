@@ -45,7 +45,7 @@ from planner.core.compile import Clock
 from planner.core.decision import Decision
 from planner.core.plan import Accepted, Plan, shifted
 from planner.replan import adapt
-from planner.store import axis, lifecycle, queries, schema
+from planner.store import axis, lifecycle, queries, schema, series
 from planner.store.cache import PlanCache, swapping
 from planner.store.errors import StoreError
 from planner.store.records import AdvanceReport, CapacityReport, LogEntry, Owner, Page, Record, ReplanOutcome
@@ -272,8 +272,20 @@ class Store:
             self._warm(dry_run=False)
             with self._db.session(write=True) as (connection, meta):
                 rows = self._rows(connection, meta)
-                report = lifecycle.expire(rows, self._cache.cluster(connection, meta), to, actor)
-            self._cache.advance(rows.version, lifecycle.moving_clock(report))
+                cluster = self._cache.cluster(connection, meta)
+                planner = self._cache.planner(connection, meta)
+                report = lifecycle.expire(rows, cluster, to, actor)
+                trial = Planner.over(planner.plan.copy())  # the cached plan stays as it is until this commits
+                lifecycle.moving_clock(report)(trial)
+                recurring = [n for n, a in trial.plan.accepted.items() if a.reservation.every is not None]
+                decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, recurring))
+                series.store(rows, decided, axis.window_start(trial.plan, cluster),
+                             self._cache.instants(axis.store_clock(cluster)), actor)
+                report = replaced(report, placed=tuple((d.reservation, d.instance) for d in decided if d.placed),
+                                  missed=tuple((d.reservation, d.instance, d.reason) for d in decided
+                                               if d.reason is not None))
+                rows.log("advance", actor, None, None, None, None, report.to_json())
+            self._cache.rebuilt(meta["plan_id"], rows.version, trial, cluster)
             return report
 
     def set_capacity(self, at: datetime, capacity: Mapping[str, float | str], actor: str | None = None,

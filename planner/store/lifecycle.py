@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import replace as replaced
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -22,13 +22,13 @@ from planner.core.plan import Plan, capacity_over_time, window_cluster
 from planner.replan import adapt
 from planner.store import schema
 from planner.store.errors import StoreError
-from planner.store.records import AdvanceReport, CapacityReport, ReplanOutcome
+from planner.store.records import AdvanceReport, CapacityReport, ReplanOutcome, parse_stored
 from planner.store.writes import Rows, utcnow
 from rdl import units
 from rdl.cluster import CapacityChange, Cluster, parse_cluster
 from rdl.errors import RDLErrors, did_you_mean
 from rdl.shape import step_floor
-from rdl.tree import Resources
+from rdl.tree import Reservation, Resources
 
 REPLAN_ATTEMPTS = 3  # re-plannings solved on a snapshot that another writer changed before they could commit
 
@@ -52,8 +52,9 @@ def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> Adv
     table = schema.reservations
     ended = step_floor(cluster.start, to, cluster.step)
     running = sa.exists().where(schema.leases.c.reservation_id == table.c.id, schema.leases.c.end_step > ended)
-    found = connection.execute(sa.select(table.c.id, table.c.name)
-                               .where(table.c.state == "accepted", ~running).order_by(table.c.id)).all()
+    found = [row for row in connection.execute(sa.select(table.c.id, table.c.name, table.c.rdl, table.c.submitted)
+                                               .where(table.c.state == "accepted", ~running).order_by(table.c.id))
+             if not _series_goes_on(parse_stored(row.rdl, row.name), row.submitted, to)]
     version = rows.bump()
     schema.write_meta(connection, {"now": units.format_instant(to), "rebuild_version": str(version)})
     expired = tuple(row.name for row in found)
@@ -63,9 +64,16 @@ def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> Adv
     for name in expired:
         rows.log("advance", actor, name, None, None, None,
                  {"reservation": name, "state": "expired", "now": units.format_instant(to)})
-    report = AdvanceReport(previous, to, expired)
-    rows.log("advance", actor, None, None, None, None, report.to_json())
-    return report
+    return AdvanceReport(previous, to, expired)  # the caller logs it, once the series have gone on (series.py)
+
+
+def _series_goes_on(reservation: Reservation, submitted: datetime, to: datetime) -> bool:
+    """Whether a recurring reservation has instances still to come after `to` (no `until`: for ever)."""
+    if reservation.every is None:
+        return False
+    first = reservation.arrival_at(submitted)
+    coming = max(0, math.ceil((to - first).total_seconds() / reservation.every))
+    return reservation.repeats_at(first, first + timedelta(seconds=coming * reservation.every))
 
 
 def moving_clock(report: AdvanceReport) -> Callable[[Planner], None]:

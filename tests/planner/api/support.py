@@ -153,7 +153,7 @@ def stored_violations(state: Path | str) -> list[str]:
         cluster, records, clock = store.cluster(), store.list(), store.clock()
         decisions = [r.decision().to_json(clock) for r in records]
         return check_plan(cluster, [r.reservation() for r in records], decisions,
-                          submitted={r.name: r.submitted for r in records}, rolling=True)
+                          submitted={r.name: r.submitted for r in records}, rolled_to=store.now())
 
 
 def snapshot(state: Path | str) -> tuple[list[AnyType], list[AnyType], bytes]:

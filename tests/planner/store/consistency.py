@@ -103,6 +103,9 @@ def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock:
             state[name] = ("accepted", allocations_json(decision.get("allocations", []), clock))
         elif entry.action == "advance" and decision.get("state") == "expired":
             state[name] = ("expired", previous[1])
+        elif entry.action == "advance" and "instance" in decision:  # a series going on as the plan rolled
+            if decision.get("accepted"):
+                state[name] = ("accepted", sorted(previous[1] + allocations_json(decision["allocations"], clock)))
         else:
             problems.append(f"log {entry.id}: unexpected {entry.action} row for `{name}`: {decision}")
     for name in sorted(set(state) | set(records)):
@@ -157,8 +160,10 @@ def group_problems(log: Sequence[LogEntry], cluster: AnyType, now: AnyType) -> l
         elif entry.action == "replan" and sorted(summary.get("moved", [])) != sorted(names):
             problems.append(f"log {entry.id}: re-planning moved {summary.get('moved')}, the rows before it {names}")
         elif entry.action == "advance":
-            if sorted(summary.get("expired", [])) != sorted(names):
-                problems.append(f"log {entry.id}: advance expired {summary.get('expired')}, the rows before it {names}")
+            series = [item["reservation"] for key in ("placed", "missed") for item in summary.get(key, [])]
+            if sorted(summary.get("expired", []) + series) != sorted(names):
+                problems.append(f"log {entry.id}: advance expired {summary.get('expired')} and went on with "
+                                f"{series}, the rows before it {names}")
             clock_to = summary.get("to")
         pending = []
     if pending:
@@ -203,7 +208,7 @@ def store_problems(path: Path | str) -> list[str]:
         problems.append("load_plan uses more than the capacity")
     problems += [f"check_plan: {p}" for p in check_plan(
         cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
-        submitted={r.name: r.submitted for r in records}, rolling=True)]
+        submitted={r.name: r.submitted for r in records}, rolled_to=now)]
     problems += replay_problems(log, {r.name: r for r in records}, clock)
     problems += group_problems(log, cluster, now)
     return problems

@@ -61,7 +61,7 @@ def violations(store: Store) -> list[str]:
     records = store.list()
     clock = store.clock()
     return check_plan(cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
-                      submitted={r.name: r.submitted for r in records}, rolling=True)
+                      submitted={r.name: r.submitted for r in records}, rolled_to=store.now())
 
 
 def rows(path: Path) -> dict[str, list[tuple[AnyType, ...]]]:
@@ -201,6 +201,53 @@ def test_the_plan_rolls_with_its_clock_past_its_first_horizon(store: Store, path
     assert store.submit(one(pinned("much_later", 420, 10, 8))).accepted
     assert violations(store) == []
     same_plan_when_reopened(store, path)
+
+
+SERIES = "reservation s every=20m deadline=+20m { run: atom(b={vcores: 2}, g=2, h=2, l=5m, w=10m) }"
+
+
+def instances(store: Store, name: str) -> list[int]:
+    return sorted({a.instance for a in store.get(name).allocations})
+
+
+def test_a_series_goes_on_as_the_plan_rolls_and_a_missed_instance_is_its_own_rejection(store: Store,
+                                                                                       path: Path) -> None:
+    assert store.submit(one(SERIES)).accepted
+    assert instances(store, "s") == [0, 1, 2]  # arrivals 0, 20 and 40 end inside [0, 60)
+    report = store.advance(instant(30))  # [30, 90): the instance arriving at 60 (ends at 80) comes in
+    assert report.placed == (("s", 3),) and report.missed == ()
+    assert instances(store, "s") == [0, 1, 2, 3]
+    assert all(a.end <= 80 and a.start >= 60 for a in store.get("s").allocations if a.instance == 3)
+    store.set_capacity(instant(80), {"vcores": 1})  # instance 4's whole period, [80, 100), beyond the horizon
+    store.set_capacity(instant(100), {"vcores": 8})
+    report = store.advance(instant(45))  # [45, 105): instance 4 comes in and cannot fit
+    assert report.placed == () and [(name, index) for name, index, _ in report.missed] == [("s", 4)]
+    reason = report.missed[0][2]
+    assert reason.code == "capacity" and reason.atom == "run"  # (no later deadline: an instance keeps to its period)
+    assert store.get("s").state == "accepted"  # the series goes on
+    missed = [e for e in store.log() if e.action == "advance" and e.reservation == "s" and e.accepted is False]
+    assert [e.decision["instance"] for e in missed if e.decision] == [4] and missed[0].reason_code == "capacity"
+    report = store.advance(instant(70))  # [70, 130): instance 5, arriving at 100, fits again
+    assert report.placed == (("s", 5),) and store.advance(instant(70)).placed == ()  # decided once
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_a_series_with_an_end_stops_and_then_expires(store: Store) -> None:
+    assert store.submit(one(SERIES.replace("every=20m", "every=20m until=+70m"))).accepted  # arrivals 0 ... 60
+    assert store.advance(instant(50)).placed == (("s", 3),)
+    assert store.advance(instant(75)).placed == ()  # no instance arrives at or after 70
+    assert store.get("s").state == "accepted"  # instance 3 still runs until 80 at the latest
+    assert store.advance(instant(200)).expired == ("s",)
+
+
+def test_a_series_outlives_a_gap_longer_than_its_leases(store: Store) -> None:
+    every_two_hours = "reservation s every=2h deadline=+10m { atom(b={vcores: 1}, g=1, h=1, l=5m, w=5m) }"
+    assert store.submit(one(every_two_hours)).accepted and instances(store, "s") == [0]
+    report = store.advance(instant(60))  # its one lease has ended; the next instance is not in the horizon yet
+    assert report.expired == () and report.placed == () and store.get("s").state == "accepted"
+    assert store.advance(instant(90)).placed == (("s", 1),)  # [90, 150) holds instance 1's window, [120, 130)
+    assert violations(store) == []
 
 # -- capacity changes ------------------------------------------------------------------------------------------------
 

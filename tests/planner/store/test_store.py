@@ -71,7 +71,7 @@ def stored_violations(store: Store) -> list[str]:
     records = store.list()
     decisions = [r.decision().to_json(store.clock()) for r in records]
     return check_plan(cluster, [r.reservation() for r in records], decisions,
-                      submitted={r.name: r.submitted for r in records}, rolling=True)
+                      submitted={r.name: r.submitted for r in records}, rolled_to=store.now())
 
 
 def meta_value(path: Path, key: str) -> str:

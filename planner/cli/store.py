@@ -307,10 +307,11 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, when: TimeVa
 @state_option
 @json_option
 def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> None:
-    """Move the plan's clock forward; reservations whose every lease has ended expire.
+    """Move the plan's clock forward, any distance; reservations whose every lease has ended expire.
 
-    The plan keeps its origin at the cluster's start: the clock moves through the horizon, and
-    cannot pass its end.
+    The horizon moves with the clock (it always reaches `horizon` ahead of it), and every instance of a
+    recurring reservation that comes into it is placed, or logged as missed with the reason. `rayon serve`
+    moves the clock with the wall clock by itself; this command is for plans kept by hand.
     """
     with opened(state_path) as store:
         report = store.advance(resolve_time(to, store.now()))
@@ -319,11 +320,15 @@ def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> Non
             return
         click.echo(f"clock: {units.format_instant(report.previous)} -> {units.format_instant(report.now)}")
         click.echo(f"expired: {', '.join(report.expired)}" if report.expired else "nothing expired")
+        for name, index in report.placed:
+            click.echo(f"placed: `{name}` instance {index}")
+        for name, index, reason in report.missed:
+            click.echo(f"missed: `{name}` instance {index}: {reason.message}")
 
 
 @click.command("capacity", cls=RayonCommand)
-@click.option("--at", "at", type=TimeParam(), required=True, help=time_help("When the change takes effect (inside "
-              "the horizon)."))
+@click.option("--at", "at", type=TimeParam(), required=True, help=time_help("When the change takes effect (at or "
+              "after the clock; beyond the horizon it applies once the plan rolls to it)."))
 @click.option("--set", "vector", required=True, metavar="VECTOR",
               help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
                    "left out keep what they have.")

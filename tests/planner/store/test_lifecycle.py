@@ -233,6 +233,15 @@ def test_a_series_goes_on_as_the_plan_rolls_and_a_missed_instance_is_its_own_rej
     same_plan_when_reopened(store, path)
 
 
+def test_a_clock_moved_far_at_once_decides_every_instance_it_passed_once(store: Store) -> None:
+    assert store.submit(one(SERIES)).accepted
+    report = store.advance(instant(200))  # [200, 260): the instances arriving at 60 ... 180 passed unplanned
+    assert [(name, index, reason.code) for name, index, reason in report.missed] == \
+        [("s", index, "window") for index in range(3, 10)]
+    assert report.placed == (("s", 10), ("s", 11), ("s", 12))  # arriving at 200, 220 and 240
+    assert store.advance(instant(200)).missed == ()
+    assert violations(store) == []
+
 def test_a_series_with_an_end_stops_and_then_expires(store: Store) -> None:
     assert store.submit(one(SERIES.replace("every=20m", "every=20m until=+70m"))).accepted  # arrivals 0 ... 60
     assert store.advance(instant(50)).placed == (("s", 3),)

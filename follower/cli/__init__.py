@@ -32,8 +32,8 @@ COMMANDS = (
                 "the plan."),
     LazyCommand("update", "planner.cli.store:update_command", "Replace accepted reservation NAME by the version "
                 "in FILE, if the new one fits."),
-    LazyCommand("advance", "planner.cli.store:advance_command", "Move the plan's clock forward; reservations "
-                "whose every lease has ended expire."),
+    LazyCommand("advance", "planner.cli.store:advance_command", "Move the plan's clock forward, any distance; "
+                "reservations whose every lease has ended expire."),
     LazyCommand("capacity", "planner.cli.store:capacity_command", "Change the cluster's capacity from a time on, "
                 "and adapt the plan to it."),
     LazyCommand("replan", "planner.cli.store:replan_command", "Re-optimise the stored plan: accepted "

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from planner.api import native, yarn
 from planner.api.auth import TokenRegistry
+from planner.api.clockwork import ClockMode, WallClock
 from planner.api.context import Service
 from planner.api.errors import YARN_PREFIX, ApiError
 from planner.api.jobs import Jobs
@@ -29,6 +30,9 @@ YARN's ReservationSystem REST dialect under `/ws/v1/cluster/reservation`. Every 
 needs `Authorization: Bearer TOKEN`."""
 
 
+MANUAL = ClockMode("manual")
+
+
 def store_target(state: str | Path | None) -> str:
     """The store's path (made absolute, for worker processes started elsewhere) or URL."""
     target = default_state_path() if state is None else state
@@ -38,14 +42,20 @@ def store_target(state: str | Path | None) -> str:
 
 
 def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int = DEFAULT_MAX_BODY,
-               store: Store | None = None, cluster_timestamp: int | None = None) -> FastAPI:
-    """The API over the plan store at `state` (opened here unless `store` is given), answering `tokens`' holders."""
+               store: Store | None = None, cluster_timestamp: int | None = None,
+               clock: ClockMode = MANUAL) -> FastAPI:
+    """The API over the plan store at `state` (opened here unless `store` is given), answering `tokens`' holders.
+
+    `clock`: how the plan's clock moves while the app runs (planner/api/clockwork.py; manual: only when told)."""
     target = store_target(state)
     service = Service(store or Store.open(target), target, tokens, Jobs(target))
+    wall = WallClock(service.store, clock)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        wall.start()
         yield
+        wall.stop()
         service.jobs.close()
         service.store.close()
 

@@ -94,8 +94,11 @@ def loopback(host: str) -> bool:
               help="Largest request body accepted, in bytes (larger: 413).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
+@click.option("--clock", "clock_text", default="wall", show_default=True, metavar="wall|manual|fast:N",
+              help="How the plan's clock moves: with the wall clock (advanced every step, caught up at start), "
+              "only by `rayon advance` (manual), or N times faster than real time from where it stands (fast:N).")
 def serve(state_path: str | None, host: str, port: int, tokens_path: str | None, max_body: int, log_level: str,
-          access_log: bool) -> None:
+          access_log: bool, clock_text: str) -> None:
     """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
 
     Job managers submit reservations and get the decision in milliseconds. Every call but
@@ -105,18 +108,25 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
     import uvicorn
 
     from planner.api.app import create_app
+    from planner.api.clockwork import ClockMode
 
+    try:
+        clock = ClockMode.parse(clock_text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--clock") from None
     tokens = load_tokens(tokens_path)
     store = open_store(state_path)
-    app = create_app(state_path, tokens, max_body=max_body, store=store)
+    app = create_app(state_path, tokens, max_body=max_body, store=store, clock=clock)
     sock = bind(host, port)
     where = sock.getsockname()
     url_host = f"[{where[0]}]" if ":" in where[0] else where[0]
     if not loopback(host):
         click.echo(f"warning: listening on {host}, beyond this machine: bearer tokens travel in the clear unless "
                    "a TLS proxy stands in front", err=True)
-    click.echo(f"rayon serve: plan store {store.where}; {tokens_for(tokens)}; "
-               f"listening on http://{url_host}:{where[1]}", err=True)
+    moving = {"manual": "moves only with `rayon advance`", "wall": "follows the wall clock",
+              "fast": f"runs {clock.rate:g} times faster than real time"}[clock.kind]
+    click.echo(f"rayon serve: plan store {store.where}; plan clock {units.format_instant(store.now())} "
+               f"({moving}); {tokens_for(tokens)}; listening on http://{url_host}:{where[1]}", err=True)
     sys.stderr.flush()
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
     config = uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=10)

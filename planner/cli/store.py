@@ -87,7 +87,7 @@ def reserved_span(record: Record, clock: Clock) -> tuple[str, str]:
 
 def record_json(record: Record, store: Store, clock: Clock | None = None) -> dict[str, AnyType]:
     """A stored reservation as JSON; `start`/`end` (None without leases) are the span its leases reserve."""
-    clock = clock or store.load_plan().clock
+    clock = clock or store.clock()
     start, end = reserved_span(record, clock)
     data: dict[str, AnyType] = {
         "reservation": record.name, "state": record.state, "user": record.user, "queue": record.queue,
@@ -136,7 +136,7 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: Time
         reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
         require_reservations(reservations, paths, "nothing was submitted")
         decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run, validated=True) for r in reservations]
-        clock = store.load_plan().clock
+        clock = store.clock()
         if as_json:
             click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
         else:
@@ -159,7 +159,7 @@ def list_command(user: str | None, wanted: str | None, start: TimeValue | None, 
     with opened(state_path) as store:
         now = store.now()
         records = store.list(user=user, state=wanted, start=resolve_time(start, now), end=resolve_time(end, now))
-        clock = store.load_plan().clock  # read once, not per record
+        clock = store.clock()  # read once, not per record
     if as_json:
         click.echo(json.dumps([record_json(r, store, clock) for r in records], indent=2))
         return
@@ -190,7 +190,7 @@ def show_command(name: str, state_path: str | None, as_json: bool) -> None:
         if record.reason is not None:
             click.echo(f"  reason: {record.reason.message}")
         click.echo(record.rdl.rstrip())
-        clock = store.load_plan().clock
+        clock = store.clock()
         rows = [[a.atom, units.format_instant(clock.at(a.start)), units.format_instant(clock.at(a.end)),
                  str(a.bundles)] for a in record.allocations]
         if rows:
@@ -288,7 +288,7 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, when: TimeVa
             raise RayonError(f"{path} holds {names}, so no one new version of `{name}` (an update keeps the "
                              "reservation's name)").then("nothing was updated")
         decision = store.update(name, chosen[0], agent, dry_run=dry_run, submitted=now)
-        clock = store.load_plan().clock
+        clock = store.clock()
         if as_json:
             click.echo(json.dumps({"dry_run": dry_run, "decisions": [decision.to_json(clock)]}, indent=2))
             return
@@ -307,10 +307,11 @@ def update_command(name: str, path: str, agent: str, dry_run: bool, when: TimeVa
 @state_option
 @json_option
 def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> None:
-    """Move the plan's clock forward; reservations whose every lease has ended expire.
+    """Move the plan's clock forward, any distance; reservations whose every lease has ended expire.
 
-    The plan keeps its origin at the cluster's start: the clock moves through the horizon, and
-    cannot pass its end.
+    The horizon moves with the clock (it always reaches `horizon` ahead of it), and every instance of a
+    recurring reservation that comes into it is placed, or logged as missed with the reason. `rayon serve`
+    moves the clock with the wall clock by itself; this command is for plans kept by hand.
     """
     with opened(state_path) as store:
         report = store.advance(resolve_time(to, store.now()))
@@ -319,11 +320,15 @@ def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> Non
             return
         click.echo(f"clock: {units.format_instant(report.previous)} -> {units.format_instant(report.now)}")
         click.echo(f"expired: {', '.join(report.expired)}" if report.expired else "nothing expired")
+        for name, index in report.placed:
+            click.echo(f"placed: `{name}` instance {index}")
+        for name, index, reason in report.missed:
+            click.echo(f"missed: `{name}` instance {index}: {reason.message}")
 
 
 @click.command("capacity", cls=RayonCommand)
-@click.option("--at", "at", type=TimeParam(), required=True, help=time_help("When the change takes effect (inside "
-              "the horizon)."))
+@click.option("--at", "at", type=TimeParam(), required=True, help=time_help("When the change takes effect (at or "
+              "after the clock; beyond the horizon it applies once the plan rolls to it)."))
 @click.option("--set", "vector", required=True, metavar="VECTOR",
               help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
                    "left out keep what they have.")
@@ -343,7 +348,7 @@ def capacity_command(at: TimeValue, vector: str, dry_run: bool, state_path: str 
         raise errors.then("nothing was changed") from None
     with opened(state_path) as store:
         report = store.set_capacity(resolve_time(at, store.now()), capacity, dry_run=dry_run)
-        clock = store.load_plan().clock
+        clock = store.clock()
         if as_json:
             click.echo(json.dumps(report.to_json(clock), indent=2))
             return
@@ -395,7 +400,7 @@ def replan_command(time_limit: float, solver: str, gap: float, state_path: str |
         if not as_json:
             click.echo(f"re-planning with {solver} (up to {time_limit:g}s)...", err=True)
         outcome = store.replan(time_limit=time_limit, backend=solver, gap=gap)
-        clock = store.load_plan().clock
+        clock = store.clock()
         if as_json:
             click.echo(json.dumps(outcome.to_json(clock), indent=2))
             return

@@ -5,6 +5,13 @@ It shares no placement code with the agents: it rebuilds capacity from the clust
 reads allocations back from their ISO times, and walks each reservation's tree to check
 gang multiples, lease lengths and counts, parallelism, windows, order and gaps, `any`
 exactly one, `all` every child, every recurring instance, and capacity per step.
+
+A plan store's plan rolls (`rolled_to`: its clock now): the horizon runs from the step the plan's clock is in (never
+before the cluster's `start`) to `horizon` after. A reservation must place every instance inside the
+horizon as it was when it was submitted; an instance of a recurring one beyond that may be placed too
+(once the plan rolled on: re-placing it, or the series going on) and is then checked like the others,
+up to the horizon at `now`. Capacity is checked over every step any of them reaches. A one-shot plan
+(`rayon plan`, the simulator's) covers the cluster file's horizon from its `start`, whatever its clock.
 """
 
 from __future__ import annotations
@@ -39,8 +46,8 @@ class Lease:
 
 
 class _Grid:
-    def __init__(self, cluster: Cluster):
-        self.origin, self.step, self.steps = cluster.start, cluster.step, cluster.horizon // cluster.step
+    def __init__(self, cluster: Cluster, steps: int):
+        self.origin, self.step, self.steps = cluster.start, cluster.step, steps
 
     def exact(self, at: datetime) -> int | None:
         seconds = (at - self.origin) / timedelta(seconds=1)
@@ -55,11 +62,25 @@ class _Grid:
 
 
 def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions: Iterable[Mapping[str, AnyType]],
-               submitted: datetime | Mapping[str, datetime] | None = None, now: datetime | None = None) -> list[str]:
-    """Every violation found (empty when the plan keeps all its promises)."""
-    grid = _Grid(cluster)
-    problems: list[str] = []
+               submitted: datetime | Mapping[str, datetime] | None = None, now: datetime | None = None,
+               rolled_to: datetime | None = None) -> list[str]:
+    """Every violation found (empty when the plan keeps all its promises); `rolled_to`: a plan store's plan, rolled
+    with its clock to this time."""
     by_name = {r.name: r for r in reservations}
+    decisions = list(decisions)
+    horizon = cluster.horizon // cluster.step
+
+    def when(name: str) -> datetime:
+        found = submitted.get(name) if isinstance(submitted, Mapping) else submitted
+        return found or cluster.start
+
+    # Each reservation's horizon ends `horizon` after the step its submission fell in (the plan rolls).
+    def horizon_end(at: datetime) -> int:
+        return (max(0, _Grid(cluster, 0).down(at)) if rolled_to is not None else 0) + horizon
+
+    ends = {d["reservation"]: horizon_end(when(d["reservation"])) for d in decisions}
+    grid = _Grid(cluster, max([horizon_end(rolled_to or cluster.start), *ends.values()]))
+    problems: list[str] = []
     decided: dict[str, Mapping[str, AnyType]] = {}
     for decision in decisions:
         name = decision["reservation"]
@@ -80,10 +101,9 @@ def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions:
             if decision.get("allocations"):
                 problems.append(f"{name}: rejected but holds allocations")
             continue
-        when = submitted.get(name) if isinstance(submitted, Mapping) else submitted
         mine = np.zeros_like(use)
-        problems += _check_reservation(reservation, decision, grid, cluster, mine, when or cluster.start,
-                                       now or cluster.start)
+        problems += _check_reservation(reservation, decision, grid, cluster, mine, when(name), now or cluster.start,
+                                       ends[name])
         use += mine
         by_user[reservation.user] = by_user.get(reservation.user, np.zeros_like(use)) + mine
     problems += _check_capacity(cluster, grid, use)
@@ -117,14 +137,17 @@ def _leases(reservation: Reservation, decision: Mapping[str, AnyType], grid: _Gr
 
 
 def _check_reservation(reservation: Reservation, decision: Mapping[str, AnyType], grid: _Grid, cluster: Cluster,
-                       use: np.ndarray, submitted: datetime, now: datetime) -> list[str]:
+                       use: np.ndarray, submitted: datetime, now: datetime, horizon_end: int) -> list[str]:
     leases, problems = _leases(reservation, decision, grid, cluster, use)
     first_arrival = reservation.arrival_at(submitted)
-    instances = _instances(reservation, first_arrival, grid)
+    required = len(_instances(reservation, first_arrival, grid, horizon_end))
+    instances = _instances(reservation, first_arrival, grid, grid.steps)  # placed later, as the plan rolled on
     for key in leases:
         if key[0] >= len(instances):
             problems.append(f"{reservation.name}: allocations for instance {key[0]}, beyond the horizon")
     for index, (arrival, shift) in enumerate(instances):
+        if index >= required and not any(key[0] == index for key in leases):
+            continue
         walker = _Walker(reservation.name, index, leases, grid, arrival, shift, cluster.step)
         lower = max(grid.up(arrival), grid.up(now))
         upper = grid.steps
@@ -137,11 +160,11 @@ def _check_reservation(reservation: Reservation, decision: Mapping[str, AnyType]
     return problems
 
 
-def _instances(reservation: Reservation, arrival: datetime, grid: _Grid) -> list[tuple[datetime, float]]:
-    """(arrival, shift in seconds) of each instance that must be placed."""
+def _instances(reservation: Reservation, arrival: datetime, grid: _Grid, horizon: int) -> list[tuple[datetime, float]]:
+    """(arrival, shift in seconds) of each instance that must be placed inside a horizon ending at step `horizon`."""
     if reservation.every is None:
         return [(arrival, 0.0)]
-    horizon_end = grid.origin + timedelta(seconds=grid.steps * grid.step)
+    horizon_end = grid.origin + timedelta(seconds=horizon * grid.step)
     found = [(arrival, 0.0)]
     while True:
         shift = reservation.every * len(found)
@@ -152,7 +175,7 @@ def _instances(reservation: Reservation, arrival: datetime, grid: _Grid) -> list
         period_end = grid.down(moved + timedelta(seconds=reservation.every))
         end = grid.down(_shift(expr.end, shift).resolve(moved)) if isinstance(expr, Window) else period_end
         end = min(end, period_end)
-        if end > grid.steps:
+        if end > horizon:
             return found
         found.append((moved, shift))
 

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from rdl.shape import lease_count, lease_steps, step_ceil, step_floor
-from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Window, atom_label, child_path, label
+from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Reservation, Window, atom_label, child_path, label
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +167,18 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
         instances.append(Instance(index, task, arrival, declared, expr))
         index += 1
     return instances
+
+
+def series_instance(reservation: Reservation, submitted: datetime, index: int) -> Reservation:
+    """Instance `index` of a recurring reservation as a series of one: its arrival, absolute times and deadline
+    moved to its period, and `until` just after its arrival, so that it compiles to that one instance, still
+    bounded by its own period (how a series goes on once the plan rolls: planner/store/series.py)."""
+    assert reservation.every is not None
+    shift = reservation.every * index
+    arrival = reservation.arrival_at(submitted) + timedelta(seconds=shift)
+    deadline = reservation.deadline.shifted(shift) if reservation.deadline is not None else None
+    return replace(reservation, arrival=Absolute(arrival), body=_shifted(reservation.body, shift), deadline=deadline,
+                   until=Absolute(arrival + timedelta(seconds=1)))
 
 
 def _shifted(expr: Expr, seconds: float) -> Expr:

@@ -3,12 +3,18 @@
 Allocations are the unit of record; `used` is derived from them and kept in step by
 `add` and `remove`, which are exact inverses (quantities are whole MiB and counts, so
 float64 sums are exact).
+
+The arrays cover the plan's window, steps [0, horizon) from its clock's origin. A plan that runs
+for months rolls (`roll`): the window's origin moves to the step the clock is in, the arrays shift,
+and the steps that come into the horizon get the capacity the cluster file gives them. Allocations
+of running reservations may then begin before the window (a negative start): only the part inside
+the window is counted in the arrays; the rest is history.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -44,6 +50,25 @@ class Accepted:
     allocations: list[Allocation] = field(default_factory=list)
 
 
+def window_cluster(cluster: Cluster, now: datetime) -> Cluster:
+    """The cluster as a rolling plan sees it with its clock at `now`: the window starts at the step `now` is in
+    (on the cluster file's step grid; never before the file's `start`) and reaches `horizon` ahead."""
+    offset = window_offset(cluster, now)
+    return cluster if offset == 0 else replace(cluster, start=cluster.start + timedelta(seconds=offset * cluster.step))
+
+
+def window_offset(cluster: Cluster, now: datetime) -> int:
+    """Steps from the cluster file's `start` to the origin of the rolling window at `now`."""
+    return max(0, step_floor(cluster.start, now, cluster.step))
+
+
+def shifted(allocations: list[Allocation], steps: int) -> list[Allocation]:
+    """The allocations `steps` later on the step axis (earlier when negative): the same leases on another origin."""
+    if steps == 0:
+        return list(allocations)
+    return [replace(a, start=a.start + steps, end=a.end + steps) for a in allocations]
+
+
 def capacity_over_time(cluster: Cluster, clock: Clock) -> np.ndarray:
     """Capacity per resource and step, with the known changes applied.
 
@@ -76,6 +101,27 @@ class Plan:
         self.now = now or cluster.start
         self.policy = parse_policy(cluster.policies, cluster.step)
         self.user_used: dict[str | None, np.ndarray] = {}  # kept only when the policy limits users
+
+    def roll(self, now: datetime) -> int:
+        """Move the clock to `now` (never back) and the window with it; the steps the window moved.
+
+        The arrays shift by the steps moved and the new steps at the front get the cluster file's capacity
+        (its `changes:` included); every allocation is re-based on the new origin. The cost is one pass over the
+        arrays and the allocations held, whatever the distance: nothing is rebuilt from the reservations.
+        """
+        moved = max(0, step_floor(self.clock.origin, now, self.clock.step))
+        self.now = max(now, self.now)
+        if moved == 0:
+            return 0
+        self.cluster = replace(self.cluster, start=self.clock.at(moved))
+        self.clock = Clock(self.cluster.start, self.clock.step, self.clock.steps)
+        self.capacity = capacity_over_time(self.cluster, self.clock)
+        self.used = _shift_left(self.used, moved)
+        self.user_used = {user: _shift_left(use, moved) for user, use in self.user_used.items()}
+        # New Accepted objects: a copy of the plan shares the old ones, which must keep their own origin.
+        self.accepted = {name: replace(accepted, allocations=shifted(accepted.allocations, -moved))
+                         for name, accepted in self.accepted.items()}
+        return moved
 
     @property
     def now_step(self) -> int:
@@ -138,16 +184,26 @@ class Plan:
                              sign)
 
     def _accumulate(self, into: np.ndarray, allocations: list[Allocation], sign: int) -> None:
-        """Add (or take away) the use of allocations to `into`."""
+        """Add (or take away) the use of allocations to `into`: the part of each inside the window."""
         shapes: dict[Resources, list[Allocation]] = {}
+        steps = into.shape[1]
         for allocation in allocations:
-            shapes.setdefault(allocation.bundle, []).append(allocation)
+            if allocation.end > 0 and allocation.start < steps:
+                shapes.setdefault(allocation.bundle, []).append(allocation)
         for bundle, group in shapes.items():
-            starts = np.fromiter((a.start for a in group), dtype=np.int64, count=len(group))
-            ends = np.fromiter((a.end for a in group), dtype=np.int64, count=len(group))
+            starts = np.fromiter((max(a.start, 0) for a in group), dtype=np.int64, count=len(group))
+            ends = np.fromiter((min(a.end, steps) for a in group), dtype=np.int64, count=len(group))
             counts = np.fromiter((a.bundles for a in group), dtype=np.int64, count=len(group))
             base, top = int(starts.min()), int(ends.max())
             held = np.zeros(top - base + 1, dtype=np.int64)
             np.add.at(held, starts - base, counts)
             np.add.at(held, ends - base, -counts)
             into[:, base:top] += np.outer(self.demand(bundle) * sign, np.cumsum(held[:-1]))
+
+
+def _shift_left(values: np.ndarray, steps: int) -> np.ndarray:
+    """The array `steps` columns on (the first ones dropped), zeros after what it held."""
+    shifted_values = np.zeros_like(values)
+    if steps < values.shape[1]:
+        shifted_values[:, :values.shape[1] - steps] = values[:, steps:]
+    return shifted_values

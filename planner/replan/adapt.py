@@ -181,6 +181,7 @@ def affected_by(plan: Plan) -> list[str]:
     """The accepted reservations holding some resource at a step where that resource is over capacity,
     and, where the cluster limits users' shares of capacity, every reservation of a user now over its share."""
     over = overloaded(plan)
+    steps = over.shape[1]
     counts = np.zeros((over.shape[0], over.shape[1] + 1), dtype=np.int64)
     np.cumsum(over, axis=1, out=counts[:, 1:])
     limited = plan.policy.limited
@@ -193,7 +194,8 @@ def affected_by(plan: Plan) -> list[str]:
             continue
         for allocation in accepted.allocations:
             demand = plan.demand(allocation.bundle) > 0
-            if ((counts[:, allocation.end] - counts[:, allocation.start]) > 0)[demand].any():
+            start, end = min(max(allocation.start, 0), steps), min(max(allocation.end, 0), steps)  # in the window
+            if ((counts[:, end] - counts[:, start]) > 0)[demand].any():
                 found.append(name)
                 break
     return found

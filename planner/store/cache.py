@@ -10,8 +10,9 @@ from sqlalchemy.engine import Connection
 
 from planner.admission import Planner
 from planner.core.compile import Clock
-from planner.core.plan import Accepted, Plan
+from planner.core.plan import Accepted, Plan, window_cluster, window_offset
 from planner.store import schema
+from planner.store.axis import allocations_on_window, window_start
 from planner.store.records import parse_stored
 from planner.store.rendering import Instants
 from rdl import units
@@ -57,7 +58,8 @@ class PlanCache:
             cached = _Cached(meta["plan_id"], version, self._build(connection, meta))
         elif cached.version < version:
             self._cached = None  # a catch-up that fails halfway leaves no half-updated plan behind
-            _catch_up(connection, cached.planner.plan, cached.version)
+            plan = cached.planner.plan
+            _catch_up(connection, plan, cached.version, window_start(plan, self.cluster(connection, meta)))
             cached.version = version
         self._cached = cached
         return cached.planner
@@ -89,9 +91,10 @@ class PlanCache:
         return self._instants
 
     def _build(self, connection: Connection, meta: dict[str, str]) -> Planner:
-        """The plan from scratch: the cluster, then every accepted reservation with its leases."""
-        planner = Planner(self.cluster(connection, meta), units.parse_instant(meta["now"]))
-        _catch_up(connection, planner.plan, None)
+        """The plan from scratch: its window at the stored clock, then every accepted reservation with its leases."""
+        cluster, now = self.cluster(connection, meta), units.parse_instant(meta["now"])
+        planner = Planner(window_cluster(cluster, now), now)
+        _catch_up(connection, planner.plan, None, window_offset(cluster, now))
         return planner
 
 
@@ -106,13 +109,16 @@ def swapping(moved: dict[str, Accepted]) -> Callable[[Planner], None]:
     return swap
 
 
-def _catch_up(connection: Connection, plan: Plan, since: int | None) -> None:
-    """Re-apply every row changed after version `since` (all rows when None); applying twice is harmless."""
+def _catch_up(connection: Connection, plan: Plan, since: int | None, window: int) -> None:
+    """Re-apply every row changed after version `since` (all rows when None); applying twice is harmless.
+
+    `window`: the step of the store's axis at which the plan's window begins."""
     table = schema.reservations
     changed = [table.c.version > since] if since is not None else [table.c.state == "accepted"]
     rows = connection.execute(sa.select(table.c.id, table.c.name, table.c.rdl, table.c.submitted,
                                         table.c.state).where(*changed).order_by(table.c.id)).all()
-    held = schema.read_leases(connection, sa.select(table.c.id).where(table.c.state == "accepted", *changed))
+    held = allocations_on_window(
+        schema.read_leases(connection, sa.select(table.c.id).where(table.c.state == "accepted", *changed)), window)
     for row in rows:
         if row.name in plan.accepted:
             plan.remove(row.name)

@@ -19,11 +19,12 @@ one fits the plan without the old one (else the old one stays as it was); `advan
 clock forward, expiring reservations whose every lease has ended; `set_capacity` appends a capacity
 change to the stored cluster file and adapts the plan to it (planner/replan/adapt.py: keep, move, and
 only then drop, lowest priority first); `replan` re-optimises the accepted reservations with the
-MILP and writes back those that moved. Each is one write transaction with its log rows. The
-plan's origin stays at the cluster's start while the clock moves: leases are stored as steps from
-the origin, and sliding it would shift every lease row, rewrite relative times in the cluster file,
-and bring new instances of recurring reservations into the horizon, which would then need placing;
-so the usable plan is [clock, cluster start + horizon), and the clock cannot pass the horizon's end.
+MILP and writes back those that moved. Each is one write transaction with its log rows.
+
+The plan rolls with its clock: the cached plan covers [clock, clock + horizon) and moves on with
+every `advance`, any distance (planner.core.plan.roll). Lease rows, records, log rows and every
+answer count steps from the cluster file's `start` for ever (`clock()` renders them); only the cached
+plan counts from its window, and planner/store/axis.py converts at this class's edge.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from planner.admission import Planner
 from planner.agents.registry import DEFAULT_AGENT, Agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision
-from planner.core.plan import Accepted, Plan
+from planner.core.plan import Accepted, Plan, shifted
 from planner.replan import adapt
-from planner.store import lifecycle, queries, schema
+from planner.store import axis, lifecycle, queries, schema, series
 from planner.store.cache import PlanCache, swapping
 from planner.store.errors import StoreError
 from planner.store.records import AdvanceReport, CapacityReport, LogEntry, Owner, Page, Record, ReplanOutcome
@@ -131,6 +132,12 @@ class Store:
         with self._lock, self._db.session(write=False) as (_, meta):
             return units.parse_instant(meta["now"])
 
+    def clock(self) -> Clock:
+        """The store's step axis, on which records, decisions and reports count their steps (the plan's own clock,
+        `load_plan().clock`, counts from its rolling window instead)."""
+        with self._lock, self._db.session(write=False) as (connection, meta):
+            return axis.store_clock(self._cache.cluster(connection, meta))
+
     def load_plan(self, now: datetime | None = None) -> Plan:
         """The plan as stored: the cluster's capacity and every accepted reservation's leases (a new object)."""
         with self._lock, self._db.session(write=False) as (connection, meta):
@@ -157,26 +164,30 @@ class Store:
             return planner.submit(reservation, agent, when, dry_run=True, explain=explain, validated=validated), when
 
         for _ in range(DECIDE_ATTEMPTS - 1):
-            version, planner = self._snapshot()
+            version, planner, window = self._snapshot()
             decision, when = decide(planner)
             if dry_run:
-                return decision
+                return axis.decision_on_store(decision, window)
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
                     if (meta["plan_id"], int(meta["plan_version"])) != version:
                         continue  # another writer changed the plan meanwhile: decide again on the new one
+                    cluster = self._cache.cluster(connection, meta)
+                    stored = axis.decision_on_store(decision, axis.window_start(planner.plan, cluster))
                     rows = self._rows(connection, meta)
-                    rows.submission(planner.plan.clock, reservation, decision, when, actor)
+                    rows.submission(axis.store_clock(cluster), reservation, stored, when, actor)
                 self._learn(rows.version, reservation, decision, when)
-                return decision
+                return stored
         with self._lock:
             with self._db.session(write=True) as (connection, meta):
                 planner = self._cache.planner(connection, meta)  # decided on the cache: it learns only once committed
                 decision, when = decide(planner)
+                cluster = self._cache.cluster(connection, meta)
+                stored = axis.decision_on_store(decision, axis.window_start(planner.plan, cluster))
                 rows = self._rows(connection, meta)
-                rows.submission(planner.plan.clock, reservation, decision, when, actor)
+                rows.submission(axis.store_clock(cluster), reservation, stored, when, actor)
             self._learn(rows.version, reservation, decision, when)
-            return decision
+            return stored
 
     def _learn(self, version: int, reservation: Reservation, decision: Decision, when: datetime) -> None:
         """Tell the cached plan of a committed accepted decision (a rejection changes no plan)."""
@@ -184,11 +195,13 @@ class Store:
             accepted = Accepted(reservation, when, list(decision.allocations))
             self._cache.advance(version, lambda planner: planner.plan.add(accepted))
 
-    def _snapshot(self) -> tuple[tuple[str, int], Planner]:
-        """A private copy of the current plan, and the version it is of (deciding on it needs no lock)."""
+    def _snapshot(self) -> tuple[tuple[str, int], Planner, int]:
+        """A private copy of the current plan, the version it is of (deciding on it needs no lock), and the step
+        of the store's axis at which its window begins."""
         with self._lock, self._db.session(write=False) as (connection, meta):
             planner = self._cache.planner(connection, meta)
-            return (meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy())
+            window = axis.window_start(planner.plan, self._cache.cluster(connection, meta))
+            return (meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy()), window
 
     def cancel(self, name: str, actor: str | None = None) -> Record:
         """Cancel an accepted reservation, freeing its capacity; returns its record (state `cancelled`)."""
@@ -200,8 +213,7 @@ class Store:
                                      "only accepted reservations hold capacity")
                 rows = self._rows(connection, meta)
                 rows.bump()
-                cluster = self._cache.cluster(connection, meta)
-                record = rows.cancel(Clock(cluster.start, cluster.step, cluster.steps), name, actor)
+                record = rows.cancel(axis.store_clock(self._cache.cluster(connection, meta)), name, actor)
             self._cache.advance(rows.version, lambda planner: planner.plan.remove(name))
             return record
 
@@ -238,14 +250,18 @@ class Store:
                 decision = trial.submit(reservation, agent, when, dry_run=True, explain=explain)
                 swapped = decision.accepted and not dry_run
                 decision = replaced(decision, extra={**decision.extra, "previous": "replaced" if swapped else "kept"})
+                cluster = self._cache.cluster(connection, meta)
+                window = axis.window_start(planner.plan, cluster)
+                stored = axis.decision_on_store(decision, window)
                 if dry_run:
-                    return decision
+                    return stored
                 rows = self._rows(connection, meta)
-                rows.update(planner.plan.clock, old, reservation, decision, when, actor)
+                was = replaced(old, allocations=shifted(old.allocations, window))
+                rows.update(axis.store_clock(cluster), was, reservation, stored, when, actor)
             if decision.accepted:
                 new = Accepted(reservation, when, list(decision.allocations))
                 self._cache.advance(rows.version, swapping({name: new}))
-            return decision
+            return stored
 
     # -- the plan's life after submission (planner/store/lifecycle.py) ----------------------------
 
@@ -256,8 +272,20 @@ class Store:
             self._warm(dry_run=False)
             with self._db.session(write=True) as (connection, meta):
                 rows = self._rows(connection, meta)
-                report = lifecycle.expire(rows, self._cache.cluster(connection, meta), to, actor)
-            self._cache.advance(rows.version, lifecycle.moving_clock(report))
+                cluster = self._cache.cluster(connection, meta)
+                planner = self._cache.planner(connection, meta)
+                report = lifecycle.expire(rows, cluster, to, actor)
+                trial = Planner.over(planner.plan.copy())  # the cached plan stays as it is until this commits
+                lifecycle.moving_clock(report)(trial)
+                recurring = [n for n, a in trial.plan.accepted.items() if a.reservation.every is not None]
+                decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, recurring))
+                series.store(rows, decided, axis.window_start(trial.plan, cluster),
+                             self._cache.instants(axis.store_clock(cluster)), actor)
+                report = replaced(report, placed=tuple((d.reservation, d.instance) for d in decided if d.placed),
+                                  missed=tuple((d.reservation, d.instance, d.reason) for d in decided
+                                               if d.reason is not None))
+                rows.log("advance", actor, None, None, None, None, report.to_json())
+            self._cache.rebuilt(meta["plan_id"], rows.version, trial, cluster)
             return report
 
     def set_capacity(self, at: datetime, capacity: Mapping[str, float | str], actor: str | None = None,
@@ -274,15 +302,17 @@ class Store:
         with self._lock:
             self._warm(dry_run)
             with self._db.session(write=not dry_run) as (connection, meta):
-                change = lifecycle.check_capacity(connection, meta, self._cache.cluster(connection, meta), at, capacity)
+                cluster = self._cache.cluster(connection, meta)
+                change = lifecycle.check_capacity(connection, meta, cluster, at, capacity)
                 adapted = lifecycle.adapt_to(connection, self._cache.planner(connection, meta), change, agent, dry_run)
+                report = axis.capacity_on_store(adapted.report, axis.window_start(adapted.planner.plan, cluster))
                 if dry_run:
-                    return adapted.report
+                    return report
                 rows = self._rows(connection, meta)
-                rows.capacity(change.text, adapted.report, adapted.planner.plan.clock, actor)
+                rows.capacity(change.text, report, axis.store_clock(cluster), actor)
             # Only now, committed, does the adapted plan replace the cached one.
             self._cache.rebuilt(meta["plan_id"], rows.version, adapted.planner, change.cluster)
-            return adapted.report
+            return report
 
     def replan(self, actor: str | None = None, time_limit: float | None = None, backend: str | None = None,
                gap: float | None = None) -> ReplanOutcome:
@@ -296,14 +326,16 @@ class Store:
         for _ in range(lifecycle.REPLAN_ATTEMPTS):
             with self._lock, self._db.session(write=False) as (connection, meta):
                 plan = self._cache.planner(connection, meta).plan.copy()
+                cluster = self._cache.cluster(connection, meta)
                 seen = (meta["plan_id"], meta["plan_version"])
-            outcome = lifecycle.reoptimise(plan, time_limit, backend, gap)
+            outcome = axis.replan_on_store(lifecycle.reoptimise(plan, time_limit, backend, gap),
+                                           axis.window_start(plan, cluster))
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
                     if (meta["plan_id"], meta["plan_version"]) != seen:
                         continue  # another writer changed the plan while the solver ran: solve again
                     rows = self._rows(connection, meta)
-                    rows.replan(outcome, plan.clock, actor)
+                    rows.replan(outcome, axis.store_clock(cluster), actor)
                 if outcome.moved:
                     moved = {name: plan.accepted[name] for name in outcome.moved}
                     self._cache.advance(rows.version, swapping(moved))

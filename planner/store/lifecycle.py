@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import replace as replaced
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -18,17 +18,17 @@ from sqlalchemy.engine import Connection
 from planner.admission import Planner
 from planner.agents.registry import Agent
 from planner.core.decision import Reason
-from planner.core.plan import Plan, capacity_over_time
+from planner.core.plan import Plan, capacity_over_time, window_cluster
 from planner.replan import adapt
 from planner.store import schema
 from planner.store.errors import StoreError
-from planner.store.records import AdvanceReport, CapacityReport, ReplanOutcome
+from planner.store.records import AdvanceReport, CapacityReport, ReplanOutcome, parse_stored
 from planner.store.writes import Rows, utcnow
 from rdl import units
 from rdl.cluster import CapacityChange, Cluster, parse_cluster
 from rdl.errors import RDLErrors, did_you_mean
 from rdl.shape import step_floor
-from rdl.tree import Resources
+from rdl.tree import Reservation, Resources
 
 REPLAN_ATTEMPTS = 3  # re-plannings solved on a snapshot that another writer changed before they could commit
 
@@ -43,20 +43,18 @@ def aware(value: datetime, what: str) -> None:
 # -- the clock ----------------------------------------------------------------------------------------------------
 
 def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> AdvanceReport:
-    """Move the stored clock to `to` (never back, never past the horizon) and expire whoever has ended by then."""
+    """Move the stored clock to `to` (never back; any distance: the plan's window rolls with it) and expire
+    whoever has ended by then. `cluster`: the stored cluster file (lease rows count steps from its `start`)."""
     connection, previous = rows.connection, units.parse_instant(rows.meta["now"])
     if to < previous:
         raise StoreError("input", f"the plan's clock is at {units.format_instant(previous)} and never "
                          f"moves back (asked for {units.format_instant(to)})", "give a time at or after the clock")
-    if to > cluster.end:
-        raise StoreError("input", f"{units.format_instant(to)} is past the end of the plan's horizon, "
-                         f"{units.format_instant(cluster.end)}",
-                         "the plan's origin stays at the cluster's start; start a new plan for later")
     table = schema.reservations
     ended = step_floor(cluster.start, to, cluster.step)
     running = sa.exists().where(schema.leases.c.reservation_id == table.c.id, schema.leases.c.end_step > ended)
-    found = connection.execute(sa.select(table.c.id, table.c.name)
-                               .where(table.c.state == "accepted", ~running).order_by(table.c.id)).all()
+    found = [row for row in connection.execute(sa.select(table.c.id, table.c.name, table.c.rdl, table.c.submitted)
+                                               .where(table.c.state == "accepted", ~running).order_by(table.c.id))
+             if not _series_goes_on(parse_stored(row.rdl, row.name), row.submitted, to)]
     version = rows.bump()
     schema.write_meta(connection, {"now": units.format_instant(to), "rebuild_version": str(version)})
     expired = tuple(row.name for row in found)
@@ -66,18 +64,25 @@ def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> Adv
     for name in expired:
         rows.log("advance", actor, name, None, None, None,
                  {"reservation": name, "state": "expired", "now": units.format_instant(to)})
-    report = AdvanceReport(previous, to, expired)
-    rows.log("advance", actor, None, None, None, None, report.to_json())
-    return report
+    return AdvanceReport(previous, to, expired)  # the caller logs it, once the series have gone on (series.py)
+
+
+def _series_goes_on(reservation: Reservation, submitted: datetime, to: datetime) -> bool:
+    """Whether a recurring reservation has instances still to come after `to` (no `until`: for ever)."""
+    if reservation.every is None:
+        return False
+    first = reservation.arrival_at(submitted)
+    coming = max(0, math.ceil((to - first).total_seconds() / reservation.every))
+    return reservation.repeats_at(first, first + timedelta(seconds=coming * reservation.every))
 
 
 def moving_clock(report: AdvanceReport) -> Callable[[Planner], None]:
-    """The change to a cached planner that an advance made: the expired ones gone, the clock moved."""
+    """The change to a cached planner that an advance made: the expired ones gone, the clock and window moved."""
 
     def move(planner: Planner) -> None:
         for name in report.expired:
             planner.plan.remove(name)
-        planner.advance(report.now)
+        planner.plan.roll(report.now)
 
     return move
 
@@ -110,9 +115,6 @@ def check_capacity(connection: Connection, meta: dict[str, str], cluster: Cluste
     if at < now:
         raise StoreError("input", f"a capacity change at {units.format_instant(at)} is before the "
                          f"plan's clock, {units.format_instant(now)}", "changes apply from the clock on")
-    if at >= cluster.end:
-        raise StoreError("input", f"a capacity change at {units.format_instant(at)} is past the plan's "
-                         f"horizon, which ends at {units.format_instant(cluster.end)}")
     whole = Resources.of({**dict(adapt.capacity_at(cluster, at).items()), **given})
     row = connection.execute(sa.select(schema.cluster.c.yaml, schema.cluster.c.source)).one()
     text, changed = _changed_cluster(row.yaml, row.source, cluster, CapacityChange(at, whole))
@@ -126,7 +128,8 @@ def adapt_to(connection: Connection, planner: Planner, change: CheckedChange, ag
     acceptance = list(connection.execute(sa.select(table.c.name).where(table.c.state == "accepted")
                                          .order_by(table.c.decided, table.c.id)).scalars())
     trial = Planner.over(planner.plan)  # adapting lays a copy over the new capacity: the cached plan stays as it is
-    moves = trial.adapt(capacity_over_time(change.cluster, planner.plan.clock), acceptance, agent, change.cluster)
+    window = window_cluster(change.cluster, planner.plan.now)  # the plan's window over the changed cluster file
+    moves = trial.adapt(capacity_over_time(window, planner.plan.clock), acceptance, agent, window)
     priorities = {name: planner.plan.accepted[name].reservation.priority for name in moves.affected}
     vector = ", ".join(f"{k}: {units.format_quantity(k, v)}" for k, v in change.capacity.items())
     reasons = {name: _dropped_reason(name, change.at, vector, priorities[name],

@@ -70,10 +70,17 @@ class AdvanceReport:
     previous: datetime
     now: datetime
     expired: tuple[str, ...] = ()
+    placed: tuple[tuple[str, int], ...] = ()  # instances of series that came into the horizon and were placed
+    missed: tuple[tuple[str, int, Reason], ...] = ()  # ... and those that did not fit, with why
 
     def to_json(self) -> dict[str, AnyType]:
-        return {"from": units.format_instant(self.previous), "to": units.format_instant(self.now),
-                "expired": list(self.expired)}
+        data: dict[str, AnyType] = {"from": units.format_instant(self.previous), "to": units.format_instant(self.now),
+                                    "expired": list(self.expired)}
+        if self.placed or self.missed:
+            data["placed"] = [{"reservation": name, "instance": index} for name, index in self.placed]
+            data["missed"] = [{"reservation": name, "instance": index, "reason": reason.to_json()}
+                              for name, index, reason in self.missed]
+        return data
 
 
 @dataclass(frozen=True)

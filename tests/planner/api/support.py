@@ -69,10 +69,11 @@ def running(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args:
 
 
 def start(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: str) -> Server:
-    """Start `rayon serve` on port 0 (any free one); the server once it listens."""
+    """Start `rayon serve` on port 0 (any free one), its plan's clock moved only by the test (a later `--clock`
+    in `args` wins); the server once it listens."""
     process = subprocess.Popen(
         [str(RAYON), "serve", "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
-         "--no-access-log", "--log-level", "warning", *args],
+         "--no-access-log", "--log-level", "warning", "--clock", "manual", *args],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None
@@ -149,10 +150,10 @@ def post_json(client: httpx.Client, path: str, data: AnyType) -> httpx.Response:
 def stored_violations(state: Path | str) -> list[str]:
     """What the independent plan checker finds wrong with the plan as stored."""
     with Store.open(state) as store:
-        cluster, records, plan = store.cluster(), store.list(), store.load_plan()
-        decisions = [r.decision().to_json(plan.clock) for r in records]
+        cluster, records, clock = store.cluster(), store.list(), store.clock()
+        decisions = [r.decision().to_json(clock) for r in records]
         return check_plan(cluster, [r.reservation() for r in records], decisions,
-                          submitted={r.name: r.submitted for r in records})
+                          submitted={r.name: r.submitted for r in records}, rolled_to=store.now())
 
 
 def snapshot(state: Path | str) -> tuple[list[AnyType], list[AnyType], bytes]:

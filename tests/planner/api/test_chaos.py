@@ -233,7 +233,7 @@ def acknowledged_problems(cluster: Cluster) -> list[str]:
     problems = []
     with Store.open(cluster.state) as store:
         records = {record.name: record for record in store.list()}
-        clock = store.load_plan().clock
+        clock = store.clock()
     for name, decision in sorted(cluster.answered.items()):
         record = records.get(name)
         if record is None:
@@ -266,7 +266,7 @@ def test_the_checks_see_an_acknowledged_decision_lost_or_changed(tmp_path: Path)
     state = tmp_path / "plan.db"
     with Store.open(state) as store:
         store.init(CLUSTER, "cluster.yaml")
-        kept = store.submit(parse_text(pinned("kept", 0, 30, 2))[0]).to_json(store.load_plan().clock)
+        kept = store.submit(parse_text(pinned("kept", 0, 30, 2))[0]).to_json(store.clock())
     cluster = Cluster(state, tmp_path / "tokens.yaml", {}, [], answered={"kept": kept})
     assert acknowledged_problems(cluster) == []
     cluster.answered["lost"] = kept

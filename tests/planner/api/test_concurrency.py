@@ -68,7 +68,7 @@ def check(server: Server, load: Load) -> None:
     assert 0 < len(accepted) < len(answers)  # the load is over capacity: some in, some out
     with Store.open(server.state) as store:
         records = {record.name: record for record in store.list()}
-        clock = store.load_plan().clock
+        clock = store.clock()
         assert store.now() == START
     stored = {name for name, record in records.items() if record.state == "accepted"}
     assert stored == accepted

@@ -400,7 +400,7 @@ def test_examples_submitted_over_http_get_the_decisions_the_store_gives(api: Ser
         answers = [submit(ops, format_reservation(r)).json() for r in reservations]
     with Store.open(tmp_path / "copy.db") as store:
         store.init(cluster, "cluster.yaml")
-        clock = store.load_plan().clock
+        clock = store.clock()
         expected = [store.submit(replace(r, user=r.user or "ops")).to_json(clock) for r in reservations]
     assert [{key: answer.get(key) for key in wanted} for answer, wanted in zip(answers, expected, strict=True)] == \
         expected

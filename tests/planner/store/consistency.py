@@ -103,6 +103,9 @@ def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock:
             state[name] = ("accepted", allocations_json(decision.get("allocations", []), clock))
         elif entry.action == "advance" and decision.get("state") == "expired":
             state[name] = ("expired", previous[1])
+        elif entry.action == "advance" and "instance" in decision:  # a series going on as the plan rolled
+            if decision.get("accepted"):
+                state[name] = ("accepted", sorted(previous[1] + allocations_json(decision["allocations"], clock)))
         else:
             problems.append(f"log {entry.id}: unexpected {entry.action} row for `{name}`: {decision}")
     for name in sorted(set(state) | set(records)):
@@ -157,8 +160,10 @@ def group_problems(log: Sequence[LogEntry], cluster: AnyType, now: AnyType) -> l
         elif entry.action == "replan" and sorted(summary.get("moved", [])) != sorted(names):
             problems.append(f"log {entry.id}: re-planning moved {summary.get('moved')}, the rows before it {names}")
         elif entry.action == "advance":
-            if sorted(summary.get("expired", [])) != sorted(names):
-                problems.append(f"log {entry.id}: advance expired {summary.get('expired')}, the rows before it {names}")
+            series = [item["reservation"] for key in ("placed", "missed") for item in summary.get(key, [])]
+            if sorted(summary.get("expired", []) + series) != sorted(names):
+                problems.append(f"log {entry.id}: advance expired {summary.get('expired')} and went on with "
+                                f"{series}, the rows before it {names}")
             clock_to = summary.get("to")
         pending = []
     if pending:
@@ -176,7 +181,7 @@ def store_problems(path: Path | str) -> list[str]:
     (nothing cached) and, for SQLite, by plain SQL too."""
     with Store.open(path) as store:  # it opens: the schema version is read
         cluster, records, log, now = store.cluster(), store.list(), store.log(), store.now()
-        plan = store.load_plan()
+        plan, clock = store.load_plan(), store.clock()  # the plan's rolling window, and the records' axis
     problems = raw_problems(path) if isinstance(path, Path) else []
     accepted = {r.name: r for r in records if r.state == "accepted"}
     for name, record in accepted.items():
@@ -187,21 +192,23 @@ def store_problems(path: Path | str) -> list[str]:
                         "accepted records")
     for name in plan.accepted.keys() & accepted.keys():
         if allocations_json(plan.accepted[name].allocations, plan.clock) != \
-                allocations_json(accepted[name].allocations, plan.clock):
+                allocations_json(accepted[name].allocations, clock):
             problems.append(f"load_plan gives `{name}` other leases than its record")
     use = np.zeros_like(plan.capacity)
+    window = round((plan.clock.origin - clock.origin).total_seconds()) // clock.step  # where it begins on the axis
     for record in accepted.values():
         for a in record.allocations:
+            start, end = max(a.start - window, 0), max(min(a.end - window, plan.clock.steps), 0)
             for index, resource in enumerate(plan.resources):
-                use[index, a.start:a.end] += a.bundle.get(resource, 0.0) * a.bundles
+                use[index, start:end] += a.bundle.get(resource, 0.0) * a.bundles
     if not np.array_equal(plan.used, use):
         steps = np.argwhere(plan.used != use)[:5].tolist()
         problems.append(f"load_plan's use differs from the records' leases summed (at [resource, step] {steps})")
     if (plan.used > plan.capacity + 1e-9).any():
         problems.append("load_plan uses more than the capacity")
     problems += [f"check_plan: {p}" for p in check_plan(
-        cluster, [r.reservation() for r in records], [r.decision().to_json(plan.clock) for r in records],
-        submitted={r.name: r.submitted for r in records})]
-    problems += replay_problems(log, {r.name: r for r in records}, plan.clock)
+        cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
+        submitted={r.name: r.submitted for r in records}, rolled_to=now)]
+    problems += replay_problems(log, {r.name: r for r in records}, clock)
     problems += group_problems(log, cluster, now)
     return problems

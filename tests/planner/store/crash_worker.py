@@ -172,7 +172,9 @@ class Worker:
             elif op == "advance":
                 to = START + timedelta(minutes=max(now, min(now + rng.randint(0, 2), LAST_CLOCK)))  # may stay put
                 self.write(begin=actor, op=op, to=units.format_instant(to))
-                entry.update(expired=sorted(store.advance(to, actor=actor).expired))
+                report = store.advance(to, actor=actor)
+                entry.update(expired=sorted(report.expired),
+                             series=sorted([name for name, _ in report.placed] + [m[0] for m in report.missed]))
             else:
                 self.write(begin=actor, op=op)
                 outcome = store.replan(actor=actor, time_limit=REPLAN_SECONDS)

@@ -304,7 +304,8 @@ def journal_problems(path: Path, entries: Sequence[dict[str, AnyType]], interrup
                 got = [(r.action, r.reservation, r.accepted) for r in rows]
                 problems.append(f"{actor}: answered {expected}, logged {got}")
             continue
-        names = sorted(answer.get("moved", []) + answer.get("dropped", []) + answer.get("expired", []))
+        names = sorted(answer.get("moved", []) + answer.get("dropped", []) + answer.get("expired", []) +
+                       answer.get("series", []))
         if sorted(name for _, name, _ in named) != names or rows[-1].reservation is not None or \
                 any(r.action != op for r in rows):
             problems.append(f"{actor}: answered {op} touching {names}, logged {named} + summary")

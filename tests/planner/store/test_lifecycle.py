@@ -59,9 +59,9 @@ def violations(store: Store) -> list[str]:
     """What the independent checker finds wrong with the plan as stored (decisions from the store's records)."""
     cluster = store.cluster()
     records = store.list()
-    clock = store.load_plan().clock
+    clock = store.clock()
     return check_plan(cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
-                      submitted={r.name: r.submitted for r in records})
+                      submitted={r.name: r.submitted for r in records}, rolled_to=store.now())
 
 
 def rows(path: Path) -> dict[str, list[tuple[AnyType, ...]]]:
@@ -173,8 +173,6 @@ def test_advance_expires_finished_reservations_and_never_goes_back(store: Store,
     with pytest.raises(StoreError) as backwards:
         store.advance(instant(9))
     assert backwards.value.code == "input" and "never moves back" in str(backwards.value)
-    with pytest.raises(StoreError, match="past the end of the plan's horizon"):
-        store.advance(instant(61))
     assert rows(path) == before
 
     # The clock is the default submission time: a window that has passed is now a `window` rejection.
@@ -183,6 +181,82 @@ def test_advance_expires_finished_reservations_and_never_goes_back(store: Store,
     assert store.advance(instant(35)).expired == ("late",)
     assert store.advance(instant(35)).expired == ()  # staying put is allowed
 
+
+
+def test_the_plan_rolls_with_its_clock_past_its_first_horizon(store: Store, path: Path) -> None:
+    assert store.submit(one(pinned("running", 20, 30, 4))).accepted  # [20, 50)
+    report = store.advance(instant(45))
+    assert report.expired == () and store.now() == instant(45)
+    plan = store.load_plan()
+    assert plan.clock.origin == instant(45) and plan.clock.steps == 60  # the window: [clock, clock + horizon)
+    assert plan.used[0, :5].tolist() == [4.0] * 5 and not plan.used[0, 5:].any()  # what is left of `running`
+    assert plan.accepted["running"].allocations[0].start == -25  # it began before the window
+    late = store.submit(one(pinned("late", 90, 10, 8)))  # past the cluster file's first horizon (60 steps)
+    assert late.accepted and steps(store, "late") == [(90, 100, 8)]  # records count steps from the file's start
+    assert store.get("late").decision().to_json(store.clock())["allocations"][0]["start"] == at(90)
+    beyond = store.submit(one(pinned("beyond", 100, 10, 1)))  # [100, 110) ends past clock + horizon (105)
+    assert beyond.reason is not None and beyond.reason.code == "window"
+    assert store.advance(instant(400)).expired == ("running", "late")  # any distance at once
+    assert store.load_plan().clock.origin == instant(400) and not store.load_plan().used.any()
+    assert store.submit(one(pinned("much_later", 420, 10, 8))).accepted
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+SERIES = "reservation s every=20m deadline=+20m { run: atom(b={vcores: 2}, g=2, h=2, l=5m, w=10m) }"
+
+
+def instances(store: Store, name: str) -> list[int]:
+    return sorted({a.instance for a in store.get(name).allocations})
+
+
+def test_a_series_goes_on_as_the_plan_rolls_and_a_missed_instance_is_its_own_rejection(store: Store,
+                                                                                       path: Path) -> None:
+    assert store.submit(one(SERIES)).accepted
+    assert instances(store, "s") == [0, 1, 2]  # arrivals 0, 20 and 40 end inside [0, 60)
+    report = store.advance(instant(30))  # [30, 90): the instance arriving at 60 (ends at 80) comes in
+    assert report.placed == (("s", 3),) and report.missed == ()
+    assert instances(store, "s") == [0, 1, 2, 3]
+    assert all(a.end <= 80 and a.start >= 60 for a in store.get("s").allocations if a.instance == 3)
+    store.set_capacity(instant(80), {"vcores": 1})  # instance 4's whole period, [80, 100), beyond the horizon
+    store.set_capacity(instant(100), {"vcores": 8})
+    report = store.advance(instant(45))  # [45, 105): instance 4 comes in and cannot fit
+    assert report.placed == () and [(name, index) for name, index, _ in report.missed] == [("s", 4)]
+    reason = report.missed[0][2]
+    assert reason.code == "capacity" and reason.atom == "run"  # (no later deadline: an instance keeps to its period)
+    assert store.get("s").state == "accepted"  # the series goes on
+    missed = [e for e in store.log() if e.action == "advance" and e.reservation == "s" and e.accepted is False]
+    assert [e.decision["instance"] for e in missed if e.decision] == [4] and missed[0].reason_code == "capacity"
+    report = store.advance(instant(70))  # [70, 130): instance 5, arriving at 100, fits again
+    assert report.placed == (("s", 5),) and store.advance(instant(70)).placed == ()  # decided once
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_a_clock_moved_far_at_once_decides_every_instance_it_passed_once(store: Store) -> None:
+    assert store.submit(one(SERIES)).accepted
+    report = store.advance(instant(200))  # [200, 260): the instances arriving at 60 ... 180 passed unplanned
+    assert [(name, index, reason.code) for name, index, reason in report.missed] == \
+        [("s", index, "window") for index in range(3, 10)]
+    assert report.placed == (("s", 10), ("s", 11), ("s", 12))  # arriving at 200, 220 and 240
+    assert store.advance(instant(200)).missed == ()
+    assert violations(store) == []
+
+def test_a_series_with_an_end_stops_and_then_expires(store: Store) -> None:
+    assert store.submit(one(SERIES.replace("every=20m", "every=20m until=+70m"))).accepted  # arrivals 0 ... 60
+    assert store.advance(instant(50)).placed == (("s", 3),)
+    assert store.advance(instant(75)).placed == ()  # no instance arrives at or after 70
+    assert store.get("s").state == "accepted"  # instance 3 still runs until 80 at the latest
+    assert store.advance(instant(200)).expired == ("s",)
+
+
+def test_a_series_outlives_a_gap_longer_than_its_leases(store: Store) -> None:
+    every_two_hours = "reservation s every=2h deadline=+10m { atom(b={vcores: 1}, g=1, h=1, l=5m, w=5m) }"
+    assert store.submit(one(every_two_hours)).accepted and instances(store, "s") == [0]
+    report = store.advance(instant(60))  # its one lease has ended; the next instance is not in the horizon yet
+    assert report.expired == () and report.placed == () and store.get("s").state == "accepted"
+    assert store.advance(instant(90)).placed == (("s", 1),)  # [90, 150) holds instance 1's window, [120, 130)
+    assert violations(store) == []
 
 # -- capacity changes ------------------------------------------------------------------------------------------------
 
@@ -304,14 +378,24 @@ def test_a_malformed_capacity_change_changes_nothing(store: Store, path: Path, c
     assert rows(path) == before
 
 
-def test_a_capacity_change_outside_the_usable_horizon_changes_nothing(store: Store, path: Path) -> None:
+def test_a_capacity_change_before_the_clock_changes_nothing(store: Store, path: Path) -> None:
     store.advance(instant(10))
     before = rows(path)
     with pytest.raises(StoreError, match="before the plan's clock"):
         store.set_capacity(instant(5), {"vcores": 4})
-    with pytest.raises(StoreError, match="past the plan's horizon"):
-        store.set_capacity(instant(60), {"vcores": 4})
     assert rows(path) == before
+
+
+def test_a_capacity_change_beyond_the_horizon_applies_when_the_plan_rolls_to_it(store: Store, path: Path) -> None:
+    report = store.set_capacity(instant(100), {"vcores": 2})  # the window is [0, 60): nothing in it changes
+    assert report.adaptation.affected == [] and not (store.load_plan().capacity == 2).any()
+    store.advance(instant(50))
+    capacity = store.load_plan().capacity[0]
+    assert capacity[:50].tolist() == [8.0] * 50 and capacity[50:].tolist() == [2.0] * 10  # [50, 110) from 100 on
+    assert store.submit(one(pinned("small", 100, 5, 2))).accepted
+    assert not store.submit(one(pinned("big", 100, 5, 3))).accepted
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
 
 
 def test_a_capacity_dry_run_reports_without_writing(store: Store, path: Path) -> None:
@@ -571,7 +655,9 @@ def test_a_second_store_on_the_same_plan_sees_the_clock_and_the_capacity_change(
         store.set_capacity(instant(50), {"vcores": 2})
         plan = other.load_plan()
         assert other.now() == instant(10) and plan.now == instant(10)
-        assert plan.accepted.keys() == {"b"} and plan.capacity[0, 50] == 2
-        assert [(a.start, a.end) for a in plan.accepted["b"].allocations] == [(40, 50)]  # moved before the cut
+        assert plan.accepted.keys() == {"b"} and plan.capacity[0, 39] == 8 and plan.capacity[0, 40] == 2
+        # Moved before the cut at step 50: the plan's window begins at the clock, step 10.
+        assert [(a.start, a.end) for a in plan.accepted["b"].allocations] == [(30, 40)]
+        assert steps(other, "b") == [(40, 50, 4)]  # records count from the cluster file's start
         assert other.submit(one(pinned("c", 20, 10, 8))).accepted
     assert violations(store) == []

@@ -69,10 +69,9 @@ def stored_violations(store: Store) -> list[str]:
     """What the independent checker finds wrong with the plan as stored."""
     cluster = store.cluster()
     records = store.list()
-    plan = store.load_plan()
-    decisions = [r.decision().to_json(plan.clock) for r in records]
+    decisions = [r.decision().to_json(store.clock()) for r in records]
     return check_plan(cluster, [r.reservation() for r in records], decisions,
-                      submitted={r.name: r.submitted for r in records})
+                      submitted={r.name: r.submitted for r in records}, rolled_to=store.now())
 
 
 def meta_value(path: Path, key: str) -> str:

@@ -1,0 +1,84 @@
+"""The service's clock (planner/api/clockwork.py): the plan follows the wall clock, catches up, rolls, or runs fast."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from planner.api.clockwork import ClockMode, WallClock
+from planner.store.facade import Store
+from tests.planner.api.support import make_tokens, running
+from tests.planner.support import START, cluster_text, instant, one, pinned
+
+
+class FakeWall:
+    """A wall clock the test moves."""
+
+    def __init__(self, at: datetime):
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "plan.db") as opened:
+        opened.init(cluster_text({"vcores": 8}, steps=60), "cluster.yaml")
+        yield opened
+
+
+def test_a_tick_moves_the_plan_to_the_last_step_boundary_before_the_wall_clock(store: Store) -> None:
+    store.submit(one(pinned("early", 0, 5, 4)))
+    wall = FakeWall(instant(10) + timedelta(seconds=30))
+    clock = WallClock(store, ClockMode("wall"), wall)
+    report = clock.tick()
+    assert report is not None and report.now == instant(10) and report.expired == ("early",)
+    assert clock.tick() is None  # not behind: nothing written
+    assert [e.actor for e in store.log() if e.action == "advance" and e.reservation is None] == ["clock"]
+    assert clock.seconds_to_next_step() == pytest.approx(30.0)
+
+
+def test_a_server_stopped_for_weeks_catches_up_at_once_and_its_horizon_rolls(store: Store) -> None:
+    wall = FakeWall(instant(60 * 24 * 30))  # thirty days after the plan's start; its horizon was one hour
+    report = WallClock(store, ClockMode("wall"), wall).tick()
+    assert report is not None and store.now() == instant(60 * 24 * 30)
+    plan = store.load_plan()
+    assert plan.clock.origin == instant(60 * 24 * 30) and plan.clock.steps == 60
+    assert store.submit(one(pinned("then", 60 * 24 * 30 + 10, 5, 8))).accepted
+
+
+def test_a_fast_clock_runs_n_times_real_time_from_the_plans_clock(store: Store) -> None:
+    wall = FakeWall(datetime(2030, 1, 1, tzinfo=UTC))
+    clock = WallClock(store, ClockMode.parse("fast:60"), wall)  # a wall second is a plan minute
+    assert clock.tick() is None and store.now() == START
+    wall.at += timedelta(seconds=90)
+    assert clock.tick() is not None and store.now() == instant(90)
+    assert clock.seconds_to_next_step() == pytest.approx(1.0)  # the next plan minute is one wall second away
+
+
+@pytest.mark.parametrize("text", ["hourly", "fast:", "fast:0", "fast:-2", "fast:x", "fast:1e9"])
+def test_a_clock_that_is_not_one_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="give `wall`, `manual` or `fast:N`"):
+        ClockMode.parse(text)
+
+
+def test_rayon_serve_follows_the_wall_clock_by_default(tmp_path: Path) -> None:
+    state, tokens_file = tmp_path / "plan.db", tmp_path / "tokens.yaml"
+    began = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(days=2)
+    with Store.open(state) as store:
+        store.init(cluster_text({"vcores": 8}, steps=7 * 24 * 60).replace(f"start: {START:%Y-%m-%dT%H:%M:%SZ}",
+                                                                            f"start: {began:%Y-%m-%dT%H:%M:%SZ}"),
+                   "cluster.yaml")
+    tokens = make_tokens(tokens_file)
+    before = datetime.now(UTC).replace(second=0, microsecond=0)
+    with running(state, tokens_file, tokens, "--clock", "wall") as server, server.client() as client:
+        now = datetime.fromisoformat(client.get("/v1/ready").json()["now"].replace("Z", "+00:00"))
+        use = server.client("alice").get("/v1/plan/use").json()
+    after = datetime.now(UTC).replace(second=0, microsecond=0)
+    assert before <= now <= after  # caught up two days at start, to the minute the wall clock is in
+    assert use["start"] == f"{now:%Y-%m-%dT%H:%M:%SZ}"  # the horizon starts at the clock ...
+    assert datetime.fromisoformat(use["end"].replace("Z", "+00:00")) == now + timedelta(days=7)  # ... a week ahead

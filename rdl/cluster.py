@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 import yaml
 
@@ -46,6 +47,30 @@ class CapacityChange:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityWindow:
+    """A recurring change: from `at`, for `length` seconds, every `every` seconds, the named resources have
+    `capacity`; outside those windows they have what `capacity` and the changes give (maintenance, say)."""
+
+    at: datetime
+    every: float
+    length: float
+    capacity: Resources  # only the resources it names
+
+    def occurrences(self, start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:
+        """Each window [from, to) that overlaps [start, end), in time order."""
+        first = max(0, math.floor((start - self.at).total_seconds() / self.every))
+        index = first
+        while True:
+            begins = self.at + timedelta(seconds=index * self.every)
+            if begins >= end:
+                return
+            ends = begins + timedelta(seconds=self.length)
+            if ends > start:
+                yield begins, ends
+            index += 1
+
+
+@dataclass(frozen=True, slots=True)
 class Cluster:
     """What the plan is laid over: its clock (origin, step, horizon) and capacity over time."""
 
@@ -55,6 +80,7 @@ class Cluster:
     horizon: int = 7 * 86400
     nodes: tuple[NodeGroup, ...] = ()
     changes: tuple[CapacityChange, ...] = ()
+    windows: tuple[CapacityWindow, ...] = ()  # recurring changes (`changes` items with `every` and `for`)
     policies: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     @property
@@ -73,8 +99,8 @@ class Cluster:
     def peak_capacity(self) -> Resources:
         """The most of each resource the cluster ever has: what "larger than the cluster" is measured against."""
         peak = dict(self.capacity)
-        for change in self.changes:
-            for name, value in change.capacity.items():
+        for vector in [c.capacity for c in self.changes] + [w.capacity for w in self.windows]:
+            for name, value in vector.items():
                 peak[name] = max(peak.get(name, 0.0), value)
         return Resources.of(peak)
 
@@ -172,7 +198,7 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     capacity, nodes = _capacity(reader, entries, file)
     node_keys = node_resource_keys(reader, entries["nodes"][1]) if "nodes" in entries else []
     check_node_resource_names(reader, node_keys)
-    changes = _changes(reader, entries, start, capacity, node_keys)
+    changes, windows = _changes(reader, entries, start, capacity, node_keys, step)
     if isinstance(step, int | float):
         if step != int(step):
             reader.sink.add(reader.span(entries["step"][1]), "`step` must be a whole number of seconds")
@@ -194,7 +220,7 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     assert start is not None and capacity is not None
     assert isinstance(step, float | int) and isinstance(horizon, float | int)
     return Cluster(start=start, capacity=capacity, step=int(step), horizon=int(horizon), nodes=nodes,
-                   changes=changes, policies=policies)
+                   changes=changes, windows=windows, policies=policies)
 
 
 def _check_size(reader: ConfigReader, where: yaml.Node, step: float, horizon: float, resources: int) -> None:
@@ -232,18 +258,26 @@ def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources
     return None, ()
 
 
-def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
-             capacity: Resources | None, node_keys: NodeKeys) -> tuple[CapacityChange, ...]:
+CHANGE_KEYS = ("at", "capacity", "every", "for")
+
+
+def _changes(reader: ConfigReader, entries: dict, start: datetime | None, capacity: Resources | None,
+             node_keys: NodeKeys, step: object) -> tuple[tuple[CapacityChange, ...], tuple[CapacityWindow, ...]]:
+    """The timeline of one-off changes, and the recurring ones (`every` with `for`: windows)."""
     if "changes" not in entries:
-        return ()
+        return (), ()
     node = entries["changes"][1]
     if not isinstance(node, yaml.SequenceNode):
         reader.sink.add(reader.span(node), "`changes` must be a list of `{at: TIME, capacity: {...}}`")
-        return ()
+        return (), ()
     stated = []
+    windows = []
     reported: set[str] = set()
     for item in node.value:
         fields = reader.mapping(item, "a capacity change")
+        for name, (key, _) in fields.items():
+            if name not in CHANGE_KEYS:
+                reader.unknown(key, name, CHANGE_KEYS, "a capacity change")
         if "at" not in fields or "capacity" not in fields:
             reader.sink.add(reader.span(item), "a capacity change needs `at` and `capacity`")
             continue
@@ -253,14 +287,44 @@ def _changes(reader: ConfigReader, entries: dict, start: datetime | None,
             for name in new:
                 if name not in capacity:
                     _unknown_changed_resource(reader, name, fields["capacity"][1], capacity, node_keys, reported)
-        if at is not None and new is not None:
+        recurring = _recurrence(reader, item, fields, step)
+        if at is None or new is None or recurring is False:
+            continue
+        if recurring is None:
             stated.append((at, new))
+        else:
+            windows.append(CapacityWindow(at, recurring[0], recurring[1], new))
     # In time order, a change sets what it names; every other resource keeps the value it had just before.
     changes, current = [], dict(capacity or {})
     for at, new in sorted(stated, key=lambda change: change[0]):
         current = {**current, **dict(new)}
         changes.append(CapacityChange(at, Resources.of(current)))
-    return tuple(changes)
+    return tuple(changes), tuple(windows)
+
+
+def _recurrence(reader: ConfigReader, item: yaml.Node, fields: dict,
+                step: object) -> tuple[float, float] | Literal[False] | None:
+    """(every, for) of a recurring change; None for a one-off change; False when either is wrong."""
+    if "every" not in fields and "for" not in fields:
+        return None
+    if "every" not in fields or "for" not in fields:
+        reader.sink.add(reader.span(item), "a recurring capacity change needs both `every` and `for`",
+                        hint="for example `{at: 2026-11-26T00:00:00Z, every: 7d, for: 6h, capacity: {...}}`")
+        return False
+    every = reader.scalar(fields["every"][1], positive_duration, "`every`")
+    length = reader.scalar(fields["for"][1], positive_duration, "`for`")
+    if not isinstance(every, float) or not isinstance(length, float):
+        return False
+    if isinstance(step, int | float) and every < step:
+        reader.sink.add(reader.span(fields["every"][1]), f"`every` ({units.format_duration(every)}) must be at least "
+                        f"the plan step ({units.format_duration(step)})")
+        return False
+    if length >= every:
+        reader.sink.add(reader.span(fields["for"][1]), f"`for` ({units.format_duration(length)}) must be shorter "
+                        f"than `every` ({units.format_duration(every)})", hint="otherwise the change never ends: "
+                        "give it as a one-off change")
+        return False
+    return every, length
 
 
 def _unknown_changed_resource(reader: ConfigReader, name: str, node: yaml.Node, capacity: Resources,

@@ -289,4 +289,15 @@ def _capacity(cluster: Cluster, grid: _Grid) -> np.ndarray:
                 capacity[index, first] = min(capacity[index, first], new)
                 first += 1
             capacity[index, max(first, 0):] = new
+    end = grid.origin + timedelta(seconds=grid.steps * grid.step)
+    for window in cluster.windows:  # a recurring change holds what it names while it lasts
+        for begins, ends in window.occurrences(grid.origin, end):
+            for index, name in enumerate(cluster.resource_names):
+                if name not in window.capacity:
+                    continue
+                for step in range(max(grid.down(begins), 0), min(grid.up(ends), grid.steps)):
+                    moment = grid.origin + timedelta(seconds=step * grid.step)
+                    whole = moment >= begins and moment + timedelta(seconds=grid.step) <= ends
+                    value = window.capacity[name]
+                    capacity[index, step] = value if whole else min(capacity[index, step], value)
     return capacity

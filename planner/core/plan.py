@@ -85,6 +85,19 @@ def capacity_over_time(cluster: Cluster, clock: Clock) -> np.ndarray:
         partial = step_floor(clock.origin, change.at, clock.step)
         if 0 <= partial < min(whole, clock.steps):
             capacity[:, partial] = np.minimum(capacity[:, partial], new)
+    for window in cluster.windows:  # recurring changes override what they name while they last
+        rows = [names.index(n) for n in window.capacity]
+        values = np.array([window.capacity[n] for n in window.capacity])[:, None]
+        for begins, ends in window.occurrences(clock.origin, clock.at(clock.steps)):
+            first, last = step_ceil(clock.origin, begins, clock.step), step_floor(clock.origin, ends, clock.step)
+            if first < last:
+                capacity[rows, max(first, 0):max(min(last, clock.steps), 0)] = values
+            # Steps it covers in part: the least the cluster has at any moment of them.
+            for partial in {step_floor(clock.origin, begins, clock.step), last}:
+                if first <= partial < last:
+                    continue  # covered whole, above
+                if 0 <= partial < clock.steps and clock.at(partial) < ends and clock.at(partial + 1) > begins:
+                    capacity[rows, partial] = np.minimum(capacity[rows, partial], values[:, 0])
     return capacity
 
 

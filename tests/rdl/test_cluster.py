@@ -65,3 +65,33 @@ def test_the_plans_size_is_bounded_where_the_horizon_is_written() -> None:
 def test_a_capacity_naming_no_resource_is_an_error() -> None:
     (message,) = errors_of("start: 2026-11-23T00:00:00Z\ncapacity: {}\n")
     assert message.startswith("cluster.yaml:2:11: `capacity` names no resource")
+
+
+WEEKLY = BASE + "changes:\n  - {at: 2026-11-26T00:00:00Z, every: 7d, for: 6h, capacity: {vcores: 5}}\n"
+
+
+def test_a_recurring_change_is_a_window_of_what_it_names() -> None:
+    cluster = parse_cluster(WEEKLY, "cluster.yaml")
+    (window,) = cluster.windows
+    assert cluster.changes == () and window.every == 7 * 86400 and window.length == 6 * 3600
+    assert dict(window.capacity.items()) == {"vcores": 5.0}
+    thursdays = list(window.occurrences(datetime(2026, 11, 23, tzinfo=UTC), datetime(2026, 12, 11, tzinfo=UTC)))
+    assert [begins.isoformat() for begins, _ in thursdays] == ["2026-11-26T00:00:00+00:00",
+                                                               "2026-12-03T00:00:00+00:00",
+                                                               "2026-12-10T00:00:00+00:00"]
+    assert thursdays[0][1] == datetime(2026, 11, 26, 6, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ("{at: +3d, every: 7d, capacity: {vcores: 5}}", "cluster.yaml:6:5: a recurring capacity change needs both "
+     "`every` and `for`"),
+    ("{at: +3d, every: 7d, for: 7d, capacity: {vcores: 5}}", "cluster.yaml:6:31: `for` (7d) must be shorter than "
+     "`every` (7d)"),
+    ("{at: +3d, every: 30s, for: 10s, capacity: {vcores: 5}}", "cluster.yaml:6:22: `every` (30s) must be at least "
+     "the plan step (1m)"),
+    ("{at: +3d, evry: 7d, for: 6h, capacity: {vcores: 5}}", "cluster.yaml:6:15: unknown key `evry` in a capacity "
+     "change"),
+])
+def test_a_recurring_change_is_checked_where_it_is_written(change: str, expected: str) -> None:
+    messages = errors_of(BASE + f"changes:\n  - {change}\n")
+    assert any(message.startswith(expected) for message in messages), messages

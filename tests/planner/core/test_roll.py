@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.core.check import _capacity, _Grid  # the checker's own reading of the cluster file
 from planner.core.plan import Accepted, Allocation, Plan, window_cluster, window_offset
+from rdl.cluster import parse_cluster
 from rdl.tree import Reservation, Resources
-from tests.planner.support import START, instant, make_cluster, one
+from tests.planner.support import START, cluster_text, instant, make_cluster, one
 
 STEPS = 60
 CLUSTER = make_cluster({"vcores": 8, "memory": "16GiB"}, steps=STEPS,
@@ -68,3 +71,31 @@ def test_removing_a_running_reservation_after_a_roll_frees_exactly_its_part_in_t
     assert plan.used[V, :10].tolist() == [2.0] * 10 and not plan.used[V, 10:].any()
     plan.remove("r")
     assert not plan.used.any()
+
+
+@settings(max_examples=80, deadline=None)
+@given(at=st.integers(-300, 300), every=st.integers(60, 400), length=st.integers(1, 59), origin=st.integers(0, 500),
+       value=st.sampled_from([2, 12]))
+def test_recurring_changes_give_the_plan_and_the_checker_the_same_capacity(at: int, every: int, length: int,
+                                                                          origin: int, value: int) -> None:
+    """Windows in seconds on a one-minute grid, on and off it: both count a step's least capacity."""
+    text = cluster_text({"vcores": 8, "memory": "16GiB"}, steps=60, changes=[(30, {"vcores": 6})])
+    start = START + timedelta(seconds=at)
+    text += (f"  - {{at: {start:%Y-%m-%dT%H:%M:%SZ}, every: {every}m, for: {length}m, "
+             f"capacity: {{vcores: {value}}}}}\n") if at % 2 else \
+        (f"  - {{at: {start:%Y-%m-%dT%H:%M:%SZ}, every: {every * 60 + 30}s, for: {length * 60 - 30}s, "
+         f"capacity: {{vcores: {value}}}}}\n")
+    cluster = window_cluster(parse_cluster(text, "cluster.yaml"), instant(origin))
+    plan = Plan(cluster)
+    assert np.array_equal(plan.capacity, _capacity(cluster, _Grid(cluster, cluster.steps)))
+
+
+def test_a_weekly_dip_comes_back_every_week_as_the_plan_rolls() -> None:
+    text = ("start: 2026-11-23T00:00:00Z\nstep: 1h\nhorizon: 7d\ncapacity: {vcores: 8}\nchanges:\n"
+            "  - {at: 2026-11-26T00:00:00Z, every: 7d, for: 6h, capacity: {vcores: 4}}\n")
+    plan = Plan(parse_cluster(text, "cluster.yaml"))
+    for week in range(3):
+        plan.roll(START + timedelta(days=7 * week))
+        dips = [plan.clock.at(step) for step in range(plan.clock.steps) if plan.capacity[0, step] == 4]
+        thursday = START + timedelta(days=7 * week + 3)
+        assert dips == [thursday + timedelta(hours=hour) for hour in range(6)]

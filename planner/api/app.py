@@ -46,8 +46,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        service.jobs.close()
-        service.store.close()
+        service.close()
 
     app = FastAPI(title="rayon", description=DESCRIPTION, version="1", lifespan=lifespan)
     app.state.service = service

@@ -53,6 +53,11 @@ class Service:
     writes: threading.Lock = field(default_factory=threading.Lock)
     _cluster: tuple[tuple[str, str], Cluster, Instants] | None = None
 
+    def close(self) -> None:
+        """End the jobs' workers and release the store (again: nothing more)."""
+        self.jobs.close()
+        self.store.close()
+
     def view(self, name: str | None = None) -> View:
         """The plan's clock, its cluster (parsed again only when it changed), and the named reservation's owner."""
         meta, owner = self.store.meta_and_owner(name)

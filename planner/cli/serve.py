@@ -102,8 +102,7 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
     /v1/health and /v1/ready needs a bearer token (`rayon token`). The OpenAPI schema is at
     /openapi.json, the interactive docs at /docs.
     """
-    import uvicorn
-
+    from planner.api import server
     from planner.api.app import create_app
 
     tokens = load_tokens(tokens_path)
@@ -119,8 +118,7 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
                f"listening on http://{url_host}:{where[1]}", err=True)
     sys.stderr.flush()
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
-    config = uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=10)
-    uvicorn.Server(config).run(sockets=[sock])
+    server.run(app, sock, log_level, access_log)
 
 
 @click.command("token", cls=RayonCommand)

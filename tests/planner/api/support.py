@@ -113,6 +113,24 @@ def _wait_for_url(lines: queue.Queue[str], log: list[str], process: subprocess.P
     raise RuntimeError(f"the server did not start in {STARTUP_TIMEOUT}s: {''.join(log)}")
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes a process has started, and theirs, from /proc (Linux)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(child) for child in (task / "children").read_text().split()]
+        except FileNotFoundError:  # the thread or the process has ended
+            continue
+        for child in children:
+            found += [child, *descendants(child)]
+    return found
+
+
+def exists(pid: int) -> bool:
+    """Whether a process of that id exists, running or a zombie not yet collected by its parent."""
+    return Path(f"/proc/{pid}").exists()
+
+
 def pinned(name: str, start: int, length: int, bundles: int, user: str | None = None) -> str:
     """RDL text of a reservation with one placement: `bundles` one-vcore bundles on [start, start+length)."""
     who = f" user={user}" if user else ""

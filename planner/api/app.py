@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from planner.api import native, yarn
+from planner.api import metrics, native, yarn
 from planner.api.auth import TokenRegistry
 from planner.api.context import Service
 from planner.api.errors import YARN_PREFIX, ApiError
@@ -25,8 +25,8 @@ from rdl.errors import RayonError
 
 DESCRIPTION = """Reservations over a durable plan: submit one and get the decision at once (accepted with its
 leases, or rejected with the reason and the earliest deadline that would fit). Native endpoints under `/v1`;
-YARN's ReservationSystem REST dialect under `/ws/v1/cluster/reservation`. Every call but health and readiness
-needs `Authorization: Bearer TOKEN`."""
+YARN's ReservationSystem REST dialect under `/ws/v1/cluster/reservation`; Prometheus metrics at `/metrics`. Every
+call but health, readiness and metrics needs `Authorization: Bearer TOKEN`."""
 
 
 def store_target(state: str | Path | None) -> str:
@@ -42,6 +42,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     """The API over the plan store at `state` (opened here unless `store` is given), answering `tokens`' holders."""
     target = store_target(state)
     service = Service(store or Store.open(target), target, tokens, Jobs(target))
+    service.metrics.watch(service.store, service.jobs)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -53,6 +54,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.state.yarn_ids = yarn.YarnIds(cluster_timestamp)
     app.include_router(native.router)
     app.include_router(yarn.router)
+    app.include_router(metrics.router)
     app.add_middleware(RequestLimits, limit=max_body)
     install_handlers(app)
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]

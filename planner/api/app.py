@@ -19,6 +19,7 @@ from planner.api.context import Service
 from planner.api.errors import YARN_PREFIX, ApiError
 from planner.api.jobs import Jobs
 from planner.api.limits import DEFAULT_MAX_BODY, RequestLimits
+from planner.api.logs import AccessLog
 from planner.api.models import REQUEST_MODELS
 from planner.store.facade import Store, default_state_path
 from rdl.errors import RayonError
@@ -56,6 +57,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.include_router(yarn.router)
     app.include_router(metrics.router)
     app.add_middleware(RequestLimits, limit=max_body)
+    app.add_middleware(AccessLog)  # outermost: it times the whole answer, refusals by the limits too
     install_handlers(app)
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
     return app

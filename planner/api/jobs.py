@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -37,6 +38,7 @@ from rdl import units
 KEEP = 100
 MAX_TIME_LIMIT = 3600.0  # seconds a replan may be given: an hour, far beyond a week of N=1000 (about a minute)
 STOP_SECONDS = 5.0  # a cancelled worker's group gets this long to end on SIGTERM before it is killed
+log = logging.getLogger("rayon.jobs")
 WORKER = (sys.executable, "-m", "planner.api.worker")
 ENDED = ("done", "failed", "cancelled")
 
@@ -104,6 +106,7 @@ class Jobs:
             params = {"time_limit": time_limit, "solver": solver, "gap": gap}
             _send(process.stdin, {"target": self.target, "actor": actor, **params})
             job = Job(uuid.uuid4().hex[:16], "replan", actor, params, datetime.now(UTC), process)
+            log.info("replan job %s started by %s (worker process %d)", job.id, actor, process.pid)
             threading.Thread(target=self._wait, args=(job,), daemon=True).start()
             self._jobs[job.id] = job
             while len(self._jobs) > KEEP:
@@ -126,6 +129,7 @@ class Jobs:
             job.outcome = outcome
             job.finished = datetime.now(UTC)
             self._ended[job.status] += 1
+        log.info("replan job %s %s", job.id, job.status)
         job.done.set()
 
     def get(self, job_id: str) -> Job:
@@ -156,6 +160,7 @@ class Jobs:
             self._closed = True
             running = [job for job in self._jobs.values() if job.finished is None]
         for job in running:
+            log.warning("replan job %s is cancelled: the server is shutting down", job.id)
             self.cancel(job.id)
 
     def tally(self) -> dict[str, int]:

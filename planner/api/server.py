@@ -38,9 +38,12 @@ class Server(uvicorn.Server):
                 signal.signal(signum, handler)
 
 
-def run(app: FastAPI, sock: socket.socket, log_level: str, access_log: bool) -> None:
-    """Serve `app` on the listening socket until a signal ends it; then no worker of it is left running."""
-    config = uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=GRACE_SECONDS)
+def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
+    """Serve `app` on the listening socket until a signal ends it; then no worker of it is left running.
+
+    Logging is configured already (planner/api/logs.py); the access lines are the app's own (`AccessLog`)."""
+    config = uvicorn.Config(app, log_level=log_level, log_config=None, access_log=False,
+                            timeout_graceful_shutdown=GRACE_SECONDS)
     try:
         Server(config).run(sockets=[sock])
     finally:

@@ -47,14 +47,18 @@ def end_with_server() -> None:
 
 def main() -> None:
     """Read the job, watch for the server's end, re-plan, write the outcome."""
+    # The answer gets a descriptor of its own, which no solver process inherits; whatever is printed to standard
+    # output from here on (a solver's banner) goes to the server's log instead of into the answer.
+    answer = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     job = json.loads(sys.stdin.buffer.readline())
     threading.Thread(target=end_with_server, daemon=True).start()
     try:
         outcome = replan(**job)
     except Exception as exc:  # an internal failure: reported in the job, never lost with the process
         outcome = {"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}}
-    sys.stdout.write(json.dumps(outcome))
-    sys.stdout.flush()
+    with answer:
+        answer.write(json.dumps(outcome))
 
 
 if __name__ == "__main__":

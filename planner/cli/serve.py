@@ -7,14 +7,15 @@ plan), 1 when the server cannot start (the port is taken, the database is unreac
 from __future__ import annotations
 
 import ipaddress
+import logging
 import signal
 import socket
-import sys
 from datetime import timedelta
 from typing import NoReturn
 
 import click
 
+from planner.api import logs
 from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token, utcnow
 from planner.api.limits import DEFAULT_MAX_BODY
 from planner.cli.store import open_state
@@ -25,6 +26,7 @@ from rdl.cluster import positive_duration
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+log = logging.getLogger("rayon.serve")
 
 
 def fail(message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
@@ -94,8 +96,11 @@ def loopback(host: str) -> bool:
               help="Largest request body accepted, in bytes (larger: 413).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
+@click.option("--log-format", type=click.Choice(logs.FORMATS), default="text", show_default=True,
+              help="json: one JSON object per line (time, level, logger, message; method, path, status and "
+              "duration for a request).")
 def serve(state_path: str | None, host: str, port: int, tokens_path: str | None, max_body: int, log_level: str,
-          access_log: bool) -> None:
+          access_log: bool, log_format: str) -> None:
     """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
 
     Job managers submit reservations and get the decision in milliseconds. Every call but
@@ -111,14 +116,14 @@ def serve(state_path: str | None, host: str, port: int, tokens_path: str | None,
     sock = bind(host, port)
     where = sock.getsockname()
     url_host = f"[{where[0]}]" if ":" in where[0] else where[0]
+    logs.configure(log_format, log_level, access_log)
     if not loopback(host):
-        click.echo(f"warning: listening on {host}, beyond this machine: bearer tokens travel in the clear unless "
-                   "a TLS proxy stands in front", err=True)
-    click.echo(f"rayon serve: plan store {store.where}; {tokens_for(tokens)}; "
-               f"listening on http://{url_host}:{where[1]}", err=True)
-    sys.stderr.flush()
+        log.warning("listening on %s, beyond this machine: bearer tokens travel in the clear unless a TLS proxy "
+                    "stands in front", host)
+    log.info("rayon serve: plan store %s; %s; listening on http://%s:%d", store.where, tokens_for(tokens), url_host,
+             where[1])
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
-    server.run(app, sock, log_level, access_log)
+    server.run(app, sock, log_level)
 
 
 @click.command("token", cls=RayonCommand)

@@ -6,6 +6,7 @@ import json
 import math
 import queue
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -30,6 +31,8 @@ EXAMPLES = ROOT / "examples"
 CLUSTER = cluster_text({"memory": "64GiB", "vcores": 16}, steps=24 * 60)
 USERS = {"alice": "user", "bob": "user", "ops": "admin"}
 STARTUP_TIMEOUT = 60.0
+END = "<end of standard error>"
+LISTENING = re.compile(r"listening on (http://[^\s\"]+)")
 
 
 @dataclass
@@ -40,7 +43,19 @@ class Server:
     state: Path | str  # a SQLite file, or a PostgreSQL URL
     tokens: dict[str, str]
     process: subprocess.Popen[str]
-    log: list[str] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)  # standard error up to the line saying where it listens
+    more: queue.Queue[str] = field(default_factory=queue.Queue)  # the lines of standard error after it
+
+    def output(self) -> list[str]:
+        """Every line of standard error from the start to the server's end (wait for that first)."""
+        lines = list(self.log)
+        while True:
+            try:
+                lines.append(self.more.get(timeout=5.0))
+            except queue.Empty:
+                return lines
+            if lines[-1] == END:
+                return lines[:-1]
 
     def client(self, user: str | None = None, **kwargs: AnyType) -> httpx.Client:
         """An HTTP client for the server, with the user's bearer token (none for None)."""
@@ -77,7 +92,7 @@ def start(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: s
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None
     stream = process.stderr
-    threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True).start()
+    threading.Thread(target=lambda: [*(lines.put(line) for line in stream), lines.put(END)], daemon=True).start()
     log: list[str] = []
     try:
         url = _wait_for_url(lines, log, process)
@@ -85,7 +100,7 @@ def start(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: s
         process.kill()
         process.wait()
         raise
-    return Server(url, state, tokens, process, log)
+    return Server(url, state, tokens, process, log, lines)
 
 
 def stop(server: Server) -> None:
@@ -107,9 +122,12 @@ def _wait_for_url(lines: queue.Queue[str], log: list[str], process: subprocess.P
             if process.poll() is not None:
                 raise RuntimeError(f"the server exited with {process.returncode}: {''.join(log)}") from None
             continue
+        if line == END:
+            continue  # the server has exited: poll() says so at the next turn
         log.append(line)
-        if "listening on " in line:
-            return line.rsplit("listening on ", 1)[1].strip()
+        found = LISTENING.search(line)  # in a text line or a JSON one
+        if found:
+            return found[1]
     raise RuntimeError(f"the server did not start in {STARTUP_TIMEOUT}s: {''.join(log)}")
 
 

@@ -85,10 +85,14 @@ def running(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args:
 
 def start(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: str) -> Server:
     """Start `rayon serve` on port 0 (any free one); the server once it listens."""
-    process = subprocess.Popen(
-        [str(RAYON), "serve", "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
-         "--no-access-log", "--log-level", "warning", *args],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return launch(state, tokens, "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
+                  "--no-access-log", "--log-level", "warning", *args)
+
+
+def launch(state: Path | str, tokens: dict[str, str], *args: str, cwd: Path = ROOT) -> Server:
+    """Start `rayon serve ARGS` (which must listen on port 0, as start's do); the server once it listens."""
+    process = subprocess.Popen([str(RAYON), "serve", *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None
     stream = process.stderr

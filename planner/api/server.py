@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
+import threading
 from collections.abc import Iterator
 
 import uvicorn
@@ -30,6 +31,9 @@ class Server(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # only the main thread may take signals
+            yield
+            return
         previous = {signum: signal.signal(signum, self.handle_exit) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield

@@ -46,7 +46,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
         stop(started)
 
 
-def test_sigterm_cancels_a_running_replan_exits_0_and_leaves_no_process(server: Server) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sigterm_cancels_a_running_replan_exits_0_and_leaves_no_process(server: Server, signum: int) -> None:
     with server.client("alice") as alice, server.client("ops") as ops:
         for index in range(6):
             assert submit(alice, pinned(f"r{index}", 30 * index, 60, 2)).status_code == 201
@@ -54,9 +55,10 @@ def test_sigterm_cancels_a_running_replan_exits_0_and_leaves_no_process(server: 
         assert job.status_code == 202 and job.json()["status"] == "running"
     children = descendants(server.process.pid)
     assert children, "the replan's worker process should be running"
-    server.process.send_signal(signal.SIGTERM)
+    server.process.send_signal(signum)
     assert server.process.wait(EXIT_SECONDS) == 0
     assert [pid for pid in children if exists(pid)] == []
+    assert any("is cancelled: the server is shutting down" in line for line in server.output())
     assert stored_violations(server.state) == []
 
 

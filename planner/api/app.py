@@ -13,21 +13,22 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from planner.api import native, yarn
+from planner.api import metrics, native, yarn
 from planner.api.auth import TokenRegistry
 from planner.api.clockwork import ClockMode, WallClock
 from planner.api.context import Service
 from planner.api.errors import YARN_PREFIX, ApiError
 from planner.api.jobs import Jobs
 from planner.api.limits import DEFAULT_MAX_BODY, RequestLimits
+from planner.api.logs import AccessLog
 from planner.api.models import REQUEST_MODELS
 from planner.store.facade import Store, default_state_path
 from rdl.errors import RayonError
 
 DESCRIPTION = """Reservations over a durable plan: submit one and get the decision at once (accepted with its
 leases, or rejected with the reason and the earliest deadline that would fit). Native endpoints under `/v1`;
-YARN's ReservationSystem REST dialect under `/ws/v1/cluster/reservation`. Every call but health and readiness
-needs `Authorization: Bearer TOKEN`."""
+YARN's ReservationSystem REST dialect under `/ws/v1/cluster/reservation`; Prometheus metrics at `/metrics`. Every
+call but health, readiness and metrics needs `Authorization: Bearer TOKEN`."""
 
 
 MANUAL = ClockMode("manual")
@@ -50,21 +51,23 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     target = store_target(state)
     service = Service(store or Store.open(target), target, tokens, Jobs(target))
     wall = WallClock(service.store, clock)
+    service.metrics.watch(service.store, service.jobs)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         wall.start()
         yield
         wall.stop()
-        service.jobs.close()
-        service.store.close()
+        service.close()
 
     app = FastAPI(title="rayon", description=DESCRIPTION, version="1", lifespan=lifespan)
     app.state.service = service
     app.state.yarn_ids = yarn.YarnIds(cluster_timestamp)
     app.include_router(native.router)
     app.include_router(yarn.router)
+    app.include_router(metrics.router)
     app.add_middleware(RequestLimits, limit=max_body)
+    app.add_middleware(AccessLog)  # outermost: it times the whole answer, refusals by the limits too
     install_handlers(app)
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
     return app

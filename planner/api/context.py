@@ -17,6 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from planner.api.auth import Principal, TokenRegistry, utcnow
 from planner.api.errors import ApiError
 from planner.api.jobs import Jobs
+from planner.api.metrics import Metrics
 from planner.core.compile import Clock
 from planner.store.facade import Store
 from planner.store.records import Owner
@@ -41,17 +42,23 @@ class View:
 
 @dataclass
 class Service:
-    """The server's state: the store it serves, who may call, long work, and the write lock."""
+    """The server's state: the store it serves, who may call, long work, its metrics, and the write lock."""
 
     store: Store
     target: str  # the store's path or URL, for worker processes (Store.where hides a URL's password)
     tokens: TokenRegistry
     jobs: Jobs
+    metrics: Metrics = field(default_factory=Metrics)
     # Held from an ownership check to the write it guards, so that no write slips in between (in this
     # server; several servers on one PostgreSQL plan rely on the store alone). Writes are serialised by
     # the store anyway, so this costs no concurrency.
     writes: threading.Lock = field(default_factory=threading.Lock)
     _cluster: tuple[tuple[str, str], Cluster, Instants] | None = None
+
+    def close(self) -> None:
+        """End the jobs' workers and release the store (again: nothing more)."""
+        self.jobs.close()
+        self.store.close()
 
     def view(self, name: str | None = None) -> View:
         """The plan's clock, its cluster (parsed again only when it changed), and the named reservation's owner."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import replace
 from datetime import datetime
 from typing import Any as AnyType
@@ -135,6 +136,7 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
            explain: bool = True, form: str | None = Query(None, alias="format"), who: Principal = Depends(caller),
            svc: Service = Depends(service)) -> JSONResponse:
     """Submit one reservation (RDL text, RDL JSON or YARN JSON); 201 when accepted and committed, else 200."""
+    started = time.perf_counter()
     consequence = "nothing was submitted"
     agent = online_agent(agent)
     reservation, text = bodies.read_one(raw, request.headers.get("content-type"), form, consequence)
@@ -147,6 +149,7 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
         bodies.validated(reservation, view.cluster, view.now, text, consequence)
         decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain,
                                     validated=True)
+    svc.metrics.admitted("native", started, decision, committed=not dry_run)
     created = decision.accepted and not dry_run
     return answer(decision, view.instants, dry_run, 201 if created else 200)
 
@@ -237,6 +240,8 @@ def update_reservation(name: str, request: Request, raw: bytes = Depends(body), 
         reservation = for_caller(reservation, who, owner=view.owner.user if view.owner else None)
         bodies.validated(reservation, view.cluster, view.now, text, consequence)
         decision = svc.store.update(name, reservation, agent, actor=who.user, dry_run=dry_run)
+    if not dry_run:
+        svc.metrics.decided(decision)
     return answer(decision, view.instants, dry_run, 200)
 
 

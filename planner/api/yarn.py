@@ -134,6 +134,7 @@ def new_reservation(who: Principal = Depends(caller), ids: YarnIds = Depends(yar
                  "schema": {"$ref": "#/components/schemas/YarnSubmission"}}}}})
 def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
     """Submit a reservation under its id; 202 when accepted (again, for the same id and definition)."""
+    started = time.perf_counter()
     consequence = "nothing was submitted"
     data = bodies.json_object(raw, consequence)
     rid = reservation_id(data, consequence)
@@ -151,6 +152,7 @@ def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
             return JSONResponse({"reservation-id": rid, "decision": decision_json(record.decision(), view.instants)},
                                 202)
         decision = svc.store.submit(reservation, actor=who.user, validated=True)
+    svc.metrics.admitted("yarn", started, decision, committed=True)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "could not be placed; nothing was submitted")
     return JSONResponse({"reservation-id": rid, "decision": decision_json(decision, view.instants)}, 202)
@@ -171,6 +173,7 @@ def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
         owner = view.owner.user if view.owner and view.owner.user else who.user
         reservation = read_definition(data, rid, owner, view, consequence)
         decision = svc.store.update(rid, reservation, actor=who.user)
+    svc.metrics.decided(decision)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "keeps its previous definition, as the new one does not fit")
     return {"reservation-id": rid, "decision": decision_json(decision, view.instants)}

@@ -1,30 +1,42 @@
 """`rayon serve` (the HTTP API on uvicorn) and `rayon token` (make a bearer token, store its hash).
 
-Exit status: 2 for bad input (a token file that does not read, no tokens at all, a store without a
-plan), 1 when the server cannot start (the port is taken, the database is unreachable).
+Exit status: 2 for bad input (a configuration or token file that does not read, no tokens at all, a
+store without a plan), 1 when the server cannot start (the port is taken, the database is unreachable).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import signal
 import socket
-import sys
+from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
+from pathlib import Path
 from typing import NoReturn
 
 import click
+import yaml
+from click.core import ParameterSource
 
+from planner.api import logs
 from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token, utcnow
+from planner.api.clockwork import ClockMode
 from planner.api.limits import DEFAULT_MAX_BODY
 from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
 from rdl import units
 from rdl.cli import RayonCommand
 from rdl.cluster import positive_duration
+from rdl.config import ConfigReader
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
+from rdl.source import read_text
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+PATHS = ("state", "tokens")  # configuration keys whose relative paths count from the configuration file's folder
+NULL = "tag:yaml.org,2002:null"
+log = logging.getLogger("rayon.serve")
 
 
 def fail(message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
@@ -81,7 +93,100 @@ def loopback(host: str) -> bool:
         return host == "localhost"
 
 
+@dataclass(frozen=True)
+class Options:
+    """What `rayon serve` was asked for: its flags, over its configuration file's settings, over the defaults."""
+
+    state_path: str | None
+    host: str
+    port: int
+    tokens_path: str | None
+    max_body: int
+    log_level: str
+    access_log: bool
+    log_format: str
+    clock: ClockMode
+
+
+class ClockParam(click.ParamType):
+    """`wall`, `manual` or `fast:N` (planner/api/clockwork.py)."""
+
+    name = "clock"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> ClockMode:
+        if isinstance(value, ClockMode):
+            return value
+        try:
+            return ClockMode.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def config_keys(command: click.Command) -> dict[str, click.Option]:
+    """The keys a configuration file may hold, one per long option (`max-body`), and their options."""
+    found = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name not in ("config_path", "help"):
+            found[next(opt[2:] for opt in param.opts if opt.startswith("--"))] = param
+    return found
+
+
+def read_config(path: str, command: click.Command) -> dict[str, object]:
+    """The settings of a configuration file, by parameter name, each read as its flag's value would be; every
+    unknown key and bad value is a positioned error (`FILE:LINE:COL`). Relative paths count from the file's folder."""
+    text = read_text(path)
+    reader = ConfigReader(path)
+    what = "the configuration of `rayon serve`"
+    root = reader.compose(text, what, "`key: value` lines, a key per long option, such as `port: 8080`")
+    reader.sink.raise_if_any({path: text})
+    assert root is not None
+    keys = config_keys(command)
+    settings: dict[str, object] = {}
+    for key, (key_node, value_node) in reader.mapping(root, what).items():
+        option = keys.get(key)
+        if option is None:
+            reader.unknown(key_node, key, keys, what)
+        elif isinstance(value_node, yaml.ScalarNode) and value_node.tag == NULL:
+            reader.sink.add(reader.span(value_node), f"`{key}` needs a value")
+        else:
+            value = reader.scalar(value_node, partial(flag_value, option), f"`{key}`")
+            if value is not None and option.name is not None:
+                settings[option.name] = beside(path, value) if key in PATHS else value
+    reader.sink.raise_if_any({path: text})
+    return settings
+
+
+def flag_value(option: click.Option, text: str) -> object:
+    """The value `text` stands for as the option's flag; ValueError saying why not."""
+    try:
+        return option.type.convert(text, option, None)
+    except click.BadParameter as exc:
+        if isinstance(option.type, click.types.BoolParamType):  # click's message lists a dozen spellings
+            raise ValueError(f"`{text}` is not a boolean; give true or false") from None
+        raise ValueError(exc.message) from None
+
+
+def beside(config: str, value: object) -> object:
+    """A file path given in a configuration file, counted from the file's folder (a database URL stays as it is)."""
+    if not isinstance(value, str) or "://" in value:
+        return value
+    return str(Path(config).parent / Path(value).expanduser())
+
+
+def options(ctx: click.Context, config_path: str | None) -> Options:
+    """The command's options: a flag (or its environment variable) wins over the configuration file's setting."""
+    given = {name: value for name, value in ctx.params.items() if name != "config_path"}
+    if config_path is not None:
+        for name, value in read_config(config_path, ctx.command).items():
+            if ctx.get_parameter_source(name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+                given[name] = value
+    return Options(**given)
+
+
 @click.command("serve", cls=RayonCommand)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="A YAML file of these options, a key per long option (`port: 8080`, `max-body: 65536`); flags "
+              "given here win over it.")
 @click.option("--state", "state_path", envvar="RAYON_STATE", show_envvar=True,
               help=f"Plan store: a SQLite file or a database URL [default: {default_state_path()}].")
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -94,43 +199,41 @@ def loopback(host: str) -> bool:
               help="Largest request body accepted, in bytes (larger: 413).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
-@click.option("--clock", "clock_text", default="wall", show_default=True, metavar="wall|manual|fast:N",
+@click.option("--log-format", type=click.Choice(logs.FORMATS), default="text", show_default=True,
+              help="json: one JSON object per line (time, level, logger, message; method, path, status and "
+              "duration for a request).")
+@click.option("--clock", type=ClockParam(), default="wall", show_default=True, metavar="wall|manual|fast:N",
               help="How the plan's clock moves: with the wall clock (advanced every step, caught up at start), "
               "only by `rayon advance` (manual), or N times faster than real time from where it stands (fast:N).")
-def serve(state_path: str | None, host: str, port: int, tokens_path: str | None, max_body: int, log_level: str,
-          access_log: bool, clock_text: str) -> None:
+@click.pass_context
+def serve(ctx: click.Context, config_path: str | None, **_: object) -> None:  # the options: `options(ctx)`
     """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
 
     Job managers submit reservations and get the decision in milliseconds. Every call but
-    /v1/health and /v1/ready needs a bearer token (`rayon token`). The OpenAPI schema is at
-    /openapi.json, the interactive docs at /docs.
+    /v1/health, /v1/ready and /metrics (Prometheus) needs a bearer token (`rayon token`). The
+    OpenAPI schema is at /openapi.json, the interactive docs at /docs. SIGTERM stops it cleanly.
     """
-    import uvicorn
-
+    from planner.api import server
     from planner.api.app import create_app
-    from planner.api.clockwork import ClockMode
 
-    try:
-        clock = ClockMode.parse(clock_text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--clock") from None
-    tokens = load_tokens(tokens_path)
-    store = open_store(state_path)
-    app = create_app(state_path, tokens, max_body=max_body, store=store, clock=clock)
-    sock = bind(host, port)
+    given = options(ctx, config_path)
+    tokens = load_tokens(given.tokens_path)
+    store = open_store(given.state_path)
+    app = create_app(given.state_path, tokens, max_body=given.max_body, store=store, clock=given.clock)
+    sock = bind(given.host, given.port)
     where = sock.getsockname()
     url_host = f"[{where[0]}]" if ":" in where[0] else where[0]
-    if not loopback(host):
-        click.echo(f"warning: listening on {host}, beyond this machine: bearer tokens travel in the clear unless "
-                   "a TLS proxy stands in front", err=True)
+    logs.configure(given.log_format, given.log_level, given.access_log)
+    if not loopback(given.host):
+        log.warning("listening on %s, beyond this machine: bearer tokens travel in the clear unless a TLS proxy "
+                    "stands in front", given.host)
+    clock = given.clock
     moving = {"manual": "moves only with `rayon advance`", "wall": "follows the wall clock",
               "fast": f"runs {clock.rate:g} times faster than real time"}[clock.kind]
-    click.echo(f"rayon serve: plan store {store.where}; plan clock {units.format_instant(store.now())} "
-               f"({moving}); {tokens_for(tokens)}; listening on http://{url_host}:{where[1]}", err=True)
-    sys.stderr.flush()
+    log.info("rayon serve: plan store %s; plan clock %s (%s); %s; listening on http://%s:%d", store.where,
+             units.format_instant(store.now()), moving, tokens_for(tokens), url_host, where[1])
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
-    config = uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=10)
-    uvicorn.Server(config).run(sockets=[sock])
+    server.run(app, sock, given.log_level)
 
 
 @click.command("token", cls=RayonCommand)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -33,6 +34,7 @@ class Database:
         self.engine = engine
         self.where = where
         self.ready = False  # the tables are known to exist: sessions stop looking for them
+        self.on_commit: Callable[[float], None] | None = None  # told each write's commit time (Store.time_commits)
 
     @classmethod
     def open(cls, target: str | Path, create: bool = True) -> Database:
@@ -51,9 +53,12 @@ class Database:
         try:
             with schema.transaction(self.engine, write) as connection:
                 yield connection
+                committing = time.perf_counter()  # leaving the block commits
         except sa.exc.DBAPIError as exc:
             raise StoreError("database", f"the plan store at {self.where} failed: {exc.orig}",
                              "is it a plan store, and is the database reachable?") from exc
+        if write and self.on_commit is not None:
+            self.on_commit(time.perf_counter() - committing)
 
     @contextlib.contextmanager
     def session(self, write: bool) -> Iterator[tuple[Connection, dict[str, str]]]:

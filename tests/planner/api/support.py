@@ -6,6 +6,7 @@ import json
 import math
 import queue
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -30,6 +31,8 @@ EXAMPLES = ROOT / "examples"
 CLUSTER = cluster_text({"memory": "64GiB", "vcores": 16}, steps=24 * 60)
 USERS = {"alice": "user", "bob": "user", "ops": "admin"}
 STARTUP_TIMEOUT = 60.0
+END = "<end of standard error>"
+LISTENING = re.compile(r"listening on (http://[^\s\"]+)")
 
 
 @dataclass
@@ -40,7 +43,19 @@ class Server:
     state: Path | str  # a SQLite file, or a PostgreSQL URL
     tokens: dict[str, str]
     process: subprocess.Popen[str]
-    log: list[str] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)  # standard error up to the line saying where it listens
+    more: queue.Queue[str] = field(default_factory=queue.Queue)  # the lines of standard error after it
+
+    def output(self) -> list[str]:
+        """Every line of standard error from the start to the server's end (wait for that first)."""
+        lines = list(self.log)
+        while True:
+            try:
+                lines.append(self.more.get(timeout=5.0))
+            except queue.Empty:
+                return lines
+            if lines[-1] == END:
+                return lines[:-1]
 
     def client(self, user: str | None = None, **kwargs: AnyType) -> httpx.Client:
         """An HTTP client for the server, with the user's bearer token (none for None)."""
@@ -71,14 +86,18 @@ def running(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args:
 def start(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: str) -> Server:
     """Start `rayon serve` on port 0 (any free one), its plan's clock moved only by the test (a later `--clock`
     in `args` wins); the server once it listens."""
-    process = subprocess.Popen(
-        [str(RAYON), "serve", "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
-         "--no-access-log", "--log-level", "warning", "--clock", "manual", *args],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return launch(state, tokens, "--state", str(state), "--port", "0", "--tokens", str(tokens_file),
+                  "--no-access-log", "--log-level", "warning", "--clock", "manual", *args)
+
+
+def launch(state: Path | str, tokens: dict[str, str], *args: str, cwd: Path = ROOT) -> Server:
+    """Start `rayon serve ARGS` (which must listen on port 0, as start's do); the server once it listens."""
+    process = subprocess.Popen([str(RAYON), "serve", *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None
     stream = process.stderr
-    threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True).start()
+    threading.Thread(target=lambda: [*(lines.put(line) for line in stream), lines.put(END)], daemon=True).start()
     log: list[str] = []
     try:
         url = _wait_for_url(lines, log, process)
@@ -86,7 +105,7 @@ def start(state: Path | str, tokens_file: Path, tokens: dict[str, str], *args: s
         process.kill()
         process.wait()
         raise
-    return Server(url, state, tokens, process, log)
+    return Server(url, state, tokens, process, log, lines)
 
 
 def stop(server: Server) -> None:
@@ -108,10 +127,31 @@ def _wait_for_url(lines: queue.Queue[str], log: list[str], process: subprocess.P
             if process.poll() is not None:
                 raise RuntimeError(f"the server exited with {process.returncode}: {''.join(log)}") from None
             continue
+        if line == END:
+            continue  # the server has exited: poll() says so at the next turn
         log.append(line)
-        if "listening on " in line:
-            return line.rsplit("listening on ", 1)[1].strip()
+        found = LISTENING.search(line)  # in a text line or a JSON one
+        if found:
+            return found[1]
     raise RuntimeError(f"the server did not start in {STARTUP_TIMEOUT}s: {''.join(log)}")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes a process has started, and theirs, from /proc (Linux)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(child) for child in (task / "children").read_text().split()]
+        except FileNotFoundError:  # the thread or the process has ended
+            continue
+        for child in children:
+            found += [child, *descendants(child)]
+    return found
+
+
+def exists(pid: int) -> bool:
+    """Whether a process of that id exists, running or a zombie not yet collected by its parent."""
+    return Path(f"/proc/{pid}").exists()
 
 
 def pinned(name: str, start: int, length: int, bundles: int, user: str | None = None) -> str:

@@ -1,0 +1,55 @@
+"""Running the app under uvicorn until SIGTERM or Ctrl-C, then ending cleanly: exit status 0, no process left.
+
+On SIGTERM (or SIGINT) the server stops accepting connections, lets the requests in flight finish
+(for up to GRACE_SECONDS), then cancels a replan still running (its worker's process group is ended;
+the plan stays as it was: a replan commits whole or not at all) and closes the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+
+import uvicorn
+from fastapi import FastAPI
+
+from planner.api.context import Service
+
+GRACE_SECONDS = 10  # for the requests in flight at a SIGTERM to finish; a decision takes milliseconds
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, whose process ends with status 0 after a graceful shutdown on SIGTERM or SIGINT.
+
+    uvicorn itself raises the signal again once it has shut down, so that the process dies of it
+    (status 143 for SIGTERM, and no exit handlers run); here the shutdown is complete by then, so the
+    process exits normally. A second Ctrl-C still forces the end, as in uvicorn.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():  # only the main thread may take signals
+            yield
+            return
+        previous = {signum: signal.signal(signum, self.handle_exit) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
+    """Serve `app` on the listening socket until a signal ends it; then no worker of it is left running.
+
+    Logging is configured already (planner/api/logs.py); the access lines are the app's own (`AccessLog`)."""
+    config = uvicorn.Config(app, log_level=log_level, log_config=None, access_log=False,
+                            timeout_graceful_shutdown=GRACE_SECONDS)
+    try:
+        Server(config).run(sockets=[sock])
+    finally:
+        service: Service = app.state.service
+        service.close()  # done already by the app's shutdown, unless a second Ctrl-C cut it short

@@ -50,7 +50,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     `clock`: how the plan's clock moves while the app runs (planner/api/clockwork.py; manual: only when told)."""
     target = store_target(state)
     service = Service(store or Store.open(target), target, tokens, Jobs(target))
-    wall = WallClock(service.store, clock)
+    wall = WallClock(service.store, clock, on_advance=service.metrics.advanced)
     service.metrics.watch(service.store, service.jobs)
 
     @asynccontextmanager

@@ -53,8 +53,9 @@ class ClockMode:
 class WallClock:
     """Advances the stored plan to the wall clock (or a faster one) in a thread, until stopped."""
 
-    def __init__(self, store: Store, mode: ClockMode, wall: Callable[[], datetime] = lambda: datetime.now(UTC)):
-        self.store, self.mode, self._wall = store, mode, wall
+    def __init__(self, store: Store, mode: ClockMode, wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 on_advance: Callable[[AdvanceReport], object] = lambda _report: None):
+        self.store, self.mode, self._wall, self._on_advance = store, mode, wall, on_advance
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._epoch: tuple[datetime, datetime] | None = None  # (wall, plan) at start, for a fast clock
@@ -76,8 +77,10 @@ class WallClock:
         if target <= current:
             return None
         report = self.store.advance(target, actor=ACTOR)
-        log.info("clock %s -> %s, %d expired", units.format_instant(report.previous),
-                 units.format_instant(report.now), len(report.expired))
+        self._on_advance(report)
+        log.info("clock %s -> %s: %d expired, %d series instances placed, %d missed",
+                 units.format_instant(report.previous), units.format_instant(report.now), len(report.expired),
+                 len(report.placed), len(report.missed))
         return report
 
     def seconds_to_next_step(self) -> float:

@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector
 from planner.api.jobs import ENDED, Jobs
 from planner.core.decision import Decision
 from planner.store.facade import Store, StoreError
+from planner.store.records import AdvanceReport
 from rdl import units
 from rdl.shape import step_floor
 
@@ -68,6 +69,14 @@ class Metrics:
             "rayon_store_commit_seconds", "Seconds the plan store took to commit a write transaction of this server "
             "(a decision, a cancel): the database's COMMIT, with its flush to disk.", buckets=COMMIT_BUCKETS,
             registry=self.registry)
+        self.series = Counter(
+            "rayon_series_instances", "Instances of recurring reservations decided as this server moved the plan's "
+            "clock into their horizon, by outcome (placed, or missed: logged as rejected, the series goes on).",
+            ["outcome"], registry=self.registry)
+        for outcome in ("placed", "missed"):
+            self.series.labels(outcome)
+        self.advances = Counter("rayon_clock_advances", "Times this server moved the plan's clock on.",
+                                registry=self.registry)
         for standard in (ProcessCollector, PlatformCollector, GCCollector):
             standard(registry=self.registry)
 
@@ -76,6 +85,12 @@ class Metrics:
         self.registry.register(PlanCollector(store))
         self.registry.register(JobCollector(jobs))
         store.time_commits(self.commits.observe)
+
+    def advanced(self, report: AdvanceReport) -> None:
+        """Count one move of the plan's clock and the series instances it decided."""
+        self.advances.inc()
+        self.series.labels("placed").inc(len(report.placed))
+        self.series.labels("missed").inc(len(report.missed))
 
     def decided(self, decision: Decision) -> None:
         """Count one committed decision."""

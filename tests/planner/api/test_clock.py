@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,3 +84,22 @@ def test_rayon_serve_follows_the_wall_clock_by_default(tmp_path: Path) -> None:
     assert before <= now <= after  # caught up two days at start, to the minute the wall clock is in
     assert use["start"] == f"{now:%Y-%m-%dT%H:%M:%SZ}"  # the horizon starts at the clock ...
     assert datetime.fromisoformat(use["end"].replace("Z", "+00:00")) == now + timedelta(days=7)  # ... a week ahead
+
+
+def test_a_fast_clock_keeps_a_series_going_and_metrics_count_it(tmp_path: Path) -> None:
+    state, tokens_file = tmp_path / "plan.db", tmp_path / "tokens.yaml"
+    with Store.open(state) as store:
+        store.init(cluster_text({"vcores": 8}, steps=60), "cluster.yaml")
+        store.submit(one("reservation s every=20m deadline=+20m { atom(b={vcores: 2}, g=2, h=2, l=5m, w=10m) }"))
+    tokens = make_tokens(tokens_file)
+    with running(state, tokens_file, tokens, "--clock", "fast:1200") as server, server.client() as client:
+        deadline, placed = datetime.now(UTC) + timedelta(seconds=30), 0.0
+        while datetime.now(UTC) < deadline and placed < 2:  # 20 plan minutes a wall second: one instance a second
+            time.sleep(0.1)
+            metrics = client.get("/metrics").text
+            placed = float(re.search(r'rayon_series_instances_total\{outcome="placed"\} (\S+)', metrics).group(1))
+        now = datetime.fromisoformat(client.get("/v1/ready").json()["now"].replace("Z", "+00:00"))
+    assert placed >= 2, metrics
+    assert now >= instant(40)
+    with Store.open(state) as store:
+        assert {a.instance for a in store.get("s").allocations} >= {0, 1, 2, 3, 4}

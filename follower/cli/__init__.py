@@ -43,7 +43,7 @@ COMMANDS = (
                 "the answer."),
     LazyCommand("plot", "planner.plot:plot_command", "Draw the stored plan: capacity over time and each accepted "
                 "reservation's use, one panel per resource."),
-    LazyCommand("serve", "planner.cli.serve:serve", "Serve the plan over HTTP: native endpoints under /v1, YARN's "
+    LazyCommand("serve", "follower.cli.serve:serve", "Serve the plan over HTTP: native endpoints under /v1, YARN's "
                 "reservation REST API under /ws/v1."),
     LazyCommand("token", "planner.cli.serve:token", "Make a bearer token for USER: its hash goes into the token "
                 "file, the token to standard output, once."),

@@ -105,10 +105,15 @@ def render(rounds: Sequence[Round], end: datetime, base: Mapping[str, AnyType] |
         until = points[index + 1][0].time if index + 1 < len(points) else end
         header = (f"# rayon follow: {round.plan.path} from {units.format_instant(round.time)} "
                   f"until {units.format_instant(until)}\n")
-        body = yaml.dump(_flowing(configuration(round, base, partition, sort_policy, names)), Dumper=_Dumper,
-                         sort_keys=False)
-        documents.append(header + body)
+        documents.append(header + document(round, base, partition, sort_policy, names))
     return "---\n".join(documents)
+
+
+def document(round: Round, base: Mapping[str, AnyType] | None = None, partition: str = DEFAULT_PARTITION,
+             sort_policy: str = DEFAULT_SORT_POLICY, names: Mapping[str, str] | None = None) -> str:
+    """One `queues.yaml` for one round, as YAML text (the same text for the same queue settings)."""
+    return yaml.dump(_flowing(configuration(round, base, partition, sort_policy, names)), Dumper=_Dumper,
+                     sort_keys=False)
 
 
 class _Flow(dict[str, AnyType]):

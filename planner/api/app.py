@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any as AnyType
@@ -18,6 +18,7 @@ from planner.api.auth import TokenRegistry
 from planner.api.clockwork import ClockMode, WallClock
 from planner.api.context import Service
 from planner.api.errors import YARN_PREFIX, ApiError
+from planner.api.extension import Extension
 from planner.api.jobs import Jobs
 from planner.api.limits import DEFAULT_MAX_BODY, RequestLimits
 from planner.api.logs import AccessLog
@@ -44,13 +45,15 @@ def store_target(state: str | Path | None) -> str:
 
 def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int = DEFAULT_MAX_BODY,
                store: Store | None = None, cluster_timestamp: int | None = None,
-               clock: ClockMode = MANUAL) -> FastAPI:
+               clock: ClockMode = MANUAL, extensions: Sequence[Extension] = ()) -> FastAPI:
     """The API over the plan store at `state` (opened here unless `store` is given), answering `tokens`' holders.
 
-    `clock`: how the plan's clock moves while the app runs (planner/api/clockwork.py; manual: only when told)."""
+    `clock`: how the plan's clock moves while the app runs (planner/api/clockwork.py; manual: only when told).
+    `extensions`: what the layers above add (the follower's queues), installed here and ticked with the clock."""
     target = store_target(state)
     service = Service(store or Store.open(target), target, tokens, Jobs(target))
-    wall = WallClock(service.store, clock, on_advance=service.metrics.advanced)
+    wall = WallClock(service.store, clock, on_advance=service.metrics.advanced,
+                     on_tick=[extension.tick for extension in extensions])
     service.metrics.watch(service.store, service.jobs)
 
     @asynccontextmanager
@@ -66,6 +69,8 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.include_router(native.router)
     app.include_router(yarn.router)
     app.include_router(metrics.router)
+    for extension in extensions:
+        extension.install(app, service)
     app.add_middleware(RequestLimits, limit=max_body)
     app.add_middleware(AccessLog)  # outermost: it times the whole answer, refusals by the limits too
     install_handlers(app)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -54,8 +54,10 @@ class WallClock:
     """Advances the stored plan to the wall clock (or a faster one) in a thread, until stopped."""
 
     def __init__(self, store: Store, mode: ClockMode, wall: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 on_advance: Callable[[AdvanceReport], object] = lambda _report: None):
+                 on_advance: Callable[[AdvanceReport], object] = lambda _report: None,
+                 on_tick: Sequence[Callable[[], object]] = ()):
         self.store, self.mode, self._wall, self._on_advance = store, mode, wall, on_advance
+        self._on_tick = tuple(on_tick)  # after every tick, the clock moved or not (a manual clock ticks too)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._epoch: tuple[datetime, datetime] | None = None  # (wall, plan) at start, for a fast clock
@@ -71,7 +73,10 @@ class WallClock:
         return plan + (wall - started) * self.mode.rate
 
     def tick(self) -> AdvanceReport | None:
-        """Advance the plan to the last step boundary at or before `now()`, if the plan's clock is behind it."""
+        """Advance the plan to the last step boundary at or before `now()`, if the plan's clock is behind it
+        (never with a manual clock)."""
+        if self.mode.kind == "manual":
+            return None
         cluster, current = self.store.cluster(), self.store.now()
         target = cluster.start + timedelta(seconds=step_floor(cluster.start, self.now(), cluster.step) * cluster.step)
         if target <= current:
@@ -91,8 +96,9 @@ class WallClock:
         return min(LONGEST_SLEEP, max(0.01, (following - now).total_seconds() / self.mode.rate))
 
     def start(self) -> None:
-        """Catch up at once, then keep the clock moving in a daemon thread."""
-        if self.mode.kind == "manual":
+        """Catch up at once, then keep the clock moving in a daemon thread (a manual clock needs one only to run
+        `on_tick` every step)."""
+        if self.mode.kind == "manual" and not self._on_tick:
             return
         self._safe_tick()
         self._thread = threading.Thread(target=self._run, name="rayon-clock", daemon=True)
@@ -119,3 +125,8 @@ class WallClock:
             self.tick()
         except (StoreError, OSError) as exc:  # the store is away for now: the next tick catches up
             log.warning("clock: the plan could not be advanced (%s)", exc)
+        for work in self._on_tick:
+            try:
+                work()
+            except Exception:  # one tick's failure must not stop the clock; the next tick tries again
+                log.exception("clock: the work after a tick failed")

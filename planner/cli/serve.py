@@ -10,11 +10,12 @@ import ipaddress
 import logging
 import signal
 import socket
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 import yaml
@@ -32,6 +33,9 @@ from rdl.cluster import positive_duration
 from rdl.config import ConfigReader
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
 from rdl.source import read_text
+
+if TYPE_CHECKING:
+    from planner.api.extension import Extension
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 PATHS = ("state", "tokens")  # configuration keys whose relative paths count from the configuration file's folder
@@ -106,6 +110,7 @@ class Options:
     access_log: bool
     log_format: str
     clock: ClockMode
+    extra: Mapping[str, object] = field(default_factory=dict)  # options a command built on this one adds
 
 
 class ClockParam(click.ParamType):
@@ -180,7 +185,9 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
         for name, value in read_config(config_path, ctx.command).items():
             if ctx.get_parameter_source(name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
                 given[name] = value
-    return Options(**given)
+    known = {f.name for f in fields(Options)}
+    return Options(**{k: v for k, v in given.items() if k in known},
+                   extra={k: v for k, v in given.items() if k not in known})
 
 
 @click.command("serve", cls=RayonCommand)
@@ -213,13 +220,19 @@ def serve(ctx: click.Context, config_path: str | None, **_: object) -> None:  # 
     /v1/health, /v1/ready and /metrics (Prometheus) needs a bearer token (`rayon token`). The
     OpenAPI schema is at /openapi.json, the interactive docs at /docs. SIGTERM stops it cleanly.
     """
+    run(options(ctx, config_path))
+
+
+def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = lambda _store: ()) -> None:
+    """Serve with these options until SIGTERM; `extensions` (given the store) add what layers above the API
+    serve too (the follower's queues: follower/cli/serve.py)."""
     from planner.api import server
     from planner.api.app import create_app
 
-    given = options(ctx, config_path)
     tokens = load_tokens(given.tokens_path)
     store = open_store(given.state_path)
-    app = create_app(given.state_path, tokens, max_body=given.max_body, store=store, clock=given.clock)
+    app = create_app(given.state_path, tokens, max_body=given.max_body, store=store, clock=given.clock,
+                     extensions=extensions(store))
     sock = bind(given.host, given.port)
     where = sock.getsockname()
     url_host = f"[{where[0]}]" if ":" in where[0] else where[0]
@@ -262,4 +275,5 @@ def token(user: str, role: str, tokens_path: str, lifetime: str | None) -> None:
                "(a running server picks up the file's changes within seconds, or at once on SIGHUP)", err=True)
 
 
-COMMANDS = [serve, token]
+# `rayon serve` itself is follower/cli/serve.py's: this command with the plan follower's queues added.
+COMMANDS = [token]

@@ -1,0 +1,48 @@
+"""`rayon serve` with the plan follower inside: planner/cli/serve.py's command and options, plus `--follow-to`.
+
+The follower sits above the planner (imports point one way), so the service's command that serves its queues
+is put together here: `GET /v1/queues` always, and the YuniKorn `queues.yaml` kept current with `--follow-to`.
+"""
+
+from __future__ import annotations
+
+from typing import Any as AnyType
+
+import click
+
+from follower.follow.service import FollowTo, QueuePublisher
+from planner.cli import serve as planner_serve
+from rdl.cli import RayonCommand
+
+
+class FollowToParam(click.ParamType):
+    """`yunikorn:FILE`."""
+
+    name = "target"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> FollowTo:
+        if isinstance(value, FollowTo):
+            return value
+        try:
+            return FollowTo.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+FOLLOW_TO = click.Option(["--follow-to", "follow_to"], type=FollowToParam(), metavar="yunikorn:FILE",
+                         help="Keep FILE the YuniKorn queues.yaml of the plan's queues now: replaced atomically "
+                         "whenever the plan follower's round changes (GET /v1/queues answers it either way).")
+
+
+@click.pass_context
+def _serve(ctx: click.Context, config_path: str | None, **_: AnyType) -> None:
+    given = planner_serve.options(ctx, config_path)
+    target = given.extra.get("follow_to")
+    assert target is None or isinstance(target, FollowTo)
+    planner_serve.run(given, lambda store: [QueuePublisher(store, target)])
+
+
+serve = RayonCommand("serve", params=[*planner_serve.serve.params, FOLLOW_TO], callback=_serve,
+                     help=planner_serve.serve.help, short_help=planner_serve.serve.short_help)
+
+COMMANDS = [serve]

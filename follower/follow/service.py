@@ -1,0 +1,137 @@
+"""The plan follower inside `rayon serve`: the queue capacities of now, served and published as the clock moves.
+
+Every tick of the service's clock (each plan step) the follower works out the round at the plan's clock:
+`GET /v1/queues` answers it with the time of the next change point, and `--follow-to yunikorn:FILE` writes the
+YuniKorn `queues.yaml` for now to FILE, replaced atomically and only when it changes (a ConfigMap sync or
+YuniKorn's admission controller picks it up). A server that was stopped publishes the current round at once
+when it starts again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any as AnyType
+
+from fastapi import APIRouter, Depends, FastAPI
+
+from follower.follow import yunikorn
+from follower.follow.follower import Follower, PlanView
+from follower.follow.rounds import Round
+from planner.api.auth import Principal
+from planner.api.context import Service, caller
+from planner.api.native import ERRORS
+from planner.store.facade import Store
+from rdl import units
+
+log = logging.getLogger("rayon.follow")
+TARGETS = ("yunikorn",)
+
+
+@dataclass(frozen=True)
+class FollowTo:
+    """Where the follower publishes: `yunikorn:FILE`."""
+
+    kind: str
+    path: Path
+
+    @classmethod
+    def parse(cls, text: str) -> FollowTo:
+        """`yunikorn:FILE`; a ValueError saying what is expected otherwise."""
+        kind, _, path = text.partition(":")
+        if kind not in TARGETS or not path:
+            raise ValueError(f"`{text}` is not a target: give `yunikorn:FILE` (the queues.yaml to keep current)")
+        return cls(kind, Path(path).expanduser())
+
+
+@dataclass(frozen=True)
+class Current:
+    """The round in force at the plan's clock, and when the queues next change (None: not within the horizon)."""
+
+    version: tuple[str, str, str]  # plan id, plan version, clock: what it was worked out from
+    round: Round
+    next_change: datetime | None
+
+
+class QueuePublisher:
+    """The follower as an extension of the API (planner/api/extension.py): `/v1/queues`, and the file it keeps."""
+
+    def __init__(self, store: Store, target: FollowTo | None = None, follower: Follower | None = None):
+        self.store, self.target = store, target
+        self.follower = follower or Follower()
+        self._lock = threading.Lock()
+        self._current: Current | None = None
+        self._written: str | None = None
+
+    def install(self, app: FastAPI, service: Service) -> None:
+        router = APIRouter()
+
+        @router.get("/v1/queues", tags=["plan"], responses={k: ERRORS[k] for k in (401, 503)})
+        def queues(_: Principal = Depends(caller)) -> dict[str, AnyType]:
+            """The queue capacities the plan asks for now (the plan follower's round at the plan's clock), and the
+            time of the next change point within the horizon (null: none)."""
+            return self.answer()
+
+        app.include_router(router)
+
+    def tick(self) -> None:
+        """Work out the round now and, with a target, publish it if it changed."""
+        current = self.current()
+        if self.target is not None:
+            self.publish(yunikorn.document(current.round))
+
+    def current(self) -> Current:
+        """The round at the plan's clock, worked out again only when the plan or its clock changed."""
+        meta = self.store.meta()
+        version = (meta["plan_id"], meta["plan_version"], meta["now"])
+        with self._lock:
+            if self._current is not None and self._current.version == version:
+                return self._current
+            plan = self.store.load_plan()
+            view = PlanView(plan)
+            now = units.parse_instant(meta["now"])
+            (round,) = self.follower.rounds(view, now, plan.clock.at(view.step_of(now) + 1))
+            self._current = Current(version, round, self._next_change(view, round))
+            return self._current
+
+    def answer(self) -> dict[str, AnyType]:
+        current = self.current()
+        return {"time": units.format_instant(current.round.time),
+                "next_change": units.format_instant(current.next_change) if current.next_change else None,
+                **{key: value for key, value in current.round.to_json().items() if key not in ("time", "step")}}
+
+    def publish(self, text: str) -> bool:
+        """Replace the target file with `text` (atomically: a reader sees the old file or the new one), unless it
+        holds it already; whether it wrote."""
+        assert self.target is not None
+        path = self.target.path
+        if self._written is None and path.exists():
+            self._written = path.read_text(encoding="utf-8")
+        if text == self._written:
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
+                                         delete=False) as temporary:
+            temporary.write(text)
+            temporary.flush()
+            os.fsync(temporary.fileno())
+        os.replace(temporary.name, path)
+        self._written = text
+        log.info("follow: wrote %s (the queues from %s)", path, units.format_instant(self._current.round.time)
+                 if self._current else "now")
+        return True
+
+    def _next_change(self, view: PlanView, now: Round) -> datetime | None:
+        """The start of the first step after `now` whose queue settings differ (None: none within the horizon)."""
+        clock = view.plan.clock
+        settings = now.settings()
+        for step in range(now.step + 1, clock.steps):
+            (later,) = self.follower.rounds(view, clock.at(step), clock.at(step + 1))
+            if later.settings() != settings:
+                return later.time
+        return None

@@ -1,0 +1,76 @@
+"""The follower inside `rayon serve` (follower/follow/service.py): the round now, its next change, the file kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from follower.follow.service import FollowTo, QueuePublisher
+from planner.store.facade import Store
+from tests.planner.api.support import make_tokens, running
+from tests.planner.support import at, cluster_text, instant, one, pinned
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "plan.db") as opened:
+        opened.init(cluster_text({"vcores": 8, "memory": "16GiB"}, steps=60), "cluster.yaml")
+        yield opened
+
+
+def leaves(text: str) -> dict[str, dict]:
+    """The leaf queues under root.plan of a queues.yaml, by name."""
+    (partition,) = yaml.safe_load(text)["partitions"]
+    (root,) = partition["queues"]
+    (plan,) = [q for q in root["queues"] if q["name"] == "plan"]
+    return {q["name"]: q for q in plan["queues"]}
+
+
+def test_the_round_now_and_when_it_next_changes(store: Store) -> None:
+    store.submit(one(pinned("a", 10, 20, 4)))  # its window opens at step 10, its lease runs [10, 30)
+    answer = QueuePublisher(store).answer()
+    assert answer["time"] == at(0) and answer["next_change"] == at(10)
+    store.advance(instant(12))
+    answer = QueuePublisher(store).answer()
+    assert answer["time"] == at(12) and answer["next_change"] == at(30)
+    (queue,) = [q for q in answer["queues"] if q["queue"] == "root.plan.a"]
+    assert queue["guaranteed"]["vcores"] == 4
+
+
+def test_the_file_is_written_when_the_round_changes_and_only_then(store: Store, tmp_path: Path) -> None:
+    target = tmp_path / "yunikorn" / "queues.yaml"
+    publisher = QueuePublisher(store, FollowTo.parse(f"yunikorn:{target}"))
+    publisher.tick()
+    first = target.stat()
+    assert set(leaves(target.read_text())) == {"default"}
+    publisher.tick()  # nothing changed: the file is left alone
+    assert target.stat().st_mtime_ns == first.st_mtime_ns and target.stat().st_ino == first.st_ino
+    store.submit(one(pinned("a", 0, 20, 4)))
+    publisher.tick()
+    assert set(leaves(target.read_text())) == {"default", "a"}
+    assert target.stat().st_ino != first.st_ino  # replaced by a rename, never rewritten in place
+    assert [p.name for p in target.parent.iterdir()] == ["queues.yaml"]  # no temporary file left
+    store.advance(instant(25))  # `a` has ended
+    publisher.tick()
+    assert set(leaves(target.read_text())) == {"default"}
+
+
+@pytest.mark.parametrize("text", ["yunikorn", "yunikorn:", "kueue:queues.yaml", "queues.yaml"])
+def test_a_target_that_is_not_one_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="give `yunikorn:FILE`"):
+        FollowTo.parse(text)
+
+
+def test_rayon_serve_serves_the_queues_and_keeps_the_file(store: Store, tmp_path: Path) -> None:
+    store.submit(one(pinned("a", 0, 20, 4)))
+    target = tmp_path / "queues.yaml"
+    tokens = make_tokens(tmp_path / "tokens.yaml")
+    with running(store.where, tmp_path / "tokens.yaml", tokens, "--follow-to", f"yunikorn:{target}") as server, \
+            server.client("alice") as alice:
+        answer = alice.get("/v1/queues")
+        assert server.client().get("/v1/queues").status_code == 401
+    assert answer.status_code == 200 and answer.json()["time"] == at(0) and answer.json()["next_change"] == at(20)
+    assert set(leaves(target.read_text())) == {"default", "a"}  # written at start, before any request

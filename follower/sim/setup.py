@@ -21,6 +21,7 @@ from typing import Any
 from follower.follow.follower import PLAN_QUEUE, Follower, FollowerError
 from follower.scheduler.policies import APP_POLICIES
 from follower.sim.scenario import Scenario, Section
+from follower.sim.workloads.fields import MAX_COUNT
 from rdl.config import ConfigReader
 from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 
@@ -83,9 +84,10 @@ def follower_from(scenario: Scenario, replan: Callable[[Any], object] | None = N
                                 hint or f"one of {', '.join(FOLLOWER_KEYS)}")
     settings = {**DEFAULT_FOLLOWER, **given}
     steps = settings["round_steps"]
-    if isinstance(steps, bool) or not isinstance(steps, int):
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_COUNT:
         raise RDLErrors([RDLError(_where(scenario.follower, "round_steps"), "`round_steps` must be a whole number of "
-                                  f"plan steps, got `{steps}`", hint="for example `round_steps: 1`")])
+                                  f"plan steps from 1 to {MAX_COUNT:,}, got `{steps}`",
+                                  hint="for example `round_steps: 1`")])
     return Follower(plan_queue=str(settings["plan_queue"]), default_queue=str(settings["default_queue"]),
                     on_expiry=str(settings["on_expiry"]), round_steps=steps,
                     max_policy=str(settings["max_policy"]), replan=replan)

@@ -12,7 +12,7 @@ import pytest
 
 from planner.api.clockwork import ClockMode, WallClock
 from planner.store.facade import Store
-from tests.planner.api.support import make_tokens, running
+from tests.planner.api.support import make_tokens, running, start, stored_violations
 from tests.planner.support import START, cluster_text, instant, one, pinned
 
 
@@ -103,3 +103,32 @@ def test_a_fast_clock_keeps_a_series_going_and_metrics_count_it(tmp_path: Path) 
     assert now >= instant(40)
     with Store.open(state) as store:
         assert {a.instance for a in store.get("s").allocations} >= {0, 1, 2, 3, 4}
+
+
+def test_a_server_killed_and_started_again_days_later_catches_up_on_the_wall_clock(tmp_path: Path) -> None:
+    state, tokens_file = tmp_path / "plan.db", tmp_path / "tokens.yaml"
+    began = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=2)
+    with Store.open(state) as store:
+        text = cluster_text({"vcores": 8}, steps=24 * 60)  # a day ahead, one-minute steps
+        store.init(text.replace(f"start: {START:%Y-%m-%dT%H:%M:%SZ}", f"start: {began:%Y-%m-%dT%H:%M:%SZ}"),
+                   "cluster.yaml")
+        store.submit(one("reservation s every=1h deadline=+30m { atom(b={vcores: 2}, g=2, h=2, l=10m, w=20m) }"))
+    tokens = make_tokens(tokens_file)
+    server = start(state, tokens_file, tokens, "--clock", "fast:3600")  # an hour of plan time a second
+    time.sleep(1.5)
+    server.process.kill()  # SIGKILL mid-run: no shutdown at all
+    server.process.wait()
+    with Store.open(state) as store:
+        stopped = store.now()
+    assert began < stopped < began + timedelta(days=1)
+    with running(state, tokens_file, tokens, "--clock", "wall") as again, again.client() as client:
+        now = datetime.fromisoformat(client.get("/v1/ready").json()["now"].replace("Z", "+00:00"))
+    assert now >= datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)  # caught up at start
+    with Store.open(state) as store:
+        rows = [e.decision for e in store.log() if e.action == "advance" and e.reservation == "s" and e.decision]
+        placed = sorted({a.instance for a in store.get("s").allocations})
+    missed = [row["instance"] for row in rows if not row["accepted"]]
+    assert missed and all(row["reason"]["code"] == "window" for row in rows if not row["accepted"])
+    assert placed[-1] >= (now - began) // timedelta(hours=1) + 22  # the series reaches a day ahead again
+    assert sorted(missed + placed) == list(range(placed[-1] + 1))  # every hour decided exactly once
+    assert stored_violations(state) == []

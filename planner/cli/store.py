@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -39,6 +40,7 @@ from planner.store.facade import (
 from rdl import units
 from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.errors import RayonError, RDLErrors
+from rdl.shape import step_floor
 from rdl.source import read_text
 from rdl.table import format_table
 
@@ -141,7 +143,16 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: Time
             click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
         else:
             echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+            click.echo(clock_line(store))
     check_rejections(decisions, fail_on_reject)
+
+
+def clock_line(store: Store) -> str:
+    """What the stored plan's clock says, for the end of a table: the time and the horizon it reaches."""
+    now, cluster = store.now(), store.cluster()
+    reach = cluster.start + timedelta(seconds=(max(0, step_floor(cluster.start, now, cluster.step)) + cluster.steps)
+                                      * cluster.step)
+    return f"plan clock {units.format_instant(now)}; the plan reaches {units.format_instant(reach)}"
 
 
 @click.command("list", cls=RayonCommand)
@@ -160,6 +171,7 @@ def list_command(user: str | None, wanted: str | None, start: TimeValue | None, 
         now = store.now()
         records = store.list(user=user, state=wanted, start=resolve_time(start, now), end=resolve_time(end, now))
         clock = store.clock()  # read once, not per record
+        line = clock_line(store)
     if as_json:
         click.echo(json.dumps([record_json(r, store, clock) for r in records], indent=2))
         return
@@ -168,6 +180,7 @@ def list_command(user: str | None, wanted: str | None, start: TimeValue | None, 
             for r in records]
     click.echo(format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "AGENT", "SUBMITTED",
                              "ALLOCATIONS", "REASON"], rows))
+    click.echo(line)
 
 
 @click.command("show", cls=RayonCommand)

@@ -23,6 +23,7 @@ from planner.api.jobs import Jobs
 from planner.api.limits import DEFAULT_MAX_BODY, RequestLimits
 from planner.api.logs import AccessLog
 from planner.api.models import REQUEST_MODELS
+from planner.api.schedule import DEFAULT_REPLAN_LIMIT, ReplanSchedule
 from planner.store.facade import Store, default_state_path
 from rdl.errors import RayonError
 
@@ -45,15 +46,19 @@ def store_target(state: str | Path | None) -> str:
 
 def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int = DEFAULT_MAX_BODY,
                store: Store | None = None, cluster_timestamp: int | None = None,
-               clock: ClockMode = MANUAL, extensions: Sequence[Extension] = ()) -> FastAPI:
+               clock: ClockMode = MANUAL, extensions: Sequence[Extension] = (),
+               replan_every: float | None = None, replan_time_limit: float = DEFAULT_REPLAN_LIMIT) -> FastAPI:
     """The API over the plan store at `state` (opened here unless `store` is given), answering `tokens`' holders.
 
     `clock`: how the plan's clock moves while the app runs (planner/api/clockwork.py; manual: only when told).
-    `extensions`: what the layers above add (the follower's queues), installed here and ticked with the clock."""
+    `extensions`: what the layers above add (the follower's queues), installed here and ticked with the clock.
+    `replan_every`: seconds of plan time between scheduled replan jobs (planner/api/schedule.py; None: none)."""
     target = store_target(state)
     service = Service(store or Store.open(target), target, tokens, Jobs(target))
-    wall = WallClock(service.store, clock, on_advance=service.metrics.advanced,
-                     on_tick=[extension.tick for extension in extensions])
+    ticks = [extension.tick for extension in extensions]
+    if replan_every is not None:
+        ticks.append(ReplanSchedule(service.store, service.jobs, replan_every, replan_time_limit).tick)
+    wall = WallClock(service.store, clock, on_advance=service.metrics.advanced, on_tick=ticks)
     service.metrics.watch(service.store, service.jobs)
 
     @asynccontextmanager

@@ -132,6 +132,11 @@ class Jobs:
         log.info("replan job %s %s", job.id, job.status)
         job.done.set()
 
+    def all(self) -> list[Job]:
+        """Every job this server keeps (the latest KEEP), oldest first."""
+        with self._lock:
+            return list(self._jobs.values())
+
     def get(self, job_id: str) -> Job:
         """The job of that id; 404 if this server has none."""
         with self._lock:

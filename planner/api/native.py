@@ -345,6 +345,14 @@ def replan(response: Response, params: ReplanRequest | None = None, who: Princip
     return job.to_json()
 
 
+@router.get("/jobs", response_model=list[JobOut], response_model_exclude_none=True, tags=["admin"],
+            responses=ERRORS)
+def list_jobs(who: Principal = Depends(caller), svc: Service = Depends(service)) -> list[dict[str, AnyType]]:
+    """This server's jobs, past (the latest ones it keeps) and running, oldest first: all of them for an admin,
+    one's own for a user (scheduled replans are the `schedule` actor's)."""
+    return [job.to_json() for job in svc.jobs.all() if who.may_act_for(job.requested_by)]
+
+
 @router.delete("/jobs/{job_id}", response_model=JobOut, response_model_exclude_none=True, tags=["admin"],
                responses=ERRORS)
 def cancel_job(job_id: str, who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:

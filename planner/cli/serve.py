@@ -24,7 +24,9 @@ from click.core import ParameterSource
 from planner.api import logs
 from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token, utcnow
 from planner.api.clockwork import ClockMode
+from planner.api.jobs import MAX_TIME_LIMIT
 from planner.api.limits import DEFAULT_MAX_BODY
+from planner.api.schedule import DEFAULT_REPLAN_LIMIT
 from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
 from rdl import units
@@ -110,6 +112,8 @@ class Options:
     access_log: bool
     log_format: str
     clock: ClockMode
+    replan_every: float | None
+    replan_time_limit: float
     extra: Mapping[str, object] = field(default_factory=dict)  # options a command built on this one adds
 
 
@@ -125,6 +129,20 @@ class ClockParam(click.ParamType):
             return ClockMode.parse(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class DurationParam(click.ParamType):
+    """A positive duration with a unit (`6h`), in seconds."""
+
+    name = "duration"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            return positive_duration(str(value))
+        except ValueError as exc:
+            self.fail(f"`{value}`: {exc}", param, ctx)
 
 
 def config_keys(command: click.Command) -> dict[str, click.Option]:
@@ -212,6 +230,11 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
 @click.option("--clock", type=ClockParam(), default="wall", show_default=True, metavar="wall|manual|fast:N",
               help="How the plan's clock moves: with the wall clock (advanced every step, caught up at start), "
               "only by `rayon advance` (manual), or N times faster than real time from where it stands (fast:N).")
+@click.option("--replan-every", type=DurationParam(), metavar="DURATION",
+              help="Re-optimise the plan (the MILP, in a worker) each time its clock has moved this far, such as 6h; "
+              "the jobs show in GET /v1/jobs.")
+@click.option("--replan-time-limit", type=click.FloatRange(0.5, MAX_TIME_LIMIT), default=DEFAULT_REPLAN_LIMIT,
+              show_default=True, help="Seconds each scheduled replan's solver may take.")
 @click.pass_context
 def serve(ctx: click.Context, config_path: str | None, **_: object) -> None:  # the options: `options(ctx)`
     """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
@@ -232,7 +255,8 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = lam
     tokens = load_tokens(given.tokens_path)
     store = open_store(given.state_path)
     app = create_app(given.state_path, tokens, max_body=given.max_body, store=store, clock=given.clock,
-                     extensions=extensions(store))
+                     extensions=extensions(store), replan_every=given.replan_every,
+                     replan_time_limit=given.replan_time_limit)
     sock = bind(given.host, given.port)
     where = sock.getsockname()
     url_host = f"[{where[0]}]" if ":" in where[0] else where[0]

@@ -35,7 +35,8 @@ def test_the_file_sets_what_no_flag_gives_and_relative_paths_count_from_its_fold
     found = given(config, "--port", "9191", "--log-format", "text")
     assert found == Options(state_path=str(config.parent / "../var/plan.db"), host="127.0.0.1", port=9191,
                             tokens_path="/srv/tokens.yaml", max_body=65536, log_level="info", access_log=False,
-                            log_format="text", clock=ClockMode("wall"))
+                            log_format="text", clock=ClockMode("wall"), replan_every=None,
+                            replan_time_limit=60.0)
 
 
 def test_an_environment_variable_wins_over_the_file_as_its_flag_would(tmp_path: Path,
@@ -56,10 +57,12 @@ def test_unknown_keys_and_bad_values_are_refused_at_their_place_all_at_once(tmp_
     lines = [line for line in result.output.splitlines() if line.startswith(str(config))]
     assert lines == [
         f"{config}:1:1: unknown key `prot` in the configuration of `rayon serve`; expected one of state, host, port, "
-        "tokens, max-body, log-level, access-log, log-format, clock (did you mean `port`?)",
+        "tokens, max-body, log-level, access-log, log-format, clock, replan-every, replan-time-limit "
+        "(did you mean `port`?)",
         f"{config}:2:7: `port`: 99999 is not in the range 0<=x<=65535.",
         f"{config}:3:1: unknown key `max_body` in the configuration of `rayon serve`; expected one of state, host, "
-        "port, tokens, max-body, log-level, access-log, log-format, clock (did you mean `max-body`?)",
+        "port, tokens, max-body, log-level, access-log, log-format, clock, replan-every, replan-time-limit "
+        "(did you mean `max-body`?)",
         f"{config}:4:13: `access-log`: `maybe` is not a boolean; give true or false",
         f"{config}:5:13: `log-format`: 'jsn' is not one of 'text', 'json'.",
         f"{config}:6:7: `host` must be a single value",

@@ -35,7 +35,7 @@ class GoogleParams:
     file: str = field(default="", metadata=path())
     slice: Slice = field(default=Slice(), metadata=nested(Slice))
     task_time: str = field(default="resource", metadata=choice("resource", "runtime"))
-    time_scale: float = field(default=1.0, metadata=number(minimum=0.0, strict=True))
+    time_scale: float = field(default=1.0, metadata=number(minimum=1e-6))
     drop_larger_than: float = field(default=0.0, metadata=number(minimum=0.0))  # × the median job work; 0: keep all
     max_executors: int = field(default=32, metadata=integer(minimum=1))
     executor: Resources = field(default=Resources.of({"memory": 1024.0, "vcores": 1}), metadata=resources())

@@ -42,7 +42,7 @@ class SyntheticParams:
     """A Poisson stream of jobs from a few users, part production (with deadlines), part best effort."""
 
     jobs: int = field(default=100, metadata=integer(minimum=1))
-    rate: float = field(default=60.0, metadata=number(minimum=0.0, strict=True))  # jobs per hour
+    rate: float = field(default=60.0, metadata=number(minimum=0.001))  # jobs per hour (at least one in 1,000 h)
     production: float = field(default=0.3, metadata=number(minimum=0.0, maximum=1.0))
     users: int = field(default=4, metadata=integer(minimum=1))
     executors: tuple[int, int] = field(default=(1, 16), metadata=integer_range(minimum=0))
@@ -103,7 +103,7 @@ class PowerSmallParams:
     interval: float = field(default=30.0, metadata=duration())
     small_users: int = field(default=2, metadata=integer(minimum=0))
     small_jobs: int = field(default=12, metadata=integer(minimum=1))
-    small_rate: float = field(default=8.0, metadata=number(minimum=0.0, strict=True))  # jobs per minute
+    small_rate: float = field(default=8.0, metadata=number(minimum=0.001))  # jobs per minute
     executors: int = field(default=11, metadata=integer(minimum=1))  # Loop100: ≈ 25 core-seconds ...
     runtime: float = field(default=2.2, metadata=duration())  # ... run in 2.2 s when alone
     executor: Resources = field(default=CORE, metadata=resources())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any as AnyType
@@ -80,6 +81,23 @@ class NameParam(click.ParamType):
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(self.registry) + "]"
+
+
+class ParsedParam(click.ParamType):
+    """A value read by a parse function: its ValueError becomes click's usage error (exit 2) with its message.
+
+    A value already parsed (a default, a configuration file's setting read earlier) passes through."""
+
+    def __init__(self, name: str, parse: Callable[[str], object], parsed: type | tuple[type, ...]):
+        self.name, self.parse, self.parsed = name, parse, parsed
+
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> AnyType:
+        if isinstance(value, self.parsed):
+            return value
+        try:
+            return self.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 @dataclass(frozen=True)

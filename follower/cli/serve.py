@@ -12,24 +12,10 @@ import click
 
 from follower.follow.service import FollowTo, QueuePublisher
 from planner.cli import serve as planner_serve
-from rdl.cli import RayonCommand
+from rdl.cli import ParsedParam, RayonCommand
 
-
-class FollowToParam(click.ParamType):
-    """`yunikorn:FILE`."""
-
-    name = "target"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> FollowTo:
-        if isinstance(value, FollowTo):
-            return value
-        try:
-            return FollowTo.parse(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-FOLLOW_TO = click.Option(["--follow-to", "follow_to"], type=FollowToParam(), metavar="yunikorn:FILE",
+FOLLOW_TO = click.Option(["--follow-to", "follow_to"], type=ParsedParam("target", FollowTo.parse, FollowTo),
+                         metavar="yunikorn:FILE",
                          help="Keep FILE the YuniKorn queues.yaml of the plan's queues now: replaced atomically "
                          "whenever the plan follower's round changes (GET /v1/queues answers it either way).")
 

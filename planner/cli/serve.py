@@ -30,7 +30,7 @@ from planner.api.schedule import DEFAULT_REPLAN_LIMIT
 from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
 from rdl import units
-from rdl.cli import RayonCommand
+from rdl.cli import ParsedParam, RayonCommand
 from rdl.cluster import positive_duration
 from rdl.config import ConfigReader
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
@@ -117,34 +117,6 @@ class Options:
     extra: Mapping[str, object] = field(default_factory=dict)  # options a command built on this one adds
 
 
-class ClockParam(click.ParamType):
-    """`wall`, `manual` or `fast:N` (planner/api/clockwork.py)."""
-
-    name = "clock"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> ClockMode:
-        if isinstance(value, ClockMode):
-            return value
-        try:
-            return ClockMode.parse(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-class DurationParam(click.ParamType):
-    """A positive duration with a unit (`6h`), in seconds."""
-
-    name = "duration"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        try:
-            return positive_duration(str(value))
-        except ValueError as exc:
-            self.fail(f"`{value}`: {exc}", param, ctx)
-
-
 def config_keys(command: click.Command) -> dict[str, click.Option]:
     """The keys a configuration file may hold, one per long option (`max-body`), and their options."""
     found = {}
@@ -227,10 +199,11 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
 @click.option("--log-format", type=click.Choice(logs.FORMATS), default="text", show_default=True,
               help="json: one JSON object per line (time, level, logger, message; method, path, status and "
               "duration for a request).")
-@click.option("--clock", type=ClockParam(), default="wall", show_default=True, metavar="wall|manual|fast:N",
+@click.option("--clock", type=ParsedParam("clock", ClockMode.parse, ClockMode), default="wall", show_default=True,
+              metavar="wall|manual|fast:N",
               help="How the plan's clock moves: with the wall clock (advanced every step, caught up at start), "
               "only by `rayon advance` (manual), or N times faster than real time from where it stands (fast:N).")
-@click.option("--replan-every", type=DurationParam(), metavar="DURATION",
+@click.option("--replan-every", type=ParsedParam("duration", positive_duration, (int, float)), metavar="DURATION",
               help="Re-optimise the plan (the MILP, in a worker) each time its clock has moved this far, such as 6h; "
               "the jobs show in GET /v1/jobs.")
 @click.option("--replan-time-limit", type=click.FloatRange(0.5, MAX_TIME_LIMIT), default=DEFAULT_REPLAN_LIMIT,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from planner.store.facade import Store
+from planner.store.facade import Store, StoreError
 from tests.planner.api.support import CLUSTER, Server, make_tokens, running
 
 
@@ -34,3 +35,19 @@ def api(server: Server) -> Server:
 @pytest.fixture
 def state(api: Server) -> Path:
     return api.state
+
+
+POSTGRES_ENV = "RAYON_TEST_POSTGRES_URL"
+
+
+@pytest.fixture
+def postgres() -> str:
+    """The URL of a throwaway PostgreSQL database (as `.ci/run` starts one); without one the test is skipped."""
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        pytest.skip(f"the API's PostgreSQL tests need {POSTGRES_ENV}=postgresql+psycopg://USER@HOST:PORT/DB")
+    try:
+        Store.open(url).close()
+    except StoreError as exc:
+        pytest.skip(f"no PostgreSQL plan store at {POSTGRES_ENV}: {exc}")
+    return url

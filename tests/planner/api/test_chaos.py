@@ -33,7 +33,7 @@ from typing import Any as AnyType
 import httpx
 import pytest
 
-from planner.store.facade import Store, StoreError
+from planner.store.facade import Store
 from rdl.syntax.parser import parse_text
 from tests.planner.api.support import (
     CLUSTER,
@@ -55,7 +55,6 @@ PER_CLIENT = 60
 KILLS = 4  # at least this many kills land while the clients run (the killer goes on until they end)
 PAUSE = (0.3, 1.5)  # seconds between a server's (re)start and its next kill
 YARN = "/ws/v1/cluster/reservation"
-POSTGRES_ENV = "RAYON_TEST_POSTGRES_URL"
 
 
 @dataclass
@@ -91,16 +90,6 @@ class Cluster:
                             timeout=30.0)
 
 
-@pytest.fixture
-def postgres() -> str:
-    url = os.environ.get(POSTGRES_ENV)
-    if not url:
-        pytest.skip(f"the chaos test on PostgreSQL needs {POSTGRES_ENV}=postgresql+psycopg://USER@HOST:PORT/DB")
-    try:
-        Store.open(url).close()
-    except StoreError as exc:
-        pytest.skip(f"no PostgreSQL plan store at {POSTGRES_ENV}: {exc}")
-    return url
 
 
 @pytest.fixture

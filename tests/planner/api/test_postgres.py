@@ -6,14 +6,13 @@ the tests drop and recreate the store's tables there.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from planner.store.facade import Store, StoreError
+from planner.store.facade import Store
 from tests.planner.api.support import (
     Load,
     Server,
@@ -25,20 +24,6 @@ from tests.planner.api.support import (
     submit,
     yarn_body,
 )
-
-POSTGRES_ENV = "RAYON_TEST_POSTGRES_URL"
-
-
-@pytest.fixture
-def postgres() -> str:
-    url = os.environ.get(POSTGRES_ENV)
-    if not url:
-        pytest.skip(f"the API's PostgreSQL tests need {POSTGRES_ENV}=postgresql+psycopg://USER@HOST:PORT/DB")
-    try:
-        Store.open(url).close()
-    except StoreError as exc:
-        pytest.skip(f"no PostgreSQL plan store at {POSTGRES_ENV}: {exc}")
-    return url
 
 
 @pytest.fixture

@@ -117,8 +117,11 @@ def main() -> None:
             index, now = 0, START
             while now < end:
                 before = time.perf_counter()
-                answer = submit(client, one_off(rng, index)).json()
+                response = submit(client, one_off(rng, index))
                 latency = time.perf_counter() - before
+                answer = response.json()
+                if response.status_code not in (200, 201):
+                    raise SystemExit(f"submission {index} answered {response.status_code}: {answer}")
                 now = units.parse_instant(client.get("/v1/ready").json()["now"])
                 week = weeks.setdefault((now - START).days // 7, Week())
                 week.decisions += 1

@@ -6,7 +6,8 @@ Uses the workload of admission.py (a seeded mix over a one-week, one-minute plan
 in-memory Planner alone (the baseline), for one writer and for N writer processes on one SQLite
 file: decisions per second and p50/p99 latency of one submission including its commit. The
 earliest-deadline search on rejection is off unless --explain: it is planner work, not store work
-(admission.py measures it), and at 1.5x demand it dominates.
+(admission.py measures it), and at 1.5x demand it dominates. Last, on the one-writer file: what moving
+the plan's clock costs, a step at a time (the window rolls each time) and a day at once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +127,28 @@ def main() -> None:
             .report(f"store, {args.processes} processes")
         size = sum(p.stat().st_size for p in folder.glob("one-writer.db*")) / 2**20
         print(f"  SQLite file after {len(reservations):,} decisions: {size:.1f} MiB")
+        advances(single)
+
+
+def advances(path: Path, moves: int = 60) -> None:
+    """The cost of moving the plan's clock (expiry, rolling the window, series going on) on the filled store:
+    one step at a time, then a day at once."""
+    with Store.open(path) as store:
+        store.load_plan()
+        step = store.cluster().step
+        latencies = []
+        for _ in range(moves):
+            began = time.perf_counter()
+            store.advance(store.now() + timedelta(seconds=step))
+            latencies.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        report = store.advance(store.now() + timedelta(days=1))
+        day = time.perf_counter() - began
+        held = len(store.load_plan().accepted)
+    cuts = np.percentile(np.array(latencies) * 1e3, [50, 99])
+    print(f"  advance one step       p50 {cuts[0]:6.2f} ms   p99 {cuts[1]:6.2f} ms   ({moves} moves, "
+          f"{held:,} reservations held after)")
+    print(f"  advance a day at once  {day * 1e3:8.1f} ms   ({len(report.expired):,} expired)")
 
 
 if __name__ == "__main__":

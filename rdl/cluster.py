@@ -93,6 +93,13 @@ class Cluster:
         return self.horizon // self.step
 
     @property
+    def roll_steps(self) -> int:
+        """The steps a stored plan's window moves by at a time: whole hours (a sixteenth of the horizon when that is
+        shorter, one step at least), so that the plan reaches between `horizon` less that and `horizon` ahead of
+        its clock and the cost of rolling it is spread over that many steps."""
+        return max(1, min(self.steps // 16, 3600 // self.step))
+
+    @property
     def end(self) -> datetime:
         return self.start + timedelta(seconds=self.steps * self.step)
 

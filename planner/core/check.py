@@ -6,12 +6,13 @@ reads allocations back from their ISO times, and walks each reservation's tree t
 gang multiples, lease lengths and counts, parallelism, windows, order and gaps, `any`
 exactly one, `all` every child, every recurring instance, and capacity per step.
 
-A plan store's plan rolls (`rolled_to`: its clock now): the horizon runs from the step the plan's clock is in (never
-before the cluster's `start`) to `horizon` after. A reservation must place every instance inside the
-horizon as it was when it was submitted; an instance of a recurring one beyond that may be placed too
-(once the plan rolled on: re-placing it, or the series going on) and is then checked like the others,
-up to the horizon at `now`. Capacity is checked over every step any of them reaches. A one-shot plan
-(`rayon plan`, the simulator's) covers the cluster file's horizon from its `start`, whatever its clock.
+A plan store's plan rolls (`rolled_to`: its clock now): its horizon runs `horizon` from the last whole
+`roll_steps` at or before its clock (never before the cluster's `start`). A reservation must place
+every instance inside the horizon as it was when it was submitted; an instance of a recurring one
+beyond that may be placed too (once the plan rolled on: re-placing it, or the series going on) and
+is then checked like the others, up to the horizon at `rolled_to`. Capacity is checked over every
+step any of them reaches. A one-shot plan (`rayon plan`, the simulator's) covers the cluster file's
+horizon from its `start`, whatever its clock.
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions:
 
     # Each reservation's horizon ends `horizon` after the step its submission fell in (the plan rolls).
     def horizon_end(at: datetime) -> int:
-        return (max(0, _Grid(cluster, 0).down(at)) if rolled_to is not None else 0) + horizon
+        if rolled_to is None:
+            return horizon
+        step = max(0, _Grid(cluster, 0).down(at))
+        return step - step % cluster.roll_steps + horizon
 
     ends = {d["reservation"]: horizon_end(when(d["reservation"])) for d in decisions}
     grid = _Grid(cluster, max([horizon_end(rolled_to or cluster.start), *ends.values()]))

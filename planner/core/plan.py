@@ -51,22 +51,25 @@ class Accepted:
 
 
 def window_cluster(cluster: Cluster, now: datetime) -> Cluster:
-    """The cluster as a rolling plan sees it with its clock at `now`: the window starts at the step `now` is in
-    (on the cluster file's step grid; never before the file's `start`) and reaches `horizon` ahead."""
+    """The cluster as a rolling plan sees it with its clock at `now`: the window starts at the last whole
+    `roll_steps` of the cluster file's grid at or before `now` (never before the file's `start`) and reaches
+    `horizon` from there."""
     offset = window_offset(cluster, now)
     return cluster if offset == 0 else replace(cluster, start=cluster.start + timedelta(seconds=offset * cluster.step))
 
 
 def window_offset(cluster: Cluster, now: datetime) -> int:
     """Steps from the cluster file's `start` to the origin of the rolling window at `now`."""
-    return max(0, step_floor(cluster.start, now, cluster.step))
+    step = max(0, step_floor(cluster.start, now, cluster.step))
+    return step - step % cluster.roll_steps
 
 
 def shifted(allocations: list[Allocation], steps: int) -> list[Allocation]:
     """The allocations `steps` later on the step axis (earlier when negative): the same leases on another origin."""
     if steps == 0:
         return list(allocations)
-    return [replace(a, start=a.start + steps, end=a.end + steps) for a in allocations]
+    # The constructor, not dataclasses.replace: this runs over every allocation of the plan at each roll.
+    return [Allocation(a.atom, a.start + steps, a.end + steps, a.bundles, a.bundle, a.instance) for a in allocations]
 
 
 def capacity_over_time(cluster: Cluster, clock: Clock) -> np.ndarray:
@@ -116,13 +119,15 @@ class Plan:
         self.user_used: dict[str | None, np.ndarray] = {}  # kept only when the policy limits users
 
     def roll(self, now: datetime) -> int:
-        """Move the clock to `now` (never back) and the window with it; the steps the window moved.
+        """Move the clock to `now` (never back) and the window with it, by whole `roll_steps`; the steps it moved.
 
         The arrays shift by the steps moved and the new steps at the front get the cluster file's capacity
         (its `changes:` included); every allocation is re-based on the new origin. The cost is one pass over the
-        arrays and the allocations held, whatever the distance: nothing is rebuilt from the reservations.
+        arrays and the allocations held, whatever the distance (nothing is rebuilt from the reservations), paid
+        once every `roll_steps` steps.
         """
         moved = max(0, step_floor(self.clock.origin, now, self.clock.step))
+        moved -= moved % self.cluster.roll_steps
         self.now = max(now, self.now)
         if moved == 0:
             return 0

@@ -47,7 +47,7 @@ def test_a_rolled_plan_is_the_fresh_plan_of_its_window_with_the_same_leases(held
         for index, allocations in enumerate(held):
             fresh.add(Accepted(named(index), START, [Allocation(a.atom, a.start - offset, a.end - offset, a.bundles,
                                                                a.bundle) for a in allocations]))
-        assert plan.clock == fresh.clock and plan.now == fresh.now and plan.now_step == 0
+        assert plan.clock == fresh.clock and plan.now == fresh.now and 0 <= plan.now_step < CLUSTER.roll_steps
         assert np.array_equal(plan.capacity, fresh.capacity)  # the changes at steps 70 and 90 come into the window
         assert np.array_equal(plan.used, fresh.used)
         assert [a.allocations for a in plan.accepted.values()] == [a.allocations for a in fresh.accepted.values()]
@@ -57,18 +57,18 @@ def test_rolling_a_copy_leaves_the_original_as_it_was() -> None:
     plan = Plan(CLUSTER)
     plan.add(Accepted(RESERVATION, START, [Allocation("x", 5, 10, 1, BUNDLE)]))
     twin = plan.copy()
-    assert twin.roll(instant(7)) == 7
+    assert CLUSTER.roll_steps == 3 and twin.roll(instant(8)) == 6  # the window moves by whole roll_steps
     assert plan.accepted["r"].allocations == [Allocation("x", 5, 10, 1, BUNDLE)]
-    assert twin.accepted["r"].allocations == [Allocation("x", -2, 3, 1, BUNDLE)]
-    assert plan.used[V, 5:10].tolist() == [1.0] * 5 and twin.used[V, 0:3].tolist() == [1.0] * 3
-    assert plan.clock.origin == START and twin.clock.origin == instant(7)
+    assert twin.accepted["r"].allocations == [Allocation("x", -1, 4, 1, BUNDLE)]
+    assert plan.used[V, 5:10].tolist() == [1.0] * 5 and twin.used[V, 0:4].tolist() == [1.0] * 4
+    assert plan.clock.origin == START and twin.clock.origin == instant(6) and twin.now_step == 2
 
 
 def test_removing_a_running_reservation_after_a_roll_frees_exactly_its_part_in_the_window() -> None:
     plan = Plan(CLUSTER)
     plan.add(Accepted(RESERVATION, START, [Allocation("x", 5, 30, 2, BUNDLE)]))
-    plan.roll(instant(20))
-    assert plan.used[V, :10].tolist() == [2.0] * 10 and not plan.used[V, 10:].any()
+    plan.roll(instant(21))
+    assert plan.used[V, :9].tolist() == [2.0] * 9 and not plan.used[V, 9:].any()
     plan.remove("r")
     assert not plan.used.any()
 

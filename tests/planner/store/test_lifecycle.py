@@ -188,7 +188,8 @@ def test_the_plan_rolls_with_its_clock_past_its_first_horizon(store: Store, path
     report = store.advance(instant(45))
     assert report.expired == () and store.now() == instant(45)
     plan = store.load_plan()
-    assert plan.clock.origin == instant(45) and plan.clock.steps == 60  # the window: [clock, clock + horizon)
+    assert plan.clock.origin == instant(45) and plan.clock.steps == 60  # the window: 60 steps from the clock (45 is a
+    # whole roll_steps, 3, from the start: the window moves by 3 steps at a time, reaching 57 to 60 steps ahead)
     assert plan.used[0, :5].tolist() == [4.0] * 5 and not plan.used[0, 5:].any()  # what is left of `running`
     assert plan.accepted["running"].allocations[0].start == -25  # it began before the window
     late = store.submit(one(pinned("late", 90, 10, 8)))  # past the cluster file's first horizon (60 steps)
@@ -197,7 +198,7 @@ def test_the_plan_rolls_with_its_clock_past_its_first_horizon(store: Store, path
     beyond = store.submit(one(pinned("beyond", 100, 10, 1)))  # [100, 110) ends past clock + horizon (105)
     assert beyond.reason is not None and beyond.reason.code == "window"
     assert store.advance(instant(400)).expired == ("running", "late")  # any distance at once
-    assert store.load_plan().clock.origin == instant(400) and not store.load_plan().used.any()
+    assert store.load_plan().clock.origin == instant(399) and not store.load_plan().used.any()  # 399 = 133 x 3
     assert store.submit(one(pinned("much_later", 420, 10, 8))).accepted
     assert violations(store) == []
     same_plan_when_reopened(store, path)
@@ -235,11 +236,11 @@ def test_a_series_goes_on_as_the_plan_rolls_and_a_missed_instance_is_its_own_rej
 
 def test_a_clock_moved_far_at_once_decides_every_instance_it_passed_once(store: Store) -> None:
     assert store.submit(one(SERIES)).accepted
-    report = store.advance(instant(200))  # [200, 260): the instances arriving at 60 ... 180 passed unplanned
+    report = store.advance(instant(201))  # [201, 261): the instances arriving at 60 ... 180 passed unplanned
     assert [(name, index, reason.code) for name, index, reason in report.missed] == \
         [("s", index, "window") for index in range(3, 10)]
     assert report.placed == (("s", 10), ("s", 11), ("s", 12))  # arriving at 200, 220 and 240
-    assert store.advance(instant(200)).missed == ()
+    assert store.advance(instant(201)).missed == ()
     assert violations(store) == []
 
 def test_a_series_with_an_end_stops_and_then_expires(store: Store) -> None:
@@ -389,9 +390,9 @@ def test_a_capacity_change_before_the_clock_changes_nothing(store: Store, path: 
 def test_a_capacity_change_beyond_the_horizon_applies_when_the_plan_rolls_to_it(store: Store, path: Path) -> None:
     report = store.set_capacity(instant(100), {"vcores": 2})  # the window is [0, 60): nothing in it changes
     assert report.adaptation.affected == [] and not (store.load_plan().capacity == 2).any()
-    store.advance(instant(50))
+    store.advance(instant(51))
     capacity = store.load_plan().capacity[0]
-    assert capacity[:50].tolist() == [8.0] * 50 and capacity[50:].tolist() == [2.0] * 10  # [50, 110) from 100 on
+    assert capacity[:49].tolist() == [8.0] * 49 and capacity[49:].tolist() == [2.0] * 11  # [51, 111) from 100 on
     assert store.submit(one(pinned("small", 100, 5, 2))).accepted
     assert not store.submit(one(pinned("big", 100, 5, 3))).accepted
     assert violations(store) == []
@@ -655,9 +656,9 @@ def test_a_second_store_on_the_same_plan_sees_the_clock_and_the_capacity_change(
         store.set_capacity(instant(50), {"vcores": 2})
         plan = other.load_plan()
         assert other.now() == instant(10) and plan.now == instant(10)
-        assert plan.accepted.keys() == {"b"} and plan.capacity[0, 39] == 8 and plan.capacity[0, 40] == 2
-        # Moved before the cut at step 50: the plan's window begins at the clock, step 10.
-        assert [(a.start, a.end) for a in plan.accepted["b"].allocations] == [(30, 40)]
+        assert plan.accepted.keys() == {"b"} and plan.capacity[0, 40] == 8 and plan.capacity[0, 41] == 2
+        # Moved before the cut at step 50: the plan's window begins at step 9 (the clock's, in whole roll_steps).
+        assert [(a.start, a.end) for a in plan.accepted["b"].allocations] == [(31, 41)]
         assert steps(other, "b") == [(40, 50, 4)]  # records count from the cluster file's start
         assert other.submit(one(pinned("c", 20, 10, 8))).accepted
     assert violations(store) == []

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any as AnyType
 
+import numpy as np
 from fastapi import APIRouter, Depends, FastAPI
 
 from follower.follow import yunikorn
@@ -127,10 +128,18 @@ class QueuePublisher:
         return True
 
     def _next_change(self, view: PlanView, now: Round) -> datetime | None:
-        """The start of the first step after `now` whose queue settings differ (None: none within the horizon)."""
-        clock = view.plan.clock
+        """The start of the first step after `now` whose queue settings differ (None: none within the horizon).
+
+        Settings can change only where a window opens or closes, a lease starts or ends, or the capacity
+        changes: only those steps are tried, in order."""
+        plan = view.plan
+        clock = plan.clock
+        candidates = {edge for r in view.reservations for window in r.windows for edge in window}
+        candidates |= {edge for accepted in plan.accepted.values() for a in accepted.allocations
+                       for edge in (a.start, a.end)}
+        candidates |= {int(step) + 1 for step in np.nonzero(np.any(np.diff(plan.capacity, axis=1) != 0, axis=0))[0]}
         settings = now.settings()
-        for step in range(now.step + 1, clock.steps):
+        for step in sorted(c for c in candidates if now.step < c < clock.steps):
             (later,) = self.follower.rounds(view, clock.at(step), clock.at(step + 1))
             if later.settings() != settings:
                 return later.time

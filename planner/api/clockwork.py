@@ -100,7 +100,7 @@ class WallClock:
         `on_tick` every step)."""
         if self.mode.kind == "manual" and not self._on_tick:
             return
-        self._safe_tick()
+        self._advance()  # before the first request is served: no decision is made on a stale clock
         self._thread = threading.Thread(target=self._run, name="rayon-clock", daemon=True)
         self._thread.start()
 
@@ -110,8 +110,10 @@ class WallClock:
             self._thread.join(timeout=10)
 
     def _run(self) -> None:
+        self._work()  # the work of the first tick, off the server's start (it may take a while)
         while not self._stop.wait(self._pause()):
-            self._safe_tick()
+            self._advance()
+            self._work()
 
     def _pause(self) -> float:
         try:
@@ -120,11 +122,13 @@ class WallClock:
             log.warning("clock: cannot read the plan (%s); trying again in %ss", exc, LONGEST_SLEEP)
             return LONGEST_SLEEP
 
-    def _safe_tick(self) -> None:
+    def _advance(self) -> None:
         try:
             self.tick()
         except (StoreError, OSError) as exc:  # the store is away for now: the next tick catches up
             log.warning("clock: the plan could not be advanced (%s)", exc)
+
+    def _work(self) -> None:
         for work in self._on_tick:
             try:
                 work()

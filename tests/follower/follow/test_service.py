@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from follower.follow.follower import PlanView
 from follower.follow.service import FollowTo, QueuePublisher
 from planner.store.facade import Store
+from rdl.load import load
 from tests.planner.api.support import make_tokens, running
-from tests.planner.support import at, cluster_text, instant, one, pinned
+from tests.planner.support import START, at, cluster_text, instant, one, pinned
 
 
 @pytest.fixture
@@ -73,4 +76,25 @@ def test_rayon_serve_serves_the_queues_and_keeps_the_file(store: Store, tmp_path
         answer = alice.get("/v1/queues")
         assert server.client().get("/v1/queues").status_code == 401
     assert answer.status_code == 200 and answer.json()["time"] == at(0) and answer.json()["next_change"] == at(20)
-    assert set(leaves(target.read_text())) == {"default", "a"}  # written at start, before any request
+    assert set(leaves(target.read_text())) == {"default", "a"}  # written at start, with no request about it
+
+
+def test_the_next_change_is_the_first_step_whose_settings_differ(tmp_path: Path) -> None:
+    """Against trying every step: the examples' plan, at a few clocks (capacity changes on Thursday included)."""
+    root = Path(__file__).resolve().parents[3]
+    with Store.open(tmp_path / "plan.db") as store:
+        store.init((root / "examples" / "cluster.yaml").read_text(), "cluster.yaml")
+        cluster = store.cluster()
+        for loaded in load([str(root / "examples")], None, cluster, None):
+            for reservation in loaded.reservations:
+                store.submit(reservation)
+        publisher = QueuePublisher(store)
+        for minutes in (0, 61, 300, 3 * 24 * 60 - 5):
+            store.advance(START + timedelta(minutes=minutes))
+            view = PlanView(store.load_plan())
+            clock = view.plan.clock
+            (now,) = publisher.follower.rounds(view, store.now(), clock.at(view.step_of(store.now()) + 1))
+            tried = (publisher.follower.rounds(view, clock.at(s), clock.at(s + 1))[0]
+                     for s in range(now.step + 1, clock.steps))
+            expected = next((r.time for r in tried if r.settings() != now.settings()), None)
+            assert publisher.current().next_change == expected, minutes

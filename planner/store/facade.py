@@ -21,8 +21,8 @@ change to the stored cluster file and adapts the plan to it (planner/replan/adap
 only then drop, lowest priority first); `replan` re-optimises the accepted reservations with the
 MILP and writes back those that moved. Each is one write transaction with its log rows.
 
-The plan rolls with its clock: the cached plan covers [clock, clock + horizon) and moves on with
-every `advance`, any distance (planner.core.plan.roll). Lease rows, records, log rows and every
+The plan rolls with its clock: the cached plan covers `horizon` from the clock (from its last whole
+`roll_steps`, an hour) and moves on with every `advance`, any distance (planner.core.plan.roll). Lease rows, records, log rows and every
 answer count steps from the cluster file's `start` for ever (`clock()` renders them); only the cached
 plan counts from its window, and planner/store/axis.py converts at this class's edge.
 """

@@ -283,7 +283,7 @@ class Store:
                 lifecycle.moving_clock(report)(trial)
                 recurring = [n for n, a in trial.plan.accepted.items() if a.reservation.every is not None]
                 decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, recurring))
-                series.store(rows, decided, axis.window_start(trial.plan, cluster),
+                series.write(rows, decided, axis.window_start(trial.plan, cluster),
                              self._cache.instants(axis.store_clock(cluster)), actor)
                 report = replaced(report, placed=tuple((d.reservation, d.instance) for d in decided if d.placed),
                                   missed=tuple((d.reservation, d.instance, d.reason) for d in decided

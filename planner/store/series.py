@@ -83,7 +83,8 @@ def agents_of(connection: Connection, names: Iterable[str]) -> dict[str, str | N
     return {row.name: row.agent for row in rows}
 
 
-def write(rows: Rows, decided: list[InstanceDecision], window: int, instants: Instants, actor: str | None) -> None:
+def write(rows: Rows, decided: list[InstanceDecision], window: int, instants: Instants,
+          actor: str | None) -> None:
     """Write what the series did: new lease rows for placed instances, and a log row for every instance.
 
     `window`: the step of the store's axis at which the plan's window begins; `instants` render the store's axis.

@@ -22,9 +22,10 @@ only then drop, lowest priority first); `replan` re-optimises the accepted reser
 MILP and writes back those that moved. Each is one write transaction with its log rows.
 
 The plan rolls with its clock: the cached plan covers `horizon` from the clock (from its last whole
-`roll_steps`, an hour) and moves on with every `advance`, any distance (planner.core.plan.roll). Lease rows, records, log rows and every
-answer count steps from the cluster file's `start` for ever (`clock()` renders them); only the cached
-plan counts from its window, and planner/store/axis.py converts at this class's edge.
+`roll_steps`, an hour) and moves on with every `advance`, any distance (planner.core.plan.roll).
+Lease rows, records, log rows and every answer count steps from the cluster file's `start` for ever
+(`clock()` renders them); only the cached plan counts from its window, and planner/store/axis.py
+converts at this class's edge.
 """
 
 from __future__ import annotations

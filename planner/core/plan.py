@@ -5,7 +5,7 @@ Allocations are the unit of record; `used` is derived from them and kept in step
 float64 sums are exact).
 
 The arrays cover the plan's window, steps [0, horizon) from its clock's origin. A plan that runs
-for months rolls (`roll`): the window's origin moves to the step the clock is in, the arrays shift,
+for months rolls (`roll`): the window's origin moves with the clock (by whole `roll_steps`), the arrays shift,
 and the steps that come into the horizon get the capacity the cluster file gives them. Allocations
 of running reservations may then begin before the window (a negative start): only the part inside
 the window is counted in the arrays; the rest is history.

@@ -246,11 +246,15 @@ def update_reservation(name: str, request: Request, raw: bytes = Depends(body), 
 
 
 @router.delete("/reservations/{name}", response_model=RecordOut, tags=["reservations"], responses=ERRORS)
-def cancel_reservation(name: str, who: Principal = Depends(caller), svc: Service = Depends(service)) -> JSONResponse:
-    """Cancel an accepted reservation, returning its capacity to the plan; 409 if it holds none."""
+def cancel_reservation(name: str, start: str | None = Query(None, alias="from", description="a recurring "
+                       "reservation: cancel only its instances arriving at or after this time"),
+                       who: Principal = Depends(caller), svc: Service = Depends(service)) -> JSONResponse:
+    """Cancel an accepted reservation, returning its capacity to the plan; 409 if it holds none. With `from`, a
+    recurring one is cancelled from that time on (the earlier instances stay; 422 for one that does not recur)."""
+    after = instant(start, "from")
     with svc.writes:
         view = svc.owned(name, who)
-        record = svc.store.cancel(name, actor=who.user)
+        record = svc.store.cancel(name, actor=who.user, after=after)
     return JSONResponse(record_json(record, view.instants))
 
 

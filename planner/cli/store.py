@@ -215,12 +215,14 @@ def show_command(name: str, state_path: str | None, as_json: bool) -> None:
 
 @click.command("cancel", cls=RayonCommand)
 @click.argument("name")
+@click.option("--from", "after", type=TimeParam(), help=time_help("A recurring reservation: cancel only the "
+              "instances arriving at or after this time (the earlier ones stay)."))
 @state_option
 @json_option
-def cancel_command(name: str, state_path: str | None, as_json: bool) -> None:
+def cancel_command(name: str, after: TimeValue | None, state_path: str | None, as_json: bool) -> None:
     """Cancel a reservation, returning its capacity to the plan."""
     with opened(state_path) as store:
-        record = store.cancel(name)
+        record = store.cancel(name, after=resolve_time(after, store.now()))
         if as_json:
             click.echo(json.dumps(record_json(record, store), indent=2))
         else:

@@ -208,8 +208,12 @@ class Store:
             window = axis.window_start(planner.plan, self._cache.cluster(connection, meta))
             return (meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy()), window
 
-    def cancel(self, name: str, actor: str | None = None) -> Record:
-        """Cancel an accepted reservation, freeing its capacity; returns its record (state `cancelled`)."""
+    def cancel(self, name: str, actor: str | None = None, after: datetime | None = None) -> Record:
+        """Cancel an accepted reservation, freeing its capacity; returns its record (state `cancelled`).
+
+        `after`: a recurring reservation is cancelled only from its first instance arriving at or after this
+        time on: the series ends there (its `until`), the later instances' leases are freed, and the earlier
+        ones stay (the record stays accepted, unless no instance is left before that time)."""
         with self._lock:
             with self._db.session(write=True) as (connection, meta):
                 state = self._state_of(connection, name)
@@ -217,10 +221,33 @@ class Store:
                     raise StoreError("state", f"reservation `{name}` is {state}, so there is nothing to cancel",
                                      "only accepted reservations hold capacity")
                 rows = self._rows(connection, meta)
+                clock = axis.store_clock(self._cache.cluster(connection, meta))
+                (record,) = queries.records(connection, schema.reservations.c.name == name)
+                index = self._cut_at(record, after)
                 rows.bump()
-                record = rows.cancel(axis.store_clock(self._cache.cluster(connection, meta)), name, actor)
-            self._cache.advance(rows.version, lambda planner: planner.plan.remove(name))
+                if index is None:
+                    record = rows.cancel(clock, name, actor)
+                else:
+                    reservation = series.ended_before(record.reservation(), record.submitted, index)
+                    record = series.cut(rows, record, reservation, index, self._cache.instants(clock), actor)
+            if index is None:
+                self._cache.advance(rows.version, lambda planner: planner.plan.remove(name))
+            else:
+                self._cache.advance(rows.version, _cutting(name, reservation, index))
             return record
+
+    @staticmethod
+    def _cut_at(record: Record, after: datetime | None) -> int | None:
+        """The instance a cancel `after` a time starts at; None for a whole cancel."""
+        if after is None:
+            return None
+        reservation = record.reservation()
+        if reservation.every is None:
+            raise StoreError("input", f"reservation `{record.name}` is not recurring, so it cannot be cancelled from "
+                             "an instance on", "cancel it whole")
+        lifecycle.aware(after, "the time a series is cancelled from")
+        index = series.first_from(reservation, record.submitted, after)
+        return index if index > 0 and any(a.instance < index for a in record.allocations) else None
 
     def update(self, name: str, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT,
                actor: str | None = None, dry_run: bool = False, submitted: datetime | None = None,
@@ -429,6 +456,17 @@ class Store:
             raise StoreError("unknown", f"no reservation named `{name}` in the plan store at {self.where}",
                              did_you_mean(name, queries.names(connection, None)))
         return state
+
+
+def _cutting(name: str, reservation: Reservation, index: int) -> Callable[[Planner], None]:
+    """A change to a cached planner: the series ended before instance `index`, its later leases gone."""
+
+    def cut(planner: Planner) -> None:
+        old = planner.plan.remove(name)
+        kept = [a for a in old.allocations if a.instance < index]
+        planner.plan.add(Accepted(reservation, old.submitted, kept))
+
+    return cut
 
 
 def _known_state(state: str | None) -> None:

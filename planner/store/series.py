@@ -8,9 +8,10 @@ window now ends inside it), so each instance is decided exactly once, whoever mo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -20,10 +21,12 @@ from planner.agents.registry import DEFAULT_AGENT, get_agent
 from planner.core.compile import Clock, compile_reservation, series_instance
 from planner.core.decision import Reason
 from planner.core.plan import Accepted, Allocation, shifted
-from planner.store import schema
+from planner.store import queries, schema
+from planner.store.records import Record
 from planner.store.rendering import Instants, allocation_json
 from planner.store.writes import Rows, utcnow
-from rdl.tree import Reservation
+from rdl.syntax.printer import format_reservation
+from rdl.tree import Absolute, Reservation
 
 
 @dataclass(frozen=True)
@@ -105,3 +108,37 @@ def write(rows: Rows, decided: list[InstanceDecision], window: int, instants: In
             assert item.reason is not None
             entry["reason"] = item.reason.to_json()
             rows.log("advance", actor, item.reservation, None, False, item.reason.to_json(), entry)
+
+
+def first_from(reservation: Reservation, submitted: datetime, at: datetime) -> int:
+    """The index of the series' first instance arriving at or after `at`."""
+    assert reservation.every is not None
+    first = reservation.arrival_at(submitted)
+    return max(0, math.ceil((at - first).total_seconds() / reservation.every))
+
+
+def ended_before(reservation: Reservation, submitted: datetime, index: int) -> Reservation:
+    """The series with no instance from `index` on: its `until` at that instance's arrival (or earlier, as it was)."""
+    assert reservation.every is not None
+    first = reservation.arrival_at(submitted)
+    end = first + timedelta(seconds=reservation.every * index)
+    if reservation.until is not None and reservation.until.resolve(first) <= end:
+        return reservation
+    return replace(reservation, until=Absolute(end))
+
+
+def cut(rows: Rows, record: Record, reservation: Reservation, index: int, instants: Instants,
+        actor: str | None) -> Record:
+    """Write a series cancelled from instance `index` on: its text with the new end, the leases of the instances
+    from `index` on gone, and a `cancel` log row naming what it freed; the record as it now stands."""
+    table = schema.reservations
+    row = rows.connection.execute(schema.FIND_RESERVATION, {"name": record.name}).one()
+    rows.connection.execute(schema.leases.delete().where(schema.leases.c.reservation_id == row.id,
+                                                         schema.leases.c.instance >= index))
+    rows.connection.execute(table.update().where(table.c.id == row.id).values(
+        rdl=format_reservation(reservation), updated=utcnow(), version=rows.version))
+    freed = [allocation_json(a, instants) for a in record.allocations if a.instance >= index]
+    rows.log("cancel", actor, record.name, None, True, None,
+             {"reservation": record.name, "cancelled": True, "from_instance": index, "allocations": freed})
+    (found,) = queries.records(rows.connection, table.c.name == record.name)
+    return found

@@ -311,6 +311,21 @@ def test_cancel_frees_capacity_and_a_second_cancel_is_a_conflict(api: Server) ->
     assert stored_violations(api.state) == []
 
 
+
+def test_a_series_is_cancelled_from_a_time_on_and_a_one_off_cannot_be(api: Server) -> None:
+    series = "reservation daily every=2h deadline=+30m { atom(b={vcores: 1}, g=2, h=2, l=10m, w=20m) }"
+    with api.client("alice") as alice:
+        assert submit(alice, series).json()["accepted"]
+        cut = alice.delete("/v1/reservations/daily", params={"from": at(5 * 60)})
+        assert cut.status_code == 200 and cut.json()["state"] == "accepted"
+        kept = {a.get("instance", 0) for a in cut.json()["allocations"]}
+        assert kept == {0, 1, 2}  # the instances arriving at 0, 2h and 4h stay; from 6h on they are gone
+        submit(alice, pinned("once", 0, 30, 1))
+        refused = alice.delete("/v1/reservations/once", params={"from": at(10)})
+        assert refused.status_code == 422 and "not recurring" in refused.json()["error"]["message"]
+        assert alice.delete("/v1/reservations/daily", params={"from": "soon"}).status_code == 422
+    assert stored_violations(api.state) == []
+
 # -- the plan, the log, health ----------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any as AnyType
@@ -91,6 +92,11 @@ def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock:
                 problems.append(f"log {entry.id}: update of `{name}`, which the log does not show accepted")
         elif previous is None or previous[0] != "accepted":
             problems.append(f"log {entry.id}: {entry.action} of `{name}`, which the log does not show accepted")
+        elif entry.action == "cancel" and "from_instance" in decision:  # a series cut: the earlier instances stay
+            freed, held = Counter(allocations_json(decision.get("allocations", []), clock)), Counter(previous[1])
+            if freed - held:
+                problems.append(f"log {entry.id}: cutting `{name}` freed leases it did not hold")
+            state[name] = ("accepted", sorted((held - freed).elements()))
         elif entry.action == "cancel":
             if allocations_json(decision.get("allocations", []), clock) != previous[1]:
                 problems.append(f"log {entry.id}: cancelling `{name}` freed other leases than it held")

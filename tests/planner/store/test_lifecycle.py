@@ -662,3 +662,30 @@ def test_a_second_store_on_the_same_plan_sees_the_clock_and_the_capacity_change(
         assert steps(other, "b") == [(40, 50, 4)]  # records count from the cluster file's start
         assert other.submit(one(pinned("c", 20, 10, 8))).accepted
     assert violations(store) == []
+
+
+def test_a_series_cancelled_from_an_instance_on_keeps_the_earlier_ones_and_stops(store: Store, path: Path) -> None:
+    assert store.submit(one(SERIES)).accepted and instances(store, "s") == [0, 1, 2]
+    record = store.cancel("s", actor="ops", after=instant(30))  # instances arriving at 40 and later go
+    assert record.state == "accepted" and instances(store, "s") == [0, 1]
+    assert "until=2026-11-23T00:40:00Z" in record.rdl
+    assert store.load_plan().used[0, 40:].sum() == 0  # instance 2's leases, [40, 60), are free again
+    entry = store.log()[-1]
+    assert (entry.action, entry.reservation, entry.decision["from_instance"]) == ("cancel", "s", 2)  # type: ignore[index]
+    assert store.advance(instant(45)).placed == ()  # the series ended: nothing more comes in
+    assert store.get("s").state == "expired"  # every lease it kept has ended, and no instance is to come
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
+
+
+def test_cancelling_a_series_from_before_its_first_instance_cancels_it_whole(store: Store) -> None:
+    assert store.submit(one(SERIES)).accepted
+    assert store.cancel("s", after=instant(0)).state == "cancelled"
+
+
+def test_only_a_series_is_cancelled_from_an_instance_on(store: Store, path: Path) -> None:
+    assert store.submit(one(pinned("a", 0, 30, 4))).accepted
+    before = rows(path)
+    with pytest.raises(StoreError, match="not recurring"):
+        store.cancel("a", after=instant(10))
+    assert rows(path) == before

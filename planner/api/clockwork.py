@@ -58,6 +58,7 @@ class WallClock:
                  on_tick: Sequence[Callable[[], object]] = ()):
         self.store, self.mode, self._wall, self._on_advance = store, mode, wall, on_advance
         self._on_tick = tuple(on_tick)  # after every tick, the clock moved or not (a manual clock ticks too)
+        self._kept: bool | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._epoch: tuple[datetime, datetime] | None = None  # (wall, plan) at start, for a fast clock
@@ -75,7 +76,7 @@ class WallClock:
     def tick(self) -> AdvanceReport | None:
         """Advance the plan to the last step boundary at or before `now()`, if the plan's clock is behind it
         (never with a manual clock)."""
-        if self.mode.kind == "manual":
+        if self.mode.kind == "manual" or not self.keeping():
             return None
         cluster, current = self.store.cluster(), self.store.now()
         target = cluster.start + timedelta(seconds=step_floor(cluster.start, self.now(), cluster.step) * cluster.step)
@@ -87,6 +88,14 @@ class WallClock:
                  units.format_instant(report.previous), units.format_instant(report.now), len(report.expired),
                  len(report.placed), len(report.missed))
         return report
+
+    def keeping(self) -> bool:
+        """Whether this server keeps the plan's clock now (saying so when that changes)."""
+        keeps = self.store.keeps_clock()
+        if keeps != self._kept:
+            log.info("this server %s the plan's clock", "keeps" if keeps else "does not keep")
+            self._kept = keeps
+        return keeps
 
     def seconds_to_next_step(self) -> float:
         """Wall seconds until the plan's next step boundary (at most LONGEST_SLEEP)."""

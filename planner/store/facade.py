@@ -98,8 +98,15 @@ class Store:
         return store
 
     def close(self) -> None:
-        """Release the store's connections."""
+        """Release the store's connections (and the clock, if this process kept it)."""
+        self._db.release()
         self.engine.dispose()
+
+    def keeps_clock(self) -> bool:
+        """Whether this process is the one that keeps the plan's clock (advances it, places recurring instances,
+        runs the scheduled replans); several servers on one PostgreSQL plan elect one through the database, and
+        another takes over once it is gone (planner/store/session.py `keeps`)."""
+        return self._db.keeps()
 
     def time_commits(self, hook: Callable[[float], None] | None) -> None:
         """Tell `hook` how many seconds each write transaction of this Store took to commit (a server's metrics)."""

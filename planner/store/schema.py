@@ -28,6 +28,7 @@ SCHEMA_VERSION = 1
 PREFIX = "rayon_"
 BUSY_TIMEOUT = 60.0  # seconds a SQLite writer waits for another one before giving up
 ADVISORY_KEY = 0x7261796F6E  # "rayon": the PostgreSQL advisory lock that serialises the plan's writers
+KEEPER_KEY = ADVISORY_KEY + 1  # held, for as long as it lives, by the one server that keeps the plan's clock
 WRITE_OPTION = "rayon_write"  # execution option: this transaction writes (BEGIN IMMEDIATE on SQLite)
 STATES = ("accepted", "rejected", "cancelled", "expired", "dropped")
 ACTIONS = ("submit", "update", "cancel", "replan", "capacity", "advance")

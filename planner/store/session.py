@@ -35,6 +35,7 @@ class Database:
         self.where = where
         self.ready = False  # the tables are known to exist: sessions stop looking for them
         self.on_commit: Callable[[float], None] | None = None  # told each write's commit time (Store.time_commits)
+        self._keeper: Connection | None = None  # PostgreSQL: the session holding the keeper's advisory lock
 
     @classmethod
     def open(cls, target: str | Path, create: bool = True) -> Database:
@@ -46,6 +47,37 @@ class Database:
         url = schema.target_url(target)
         where = (url.database or "") if url.get_backend_name() == "sqlite" else url.render_as_string(hide_password=True)
         return cls(_engine(url), where)
+
+    def keeps(self) -> bool:
+        """Whether this process keeps the plan's clock (one process per plan does, chosen by the database).
+
+        PostgreSQL: whoever holds a session-level advisory lock on its own connection; when that process dies its
+        connection closes and the lock is free for the next one that asks. SQLite: a plan served from one file has
+        one server, which keeps it."""
+        if self.engine.dialect.name != "postgresql":
+            return True
+        try:
+            if self._keeper is not None:
+                self._keeper.execute(sa.text("SELECT 1"))  # still connected: still held
+                return True
+            connection = self.engine.connect()
+            held = connection.execute(sa.select(sa.func.pg_try_advisory_lock(schema.KEEPER_KEY))).scalar()
+            connection.commit()
+            if not held:
+                connection.close()
+                return False
+            self._keeper = connection
+            return True
+        except sa.exc.DBAPIError as exc:
+            self.release()
+            raise StoreError("database", f"the plan store at {self.where} failed: {exc.orig}") from exc
+
+    def release(self) -> None:
+        """Give up keeping the plan's clock (closing the session frees the lock)."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            with contextlib.suppress(sa.exc.DBAPIError):
+                keeper.close()
 
     @contextlib.contextmanager
     def transaction(self, write: bool) -> Iterator[Connection]:

@@ -7,7 +7,9 @@ the tests drop and recreate the store's tables there.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -20,10 +22,13 @@ from tests.planner.api.support import (
     pinned,
     post_json,
     running,
+    start,
+    stop,
     stored_violations,
     submit,
     yarn_body,
 )
+from tests.planner.support import cluster_text
 
 
 @pytest.fixture
@@ -73,3 +78,40 @@ def test_ownership_and_yarn_idempotency_hold_across_servers(two_servers: tuple[S
         assert post_json(alice, "/ws/v1/cluster/reservation/submit", body).status_code == 202
         assert post_json(alice_there, "/ws/v1/cluster/reservation/submit", body).status_code == 202
         assert post_json(bob, "/ws/v1/cluster/reservation/delete", {"reservation-id": rid}).status_code == 403
+
+
+def test_one_process_keeps_the_clock_and_another_takes_over_when_it_is_gone(postgres: str) -> None:
+    first, second = Store.open(postgres), Store.open(postgres)
+    try:
+        assert first.keeps_clock() and first.keeps_clock()  # asked again: still the keeper
+        assert not second.keeps_clock()
+        first.close()  # its session ends: the lock is free
+        assert second.keeps_clock()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_two_servers_on_a_fast_clock_move_it_once_and_the_survivor_goes_on(postgres: str, tmp_path: Path) -> None:
+    with Store.open(postgres) as store:
+        store.init(cluster_text({"vcores": 8}, steps=24 * 60), "cluster.yaml", force=True)
+    tokens_file = tmp_path / "tokens.yaml"
+    tokens = make_tokens(tokens_file)
+    servers = [start(postgres, tokens_file, tokens, "--clock", "fast:600") for _ in range(2)]  # 10 minutes a second
+    try:
+        time.sleep(3)
+        with Store.open(postgres) as store:
+            moves = [e.decision for e in store.log() if e.action == "advance" and e.reservation is None]
+            assert moves and all(m and m["from"] != m["to"] for m in moves)  # one keeper: no second, idle move
+            before = store.now()
+        servers[0].process.kill()  # whichever of them kept it: the clock goes on, within a step or so
+        servers[0].process.wait()
+        time.sleep(3)
+        with Store.open(postgres) as store:
+            assert store.now() > before + timedelta(minutes=10)
+            moves = [e.decision for e in store.log() if e.action == "advance" and e.reservation is None]
+            assert all(m and m["from"] != m["to"] for m in moves)
+    finally:
+        for server in servers:
+            if server.process.poll() is None:
+                stop(server)

@@ -84,6 +84,12 @@ class Service:
         return view
 
 
+def mine(who: Principal) -> str | None:
+    """The owner a write must find, checked by the store inside the write (so across servers too): the caller's
+    own name, unless the caller is an admin."""
+    return None if who.admin else who.user
+
+
 def service(request: Request) -> Service:
     """The service of the app serving this request."""
     found: Service = request.app.state.service

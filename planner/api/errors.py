@@ -19,8 +19,9 @@ YARN_PREFIX = "/ws/"
 # A product error's code → the HTTP status it answers with: the one table (the command line maps the same
 # errors to exit statuses, rdl.cli.RayonCommand). A code not listed answers by its exit status: 422 for bad
 # input, 500 for an internal failure.
-STATUS = {"unknown": 404, "state": 409, "conflict": 409, "initialised": 409, "input": 422, "unknown_name": 422,
-          "uninitialised": 503, "schema": 503, "database": 503, "driver": 500, "target": 500, "internal": 500}
+STATUS = {"unknown": 404, "forbidden": 403, "state": 409, "conflict": 409, "initialised": 409, "input": 422,
+          "unknown_name": 422, "uninitialised": 503, "schema": 503, "database": 503, "driver": 500, "target": 500,
+          "internal": 500}
 YARN_EXCEPTIONS = {400: "BadRequestException", 401: "AuthenticationException", 403: "ForbiddenException",
                    404: "NotFoundException", 413: "BadRequestException", 415: "BadRequestException",
                    422: "BadRequestException", 503: "ServiceUnavailableException"}

@@ -23,7 +23,7 @@ from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.registry import DEFAULT_AGENT, get_agent
 from planner.api import bodies
 from planner.api.auth import Principal
-from planner.api.context import Service, admin, body, caller, service
+from planner.api.context import Service, admin, body, caller, mine, service
 from planner.api.errors import ApiError
 from planner.api.jobs import Job
 from planner.api.models import (
@@ -239,7 +239,7 @@ def update_reservation(name: str, request: Request, raw: bytes = Depends(body), 
         view = svc.owned(name, who)
         reservation = for_caller(reservation, who, owner=view.owner.user if view.owner else None)
         bodies.validated(reservation, view.cluster, view.now, text, consequence)
-        decision = svc.store.update(name, reservation, agent, actor=who.user, dry_run=dry_run)
+        decision = svc.store.update(name, reservation, agent, actor=who.user, dry_run=dry_run, owner=mine(who))
     if not dry_run:
         svc.metrics.decided(decision)
     return answer(decision, view.instants, dry_run, 200)
@@ -254,7 +254,7 @@ def cancel_reservation(name: str, start: str | None = Query(None, alias="from", 
     after = instant(start, "from")
     with svc.writes:
         view = svc.owned(name, who)
-        record = svc.store.cancel(name, actor=who.user, after=after)
+        record = svc.store.cancel(name, actor=who.user, after=after, owner=mine(who))
     return JSONResponse(record_json(record, view.instants))
 
 

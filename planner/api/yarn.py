@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse
 
 from planner.api import bodies
 from planner.api.auth import Principal
-from planner.api.context import Service, View, body, caller, service
+from planner.api.context import Service, View, body, caller, mine, service
 from planner.api.errors import ApiError
 from planner.api.models import ErrorOut, YarnAnswer, YarnList, YarnNewReservation
 from planner.core.compile import Clock
@@ -172,7 +172,7 @@ def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
             data = {"queue": stored(svc, view, rid).queue or "default", **data}
         owner = view.owner.user if view.owner and view.owner.user else who.user
         reservation = read_definition(data, rid, owner, view, consequence)
-        decision = svc.store.update(rid, reservation, actor=who.user)
+        decision = svc.store.update(rid, reservation, actor=who.user, owner=mine(who))
     svc.metrics.decided(decision)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "keeps its previous definition, as the new one does not fit")
@@ -189,7 +189,7 @@ def delete(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
     rid = reservation_id(data, consequence)
     with as_yarn(), svc.writes:
         view = svc.owned(rid, who)
-        record = svc.store.cancel(rid, actor=who.user)
+        record = svc.store.cancel(rid, actor=who.user, owner=mine(who))
     return {"reservation-id": rid, "decision": decision_json(record.decision(), view.instants)}
 
 

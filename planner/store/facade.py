@@ -215,15 +215,17 @@ class Store:
             window = axis.window_start(planner.plan, self._cache.cluster(connection, meta))
             return (meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy()), window
 
-    def cancel(self, name: str, actor: str | None = None, after: datetime | None = None) -> Record:
+    def cancel(self, name: str, actor: str | None = None, after: datetime | None = None,
+               owner: str | None = None) -> Record:
         """Cancel an accepted reservation, freeing its capacity; returns its record (state `cancelled`).
 
         `after`: a recurring reservation is cancelled only from its first instance arriving at or after this
         time on: the series ends there (its `until`), the later instances' leases are freed, and the earlier
-        ones stay (the record stays accepted, unless no instance is left before that time)."""
+        ones stay (the record stays accepted, unless no instance is left before that time). `owner`: refuse
+        (`forbidden`) unless the reservation is this user's, checked inside the write (so across servers too)."""
         with self._lock:
             with self._db.session(write=True) as (connection, meta):
-                state = self._state_of(connection, name)
+                state = self._state_of(connection, name, owner)
                 if state != "accepted":
                     raise StoreError("state", f"reservation `{name}` is {state}, so there is nothing to cancel",
                                      "only accepted reservations hold capacity")
@@ -258,7 +260,7 @@ class Store:
 
     def update(self, name: str, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT,
                actor: str | None = None, dry_run: bool = False, submitted: datetime | None = None,
-               explain: bool = True) -> Decision:
+               explain: bool = True, owner: str | None = None) -> Decision:
         """Swap an accepted reservation for a new version of it, if the new one fits the plan without the old one.
 
         Accepted: the row gets the new text and leases (one transaction). Rejected: the old version
@@ -272,7 +274,7 @@ class Store:
         with self._lock:
             self._warm(dry_run)
             with self._db.session(write=not dry_run) as (connection, meta):
-                state = self._state_of(connection, name)
+                state = self._state_of(connection, name, owner)
                 if state != "accepted":
                     raise StoreError("state", f"reservation `{name}` is {state}, so there is nothing to update",
                                      "only accepted reservations can be updated; submit it again instead")
@@ -456,12 +458,18 @@ class Store:
     # injected in one place.
     _log = staticmethod(append_log)
 
-    def _state_of(self, connection: Connection, name: str) -> str:
-        """The state of the named reservation; an unknown name is a StoreError suggesting a close one."""
+    def _state_of(self, connection: Connection, name: str, owner: str | None = None) -> str:
+        """The state of the named reservation; an unknown name is a StoreError suggesting a close one, and with
+        `owner`, another user's reservation is a `forbidden` one."""
         state = queries.state_of(connection, name)
         if state is None:
             raise StoreError("unknown", f"no reservation named `{name}` in the plan store at {self.where}",
                              did_you_mean(name, queries.names(connection, None)))
+        if owner is not None:
+            found = queries.owner(connection, name)
+            if found is None or found.user != owner:
+                raise StoreError("forbidden", f"reservation `{name}` belongs to another user",
+                                 "only its owner or an admin may change it")
         return state
 
 

@@ -689,3 +689,16 @@ def test_only_a_series_is_cancelled_from_an_instance_on(store: Store, path: Path
     with pytest.raises(StoreError, match="not recurring"):
         store.cancel("a", after=instant(10))
     assert rows(path) == before
+
+
+def test_a_write_for_an_owner_checks_the_owner_inside_the_write(store: Store, path: Path) -> None:
+    """What the API relies on across servers: the check and the write are one transaction."""
+    text = pinned("a", 0, 30, 4).replace("reservation a ", "reservation a user=alice ")
+    assert store.submit(one(text)).accepted
+    before = rows(path)
+    with pytest.raises(StoreError) as cancelled:
+        store.cancel("a", actor="bob", owner="bob")
+    with pytest.raises(StoreError) as updated:
+        store.update("a", one(text), actor="bob", owner="bob")
+    assert cancelled.value.code == updated.value.code == "forbidden" and rows(path) == before
+    assert store.cancel("a", actor="alice", owner="alice").state == "cancelled"

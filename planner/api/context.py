@@ -49,9 +49,9 @@ class Service:
     tokens: TokenRegistry
     jobs: Jobs
     metrics: Metrics = field(default_factory=Metrics)
-    # Held from an ownership check to the write it guards, so that no write slips in between (in this
-    # server; several servers on one PostgreSQL plan rely on the store alone). Writes are serialised by
-    # the store anyway, so this costs no concurrency.
+    # Held from an ownership check to the write it guards, so that the view answered with is the one written
+    # to; the store checks the owner again inside the write (`owner=mine(who)`), which holds across servers
+    # on one PostgreSQL plan too. Writes are serialised by the store anyway, so this costs no concurrency.
     writes: threading.Lock = field(default_factory=threading.Lock)
     _cluster: tuple[tuple[str, str], Cluster, Instants] | None = None
 

@@ -31,8 +31,10 @@ def replan(target: str, actor: str, time_limit: float | None, solver: str | None
     try:
         with Store.open(target) as store:
             outcome = store.replan(actor=actor, time_limit=time_limit, backend=solver, gap=gap)
+            admitted = store.readmit(actor)  # rejections that fit the replanned plan
             cluster = store.cluster()
             result = outcome.to_json(Clock(cluster.start, cluster.step, cluster.steps))
+            result["admitted"] = [decision.reservation for decision in admitted]
         return {"started": started, "result": result}
     except StoreError as error:
         return {"started": started, "error": {"code": error.code, "message": error.message, "hint": error.hint}}

@@ -409,17 +409,21 @@ def replan_command(time_limit: float, solver: str, gap: float, state_path: str |
     allocation changes (each re-placed by a MILP of its own, then with its neighbours; planner.agents.milp.smooth).
 
     Reservations already running stay where they are. What moved is written back in one transaction; if
-    nothing gets smoother in the time given, nothing changes.
+    nothing gets smoother in the time given, nothing changes. Then reservations rejected (or dropped) for
+    capacity whose deadline is still ahead are submitted again, and those that fit now are admitted.
     """
     with opened(state_path) as store:
         if not as_json:
             click.echo(f"re-planning with {solver} (up to {time_limit:g}s)...", err=True)
         outcome = store.replan(time_limit=time_limit, backend=solver, gap=gap)
+        admitted = [decision.reservation for decision in store.readmit()]
         clock = store.clock()
         if as_json:
-            click.echo(json.dumps(outcome.to_json(clock), indent=2))
+            click.echo(json.dumps({**outcome.to_json(clock), "admitted": admitted}, indent=2))
             return
         echo_replan(outcome, clock)
+        if admitted:
+            click.echo(f"admitted, as they fit now: {', '.join(admitted)}")
 
 
 def echo_replan(outcome: ReplanOutcome, clock: Clock) -> None:

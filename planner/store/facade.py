@@ -55,7 +55,7 @@ from planner.store.writes import Rows, append_log, fresh_meta, utcnow
 from rdl import units
 from rdl.cluster import Cluster, parse_cluster
 from rdl.errors import did_you_mean
-from rdl.tree import Reservation
+from rdl.tree import Reservation, Window
 
 STATES = schema.STATES
 ACTIONS = schema.ACTIONS
@@ -384,6 +384,30 @@ class Store:
         raise StoreError("conflict", f"the plan changed while it was being re-planned, {lifecycle.REPLAN_ATTEMPTS} "
                          "times; nothing was written", "run the re-planning again when submissions are quieter")
 
+    def readmit(self, actor: str | None = None) -> builtins.list[Decision]:
+        """Submit again, as they were first submitted, the reservations rejected or dropped for capacity whose
+        deadline is still ahead, oldest decision first; keep those that fit now (after a replan, or capacity
+        that came back). Only the accepted ones are written (as submissions by `actor`); the answer is theirs."""
+        table = schema.reservations
+        now = self.now()
+        with self._lock, self._db.session(write=False) as (connection, _):
+            candidates = queries.records(connection, table.c.state.in_(("rejected", "dropped")),
+                                         table.c.reason_code == "capacity")
+        admitted = []
+        for record in sorted(candidates, key=lambda r: r.decided):
+            reservation = record.reservation()
+            if reservation.every is None and _deadline(reservation, record.submitted) <= now:
+                continue  # its window has passed: it could only be rejected again
+            agent = record.agent or DEFAULT_AGENT
+            trial = self.submit(reservation, agent, actor, submitted=record.submitted, dry_run=True, explain=False,
+                                validated=True)
+            if trial.accepted:
+                decision = self.submit(reservation, agent, actor, submitted=record.submitted, explain=False,
+                                       validated=True)
+                if decision.accepted:
+                    admitted.append(decision)
+        return admitted
+
     # -- reading -----------------------------------------------------------------------------------
 
     def get(self, name: str) -> Record:
@@ -471,6 +495,15 @@ class Store:
                 raise StoreError("forbidden", f"reservation `{name}` belongs to another user",
                                  "only its owner or an admin may change it")
         return state
+
+
+def _deadline(reservation: Reservation, submitted: datetime) -> datetime:
+    """When the reservation must be done by (the end of its outermost window; far ahead when it has none)."""
+    arrival = reservation.arrival_at(submitted)
+    expr = reservation.expr
+    if isinstance(expr, Window):
+        return expr.end.resolve(arrival)
+    return datetime.max.replace(tzinfo=arrival.tzinfo)
 
 
 def _cutting(name: str, reservation: Reservation, index: int) -> Callable[[Planner], None]:

@@ -702,3 +702,19 @@ def test_a_write_for_an_owner_checks_the_owner_inside_the_write(store: Store, pa
         store.update("a", one(text), actor="bob", owner="bob")
     assert cancelled.value.code == updated.value.code == "forbidden" and rows(path) == before
     assert store.cancel("a", actor="alice", owner="alice").state == "cancelled"
+
+
+def test_rejections_for_capacity_that_fit_now_are_admitted_again(store: Store, path: Path) -> None:
+    store.set_capacity(instant(0), {"vcores": 4})
+    assert store.submit(one(pinned("wide", 30, 10, 8))).reason.code == "capacity"  # type: ignore[union-attr]
+    assert store.submit(one(pinned("past", 0, 5, 8))).reason.code == "capacity"  # type: ignore[union-attr]
+    before = rows(path)
+    assert store.readmit() == [] and rows(path) == before  # nothing fits yet: nothing written
+    store.set_capacity(instant(20), {"vcores": 8})  # capacity comes back from step 20
+    store.advance(instant(10))
+    admitted = store.readmit(actor="replan")
+    assert [d.reservation for d in admitted] == ["wide"]  # `past` ended before the clock: not tried
+    assert store.get("wide").state == "accepted" and store.get("past").state == "rejected"
+    assert store.log()[-1].actor == "replan" and store.log()[-1].action == "submit"
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)

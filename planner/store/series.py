@@ -1,9 +1,10 @@
 """Recurring reservations keep coming: as the plan's clock moves, each instance of an accepted series that comes
 into the horizon is placed by the agent that accepted the series, against the plan as it then is.
 
-An instance that does not fit is logged as its own rejected decision (reason and earliest deadline) and the
-series goes on. Which instances come in is worked out from the horizon before and after the move (the ones whose
-window now ends inside it), so each instance is decided exactly once, whoever moves the clock and however far.
+An instance that does not fit is logged as its own rejected decision (with its reason; it keeps to its own
+period, so no later deadline is offered) and the series goes on. Which instances come in is worked out from the
+horizon before and after the move (the ones whose window now ends inside it), so each instance is decided exactly
+once, whoever moves the clock and however far. A series can also be cut: cancelled from an instance on (`cut`).
 """
 
 from __future__ import annotations

@@ -78,6 +78,13 @@ class Reported(RayonError):
         return "\n".join(self.consequences)
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """A value as an error message echoes it: whole when short, else its first `limit` characters and how many
+    more (a 400-digit number must not fill the terminal)."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """`did you mean `x`?` for the closest choice, or None."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

@@ -23,7 +23,7 @@ from follower.scheduler.policies import APP_POLICIES
 from follower.sim.scenario import Scenario, Section
 from follower.sim.workloads.fields import MAX_COUNT
 from rdl.config import ConfigReader
-from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
+from rdl.errors import RDLError, RDLErrors, Span, did_you_mean, shown
 
 BEST_EFFORT = "besteffort"  # below root
 BEST_EFFORT_QUEUE = f"root.{BEST_EFFORT}"
@@ -86,7 +86,7 @@ def follower_from(scenario: Scenario, replan: Callable[[Any], object] | None = N
     steps = settings["round_steps"]
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_COUNT:
         raise RDLErrors([RDLError(_where(scenario.follower, "round_steps"), "`round_steps` must be a whole number of "
-                                  f"plan steps from 1 to {MAX_COUNT:,}, got `{steps}`",
+                                  f"plan steps from 1 to {MAX_COUNT:,}, got `{shown(steps)}`",
                                   hint="for example `round_steps: 1`")])
     return Follower(plan_queue=str(settings["plan_queue"]), default_queue=str(settings["default_queue"]),
                     on_expiry=str(settings["on_expiry"]), round_steps=steps,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 import rdl
+from rdl.errors import shown
 from rdl.forms.jsonform import from_json, parse_json_text
 from tests.rdl.support import EXAMPLE_CLUSTER, FILE, errors_of, parse_and_validate
 
@@ -476,3 +477,8 @@ def test_json_and_text_agree_on_messages() -> None:
     with pytest.raises(rdl.RDLErrors) as caught:
         from_json(json_res(expr={"atom": {**ATOM_JSON, "w": "50"}}))
     assert caught.value.errors[0].message == text_error.message
+
+
+def test_a_long_value_is_echoed_short() -> None:
+    assert shown("12") == "12"
+    assert shown("1" * 400) == "1" * 40 + "... (400 characters)"

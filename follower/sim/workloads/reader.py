@@ -21,7 +21,7 @@ from follower.sim.workloads.fields import MAX_COUNT
 from rdl import units
 from rdl.cluster import NodeGroup
 from rdl.config import ConfigReader
-from rdl.errors import did_you_mean
+from rdl.errors import did_you_mean, shown
 from rdl.syntax.printer import format_resources
 from rdl.tree import Resources
 
@@ -188,11 +188,11 @@ def _number(text: str, minimum: float | None, maximum: float | None, strict: boo
 def _integer(text: str, minimum: int | None, maximum: int | None = None) -> int:
     value, unit = units.split_number(text)
     if unit or not math.isfinite(value) or value != math.floor(value):
-        raise ValueError(f"expected a whole number, got `{text}`")
+        raise ValueError(f"expected a whole number, got `{shown(text)}`")
     if minimum is not None and value < minimum:
-        raise ValueError(f"expected a whole number of at least {minimum}, got `{text}`")
+        raise ValueError(f"expected a whole number of at least {minimum}, got `{shown(text)}`")
     if maximum is not None and value > maximum:
-        raise ValueError(f"expected a whole number of at most {maximum:,}, got `{text}`")
+        raise ValueError(f"expected a whole number of at most {maximum:,}, got `{shown(text)}`")
     return int(value)
 
 

@@ -100,10 +100,12 @@ def test_a_server_runs_on_its_file_s_settings_with_flags_over_them(tmp_path: Pat
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     server = launch(folder / "plan.db", tokens, "--config", str(config), "--no-access-log", cwd=elsewhere)
-    with server.client("alice") as alice:
-        assert submit(alice, pinned("small", 0, 10, 1)).status_code == 201
-        assert submit(alice, pinned("large", 0, 10, 1) + " " * 400).status_code == 413
-    server.process.send_signal(signal.SIGTERM)
+    try:
+        with server.client("alice") as alice:
+            assert submit(alice, pinned("small", 0, 10, 1)).status_code == 201
+            assert submit(alice, pinned("large", 0, 10, 1) + " " * 400).status_code == 413
+    finally:  # a failing assertion must not leave the server running
+        server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(30) == 0
     lines = [json.loads(line) for line in server.output()]  # JSON, as the file says
     assert lines and not [line for line in lines if line["logger"] == "rayon.access"]  # the flag wins

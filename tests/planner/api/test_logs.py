@@ -20,10 +20,12 @@ def test_json_logs_are_one_object_a_line_for_uvicorn_rayon_and_every_request(tmp
         store.init(CLUSTER, "cluster.yaml")
     server = start(state, tmp_path / "tokens.yaml", make_tokens(tmp_path / "tokens.yaml"),
                    "--log-format", "json", "--log-level", "info", "--access-log")
-    with server.client("alice") as alice, server.client() as anonymous:
-        assert submit(alice, pinned("one", 0, 10, 1), dry_run="true").status_code == 200
-        assert anonymous.get("/v1/whoami").status_code == 401
-    server.process.send_signal(signal.SIGTERM)
+    try:
+        with server.client("alice") as alice, server.client() as anonymous:
+            assert submit(alice, pinned("one", 0, 10, 1), dry_run="true").status_code == 200
+            assert anonymous.get("/v1/whoami").status_code == 401
+    finally:  # a failing assertion must not leave the server running
+        server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(30) == 0
     lines = [json.loads(line) for line in server.output()]  # a line that is not JSON fails here
     assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
@@ -43,9 +45,11 @@ def test_the_server_s_text_logs_name_each_request_with_its_status_and_duration(t
         store.init(CLUSTER, "cluster.yaml")
     server = start(state, tmp_path / "tokens.yaml", make_tokens(tmp_path / "tokens.yaml"), "--access-log",
                    "--log-level", "info")
-    with server.client() as anonymous:
-        assert anonymous.get("/v1/health", params={"probe": "1"}).status_code == 200
-    server.process.send_signal(signal.SIGTERM)
+    try:
+        with server.client() as anonymous:
+            assert anonymous.get("/v1/health", params={"probe": "1"}).status_code == 200
+    finally:  # a failing assertion must not leave the server running
+        server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(30) == 0
     requests = [line for line in server.output() if "/v1/health" in line]
     assert len(requests) == 1 and requests[0].startswith("INFO:")

@@ -40,7 +40,7 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     bisects from there: a few placements instead of a bisection over the whole horizon.
     """
     arrival = reservation.arrival_at(submitted)
-    current = _deadline(reservation, arrival)
+    current = deadline_of(reservation, arrival)
     if current is None:
         return None
     clock = plan.clock
@@ -93,7 +93,8 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> in
     return None if solution is None else steps - first_start(solution)
 
 
-def _deadline(reservation: Reservation, arrival: datetime) -> datetime | None:
+def deadline_of(reservation: Reservation, arrival: datetime) -> datetime | None:
+    """When the request must be done by: its `deadline`, else the end of a `window` around its whole body."""
     if reservation.deadline is not None:
         return reservation.deadline.resolve(arrival)
     if isinstance(reservation.body, Window):

@@ -41,6 +41,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from planner.admission import Planner
+from planner.agents.deadline import deadline_of
 from planner.agents.registry import DEFAULT_AGENT, Agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision
@@ -55,7 +56,7 @@ from planner.store.writes import Rows, append_log, fresh_meta, utcnow
 from rdl import units
 from rdl.cluster import Cluster, parse_cluster
 from rdl.errors import did_you_mean
-from rdl.tree import Reservation, Window
+from rdl.tree import Reservation
 
 STATES = schema.STATES
 ACTIONS = schema.ACTIONS
@@ -184,22 +185,25 @@ class Store:
                 with self._db.session(write=True) as (connection, meta):
                     if (meta["plan_id"], int(meta["plan_version"])) != version:
                         continue  # another writer changed the plan meanwhile: decide again on the new one
-                    cluster = self._cache.cluster(connection, meta)
-                    stored = axis.decision_on_store(decision, axis.window_start(planner.plan, cluster))
-                    rows = self._rows(connection, meta)
-                    rows.submission(axis.store_clock(cluster), reservation, stored, when, actor)
+                    rows, stored = self._commit(connection, meta, planner, reservation, decision, when, actor)
                 self._learn(rows.version, reservation, decision, when)
                 return stored
         with self._lock:
             with self._db.session(write=True) as (connection, meta):
                 planner = self._cache.planner(connection, meta)  # decided on the cache: it learns only once committed
                 decision, when = decide(planner)
-                cluster = self._cache.cluster(connection, meta)
-                stored = axis.decision_on_store(decision, axis.window_start(planner.plan, cluster))
-                rows = self._rows(connection, meta)
-                rows.submission(axis.store_clock(cluster), reservation, stored, when, actor)
+                rows, stored = self._commit(connection, meta, planner, reservation, decision, when, actor)
             self._learn(rows.version, reservation, decision, when)
             return stored
+
+    def _commit(self, connection: Connection, meta: dict[str, str], planner: Planner, reservation: Reservation,
+                decision: Decision, when: datetime, actor: str | None) -> tuple[Rows, Decision]:
+        """Write a submission decided on `planner`'s plan; the writer, and the decision on the store's axis."""
+        cluster = self._cache.cluster(connection, meta)
+        stored = axis.decision_on_store(decision, axis.window_start(planner.plan, cluster))
+        rows = self._rows(connection, meta)
+        rows.submission(axis.store_clock(cluster), reservation, stored, when, actor)
+        return rows, stored
 
     def _learn(self, version: int, reservation: Reservation, decision: Decision, when: datetime) -> None:
         """Tell the cached plan of a committed accepted decision (a rejection changes no plan)."""
@@ -318,8 +322,7 @@ class Store:
                 report = lifecycle.expire(rows, cluster, to, actor)
                 trial = Planner.over(planner.plan.copy())  # the cached plan stays as it is until this commits
                 lifecycle.moving_clock(report)(trial)
-                recurring = [n for n, a in trial.plan.accepted.items() if a.reservation.every is not None]
-                decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, recurring))
+                decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, series.recurring(trial)))
                 series.write(rows, decided, axis.window_start(trial.plan, cluster),
                              self._cache.instants(axis.store_clock(cluster)), actor)
                 report = replaced(report, placed=tuple((d.reservation, d.instance) for d in decided if d.placed),
@@ -396,7 +399,8 @@ class Store:
         admitted = []
         for record in sorted(candidates, key=lambda r: r.decided):
             reservation = record.reservation()
-            if reservation.every is None and _deadline(reservation, record.submitted) <= now:
+            deadline = deadline_of(reservation, reservation.arrival_at(record.submitted))
+            if reservation.every is None and deadline is not None and deadline <= now:
                 continue  # its window has passed: it could only be rejected again
             agent = record.agent or DEFAULT_AGENT
             trial = self.submit(reservation, agent, actor, submitted=record.submitted, dry_run=True, explain=False,
@@ -495,15 +499,6 @@ class Store:
                 raise StoreError("forbidden", f"reservation `{name}` belongs to another user",
                                  "only its owner or an admin may change it")
         return state
-
-
-def _deadline(reservation: Reservation, submitted: datetime) -> datetime:
-    """When the reservation must be done by (the end of its outermost window; far ahead when it has none)."""
-    arrival = reservation.arrival_at(submitted)
-    expr = reservation.expr
-    if isinstance(expr, Window):
-        return expr.end.resolve(arrival)
-    return datetime.max.replace(tzinfo=arrival.tzinfo)
 
 
 def _cutting(name: str, reservation: Reservation, index: int) -> Callable[[Planner], None]:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import replace as replaced
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -20,7 +20,7 @@ from planner.agents.registry import Agent
 from planner.core.decision import Reason
 from planner.core.plan import Plan, capacity_over_time, window_cluster
 from planner.replan import adapt
-from planner.store import schema
+from planner.store import schema, series
 from planner.store.errors import StoreError
 from planner.store.records import AdvanceReport, CapacityReport, ReplanOutcome, parse_stored
 from planner.store.writes import Rows, utcnow
@@ -28,7 +28,7 @@ from rdl import units
 from rdl.cluster import CapacityChange, Cluster, parse_cluster
 from rdl.errors import RDLErrors, did_you_mean
 from rdl.shape import step_floor
-from rdl.tree import Reservation, Resources
+from rdl.tree import Resources
 
 REPLAN_ATTEMPTS = 3  # re-plannings solved on a snapshot that another writer changed before they could commit
 
@@ -54,7 +54,7 @@ def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> Adv
     running = sa.exists().where(schema.leases.c.reservation_id == table.c.id, schema.leases.c.end_step > ended)
     found = [row for row in connection.execute(sa.select(table.c.id, table.c.name, table.c.rdl, table.c.submitted)
                                                .where(table.c.state == "accepted", ~running).order_by(table.c.id))
-             if not _series_goes_on(parse_stored(row.rdl, row.name), row.submitted, to)]
+             if not series.goes_on_after(parse_stored(row.rdl, row.name), row.submitted, to)]
     version = rows.bump()
     schema.write_meta(connection, {"now": units.format_instant(to), "rebuild_version": str(version)})
     expired = tuple(row.name for row in found)
@@ -65,15 +65,6 @@ def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> Adv
         rows.log("advance", actor, name, None, None, None,
                  {"reservation": name, "state": "expired", "now": units.format_instant(to)})
     return AdvanceReport(previous, to, expired)  # the caller logs it, once the series have gone on (series.py)
-
-
-def _series_goes_on(reservation: Reservation, submitted: datetime, to: datetime) -> bool:
-    """Whether a recurring reservation has instances still to come after `to` (no `until`: for ever)."""
-    if reservation.every is None:
-        return False
-    first = reservation.arrival_at(submitted)
-    coming = max(0, math.ceil((to - first).total_seconds() / reservation.every))
-    return reservation.repeats_at(first, first + timedelta(seconds=coming * reservation.every))
 
 
 def moving_clock(report: AdvanceReport) -> Callable[[Planner], None]:

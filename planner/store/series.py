@@ -59,8 +59,8 @@ def go_on(planner: Planner, before: Clock, agents: dict[str, str | None]) -> lis
     """
     plan = planner.plan
     decided: list[InstanceDecision] = []
-    series = [(name, accepted) for name, accepted in plan.accepted.items() if accepted.reservation.every is not None]
-    for name, accepted in series:
+    for name in recurring(planner):
+        accepted = plan.accepted[name]
         agent = get_agent(agents.get(name) or DEFAULT_AGENT)
         for index in entering(accepted.reservation, accepted.submitted, before, plan.clock, plan.resources):
             one = series_instance(accepted.reservation, accepted.submitted, index)
@@ -75,6 +75,11 @@ def go_on(planner: Planner, before: Clock, agents: dict[str, str | None]) -> lis
             plan.add(Accepted(current.reservation, current.submitted, [*current.allocations, *placed]))
             decided.append(InstanceDecision(name, index, placed))
     return decided
+
+
+def recurring(planner: Planner) -> list[str]:
+    """The accepted reservations of the plan that recur, by name."""
+    return [name for name, accepted in planner.plan.accepted.items() if accepted.reservation.every is not None]
 
 
 def agents_of(connection: Connection, names: Iterable[str]) -> dict[str, str | None]:
@@ -116,6 +121,15 @@ def first_from(reservation: Reservation, submitted: datetime, at: datetime) -> i
     assert reservation.every is not None
     first = reservation.arrival_at(submitted)
     return max(0, math.ceil((at - first).total_seconds() / reservation.every))
+
+
+def goes_on_after(reservation: Reservation, submitted: datetime, at: datetime) -> bool:
+    """Whether a recurring reservation has instances still to come at or after `at` (no `until`: for ever)."""
+    if reservation.every is None:
+        return False
+    first = reservation.arrival_at(submitted)
+    coming = first + timedelta(seconds=reservation.every * first_from(reservation, submitted, at))
+    return reservation.repeats_at(first, coming)
 
 
 def ended_before(reservation: Reservation, submitted: datetime, index: int) -> Reservation:

@@ -315,7 +315,7 @@ def log_json(entry: LogEntry) -> dict[str, AnyType]:
     """A log entry as `rayon log --json` prints it."""
     return {"id": entry.id, "time": units.format_instant(entry.time), "actor": entry.actor, "action": entry.action,
             "reservation": entry.reservation, "accepted": entry.accepted, "reason": entry.reason,
-            "decision": entry.decision}
+            "decision": entry.decision, "clock": units.format_instant(entry.clock) if entry.clock else None}
 
 
 @router.get("/log", response_model=LogPage, tags=["plan"], responses=ERRORS)

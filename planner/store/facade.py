@@ -47,9 +47,10 @@ from planner.core.compile import Clock
 from planner.core.decision import Decision
 from planner.core.plan import Accepted, Plan, shifted
 from planner.replan import adapt
-from planner.store import axis, lifecycle, queries, schema, series
+from planner.store import axis, history, lifecycle, queries, schema, series
 from planner.store.cache import PlanCache, swapping
 from planner.store.errors import StoreError
+from planner.store.history import Archived
 from planner.store.records import AdvanceReport, CapacityReport, LogEntry, Owner, Page, Record, ReplanOutcome
 from planner.store.session import Database, default_state_path
 from planner.store.writes import Rows, append_log, fresh_meta, utcnow
@@ -85,17 +86,15 @@ class Store:
 
     @classmethod
     def open(cls, target: str | Path | None = None, *, check_version: bool = True, create: bool = True) -> Store:
-        """Open the store at a path or URL (default: `default_state_path()`); checks its schema version.
+        """Open the store at a path or URL (default: `default_state_path()`); checks its schema version, and migrates
+        a store an older rayon wrote (planner/store/migrate.py).
 
         `create=False` (every reader): a SQLite file that does not exist is a StoreError (`missing`) saying how
         to create it, and no file is made. With `create` (the default) a new file is made when first used.
         """
         store = cls(Database.open(default_state_path() if target is None else target, create=create))
-        # A new file has no version to check; connecting would create it before `init` has read its cluster.
-        if check_version and store._db.exists():
-            with store._db.transaction(write=False) as connection:
-                if schema.has_tables(connection):
-                    store._db.check_schema(schema.read_meta(connection))
+        if check_version:
+            store._db.open_checked()  # a store of an older schema version is migrated here
         return store
 
     def close(self) -> None:
@@ -311,7 +310,8 @@ class Store:
     # -- the plan's life after submission (planner/store/lifecycle.py) ----------------------------
 
     def advance(self, to: datetime, actor: str | None = None) -> AdvanceReport:
-        """Move the plan's clock forward to `to` (never back); reservations whose every lease has ended expire."""
+        """Move the plan's clock forward to `to` (never back); reservations whose every lease has ended expire, and
+        what ended a horizon ago moves to the history (planner/store/history.py)."""
         lifecycle.aware(to, "the new clock")
         with self._lock:
             self._warm(dry_run=False)
@@ -325,9 +325,11 @@ class Store:
                 decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, series.recurring(trial)))
                 series.write(rows, decided, axis.window_start(trial.plan, cluster),
                              self._cache.instants(axis.store_clock(cluster)), actor)
+                swept = history.sweep(rows, cluster, to)
                 report = replaced(report, placed=tuple((d.reservation, d.instance) for d in decided if d.placed),
                                   missed=tuple((d.reservation, d.instance, d.reason) for d in decided
-                                               if d.reason is not None))
+                                               if d.reason is not None),
+                                  archived=swept.archived, pruned=swept.log_deleted + swept.history_deleted)
                 rows.log("advance", actor, None, None, None, None, report.to_json())
             self._cache.rebuilt(meta["plan_id"], rows.version, trial, cluster)
             return report
@@ -415,8 +417,13 @@ class Store:
     # -- reading -----------------------------------------------------------------------------------
 
     def get(self, name: str) -> Record:
-        """The stored reservation of that name; an unknown name is an error suggesting a close one."""
+        """The stored reservation of that name (from the history when it has moved there); an unknown name is an
+        error suggesting a close one."""
         with self._lock, self._db.session(write=False) as (connection, _):
+            if queries.state_of(connection, name) is None:
+                past = history.latest(connection, name)
+                if past is not None:
+                    return past.record
             self._state_of(connection, name)
             return queries.records(connection, schema.reservations.c.name == name)[0]
 
@@ -429,10 +436,11 @@ class Store:
             cluster = self._cache.cluster(connection, meta) if ranged else None
             return queries.records(connection, *queries.conditions(cluster, user, state, start, end))
 
-    def log(self, limit: int | None = None) -> builtins.list[LogEntry]:
-        """The decision log, oldest first; with `limit`, only the latest `limit` entries."""
+    def log(self, limit: int | None = None, reservation: str | None = None) -> builtins.list[LogEntry]:
+        """The decision log, oldest first; with `limit`, only the latest `limit` entries; with `reservation`, only
+        that reservation's."""
         with self._lock, self._db.session(write=False) as (connection, _):
-            return queries.log_entries(connection, limit)
+            return queries.log_entries(connection, limit, reservation=reservation)
 
     # -- a server's reads: one snapshot each, without the store's lock, so readers never wait for writers --------
 
@@ -471,6 +479,26 @@ class Store:
         with self._db.reading() as connection:
             return queries.log_entries(connection, limit, before, reservation, visible_to)
 
+    def history(self, *, name: str | None = None, user: str | None = None, state: str | None = None,
+                offset: int = 0, limit: int = 100) -> tuple[builtins.list[Archived], int]:
+        """One page of the history (reservations that ended a horizon ago), the latest moved first, and how many
+        match in all."""
+        _known_state(state)
+        with self._db.reading() as connection:
+            return history.page(connection, history.conditions(name, user, state), offset, limit)
+
+    def retention(self) -> str:
+        """How long the log and the history keep what is behind the plan's clock (`forever`: everything)."""
+        with self._lock, self._db.session(write=False) as (_, meta):
+            return meta.get("retention", history.FOREVER)
+
+    def set_retention(self, text: str) -> str:
+        """Set the retention (a duration such as `90d`, or `forever`); it applies from the clock's next move."""
+        history.retention_seconds(text)  # a bad one changes nothing
+        with self._lock, self._db.session(write=True) as (connection, _):
+            schema.write_meta(connection, {"retention": text.strip()})
+        return text.strip()
+
     # -- helpers -------------------------------------------------------------------------------------
 
     def _warm(self, dry_run: bool) -> None:
@@ -491,6 +519,10 @@ class Store:
         `owner`, another user's reservation is a `forbidden` one."""
         state = queries.state_of(connection, name)
         if state is None:
+            past = history.latest(connection, name)
+            if past is not None:
+                raise StoreError("state", f"reservation `{name}` is {past.record.state}, and has moved to the history",
+                                 f"`rayon history {name}` shows it")
             raise StoreError("unknown", f"no reservation named `{name}` in the plan store at {self.where}",
                              did_you_mean(name, queries.names(connection, None)))
         if owner is not None:

@@ -26,6 +26,7 @@ from planner.agents.registry import get_agent
 from planner.core.check import check_plan
 from planner.store import facade as store_module
 from planner.store.facade import Store, StoreError, default_state_path
+from planner.store.schema import SCHEMA_VERSION
 from rdl import parse_cluster, parse_text
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
@@ -232,7 +233,7 @@ def test_other_schema_version_is_refused_with_both_versions(tmp_path: Path) -> N
         store.init(SMALL)
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE rayon_meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match="schema version 99, but this rayon reads version 1") as error:
+    with pytest.raises(StoreError, match=f"schema version 99, but this rayon reads version {SCHEMA_VERSION}") as error:
         Store.open(path)
     assert error.value.code == "schema" and "RAYON_STATE" in str(error.value)
     with Store.open(path, check_version=False) as store:  # what `init --force` does to start over

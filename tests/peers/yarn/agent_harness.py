@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -29,6 +31,8 @@ from typing import Any as AnyType
 
 import numpy as np
 
+from planner.admission import Planner
+from planner.agents.registry import get_agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision, Reason
 from planner.core.plan import Allocation, capacity_over_time
@@ -129,7 +133,7 @@ def _runs(columns: np.ndarray) -> Iterable[tuple[int, int]]:
     """[first, last) of each run of equal columns."""
     changes = np.flatnonzero(np.any(columns[:, 1:] != columns[:, :-1], axis=0)) + 1
     bounds = [0, *changes.tolist(), columns.shape[1]]
-    return zip(bounds[:-1], bounds[1:], strict=True)
+    return itertools.pairwise(bounds)
 
 
 def _policy(cluster: Cluster) -> dict[str, float]:
@@ -148,17 +152,25 @@ def _policy(cluster: Cluster) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Stream:
-    """A stream as both sides see it: the YARN bodies and, read back from them, the trees both sides plan."""
+    """A stream as both sides see it: the YARN bodies and, read back from them, the trees both sides plan (with
+    each reservation's user and value, which YARN's form does not carry)."""
 
     bodies: tuple[dict[str, AnyType], ...]
     reservations: tuple[Reservation, ...]
     users: tuple[str, ...]
+    values: tuple[float, ...]
 
     @classmethod
     def of(cls, reservations: Sequence[Reservation]) -> Stream:
         """YARN-shaped reservations (see rdl.forms.yarn.to_yarn) through YARN's JSON form and back."""
         bodies = tuple(to_yarn(r) for r in reservations)
-        return cls(bodies, tuple(from_yarn(b) for b in bodies), tuple(r.user or "user" for r in reservations))
+        return cls(bodies, tuple(from_yarn(b) for b in bodies), tuple(r.user or "user" for r in reservations),
+                   tuple(r.value for r in reservations))
+
+    @classmethod
+    def of_bodies(cls, bodies: Sequence[dict[str, AnyType]]) -> Stream:
+        """YARN REST submission bodies as they are (one user, value 1 each)."""
+        return cls(tuple(bodies), tuple(from_yarn(b) for b in bodies), ("user",) * len(bodies), (1.0,) * len(bodies))
 
 
 # -- running the peer ----------------------------------------------------------------------------------------------
@@ -290,3 +302,27 @@ def decision_records(answers: Sequence[YarnAnswer], stream: Stream,
         records.append(made.to_json(clock))
         problems += trouble
     return records, problems
+
+
+# -- our agents on the same stream ---------------------------------------------------------------------------------
+
+
+@dataclass
+class OurRun:
+    """Our agent's decision records for a stream, with each decision's time in seconds."""
+
+    records: list[dict[str, AnyType]]
+    seconds: list[float]
+
+
+def run_ours(cluster: Cluster, stream: Stream, agent: str, explain: bool = True) -> OurRun:
+    """The stream through one of our agents, in order, on a fresh plan, each decision timed in this process."""
+    planner = Planner(cluster)
+    chosen = get_agent(agent)
+    records, seconds = [], []
+    for reservation in stream.reservations:
+        began = time.perf_counter()
+        made = planner.submit(reservation, chosen, explain=explain)
+        seconds.append(time.perf_counter() - began)
+        records.append(made.to_json(planner.plan.clock))
+    return OurRun(records, seconds)

@@ -190,6 +190,7 @@ class YarnAnswer:
     exception: str = ""
     message: str = ""
     crashed: bool = False
+    proposed: list[dict[str, AnyType]] = field(default_factory=list)  # stages the plan refused, when rejected
 
     @property
     def seconds(self) -> float:

@@ -38,7 +38,8 @@ import org.apache.hadoop.yarn.util.resource.Resources;
  * JOB: {"plan": {...see Plans...}, "agents": ["greedy", ...], "warmup": PASSES,
  *       "submissions": [{"user": U, "body": {YARN REST submission body}}, ...]}
  * OUT: {"agent", "index", "name", "accepted", "nanos", "stages": [{"stage": K, "intervals": [[FROM_MS, TO_MS, MB,
- *       VCORES], ...]}], "matches_plan"} or, rejected, {..., "exception": CLASS, "message": TEXT, "crashed": BOOL}
+ *       VCORES], ...]}], "matches_plan"} or, rejected, {..., "exception": CLASS, "message": TEXT, "crashed": BOOL,
+ *       "proposed": STAGES, when the agent found an allocation that the plan then refused}
  * </pre>
  *
  * <p>Each agent first runs the whole stream `warmup` times on fresh plans, so that the timed pass (nanos: the
@@ -125,6 +126,8 @@ public final class Main {
       line.put("accepted", accepted).put("nanos", nanos);
       if (accepted) {
         describe(line, submission, log.placed(), plan.getReservationById(id));
+      } else if (!log.placed().isEmpty()) {
+        line.set("proposed", stages(submission, log.placed(), null));  // what the plan refused
       }
       out.write(JSON.writeValueAsString(line));
       out.write('\n');
@@ -134,25 +137,33 @@ public final class Main {
   /** The stages' answers as JSON, and whether they add up to the reservation's allocation in the plan. */
   private static void describe(ObjectNode line, Submission submission, List<StageRecorder.Call> calls,
       ReservationAllocation held) {
-    ArrayNode stages = line.putArray("stages");
     RLESparseResourceAllocation sum = new RLESparseResourceAllocation(held.getResourcesOverTime()
         .getResourceCalculator());
+    line.set("stages", stages(submission, calls, sum));
+    line.put("matches_plan", same(sum, held.getResourcesOverTime()));
+  }
+
+  /** Each stage's answer: its index in the submission and its intervals (added to `sum` unless it is null). */
+  private static ArrayNode stages(Submission submission, List<StageRecorder.Call> calls,
+      RLESparseResourceAllocation sum) {
+    ArrayNode stages = JSON.createArrayNode();
     for (StageRecorder.Call call : calls) {
       Integer stage = submission.stages().get(call.stage());
       if (stage == null) {
         throw new IllegalStateException("a stage answer for a request that is not in " + submission.name());
       }
-      ObjectNode entry = stages.addObject().put("stage", stage);
-      ArrayNode intervals = entry.putArray("intervals");
+      ArrayNode intervals = stages.addObject().put("stage", stage).putArray("intervals");
       for (Map.Entry<ReservationInterval, Resource> each : call.answer().entrySet()) {
         ReservationInterval interval = each.getKey();
         Resource resource = each.getValue();
         intervals.addArray().add(interval.getStartTime()).add(interval.getEndTime())
             .add(resource.getMemorySize()).add(resource.getVirtualCores());
-        sum.addInterval(interval, resource);
+        if (sum != null) {
+          sum.addInterval(interval, resource);
+        }
       }
     }
-    line.put("matches_plan", same(sum, held.getResourcesOverTime()));
+    return stages;
   }
 
   private static boolean same(RLESparseResourceAllocation one, RLESparseResourceAllocation other) {

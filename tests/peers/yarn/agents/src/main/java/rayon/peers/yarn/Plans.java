@@ -10,8 +10,10 @@ import org.apache.hadoop.yarn.server.resourcemanager.RMContextImpl;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.CapacityOverTimePolicy;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.InMemoryPlan;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.InMemoryReservationAllocation;
+import org.apache.hadoop.yarn.server.resourcemanager.reservation.NoOverCommitPolicy;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationInterval;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationSchedulerConfiguration;
+import org.apache.hadoop.yarn.server.resourcemanager.reservation.SharingPolicy;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.PlanningException;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.planning.ReservationAgent;
 import org.apache.hadoop.yarn.util.resource.DefaultResourceCalculator;
@@ -25,7 +27,7 @@ import org.apache.hadoop.yarn.util.resource.Resources;
  * <pre>
  * {"queue": "dedicated", "start": MS, "end": MS, "step": MS, "capacity": {"memory": MB, "vcores": N},
  *  "lower": [[FROM_MS, TO_MS, MB, N], ...], "calculator": "dominant" | "default",
- *  "policy": {"instantaneous": PERCENT, "average": PERCENT, "window": MS}}
+ *  "policy": {"instantaneous": PERCENT, "average": PERCENT, "window": MS} (empty: no user limits)}
  * </pre>
  *
  * <p>YARN's plan has one total capacity and no horizon. Where our capacity is lower ({@code lower}: the capacity
@@ -48,12 +50,26 @@ final class Plans {
     ResourceCalculator calculator = "default".equals(facts.path("calculator").asText("dominant"))
         ? new DefaultResourceCalculator() : new DominantResourceCalculator();
     Resource total = resource(facts.get("capacity"));
-    CapacityOverTimePolicy policy = new CapacityOverTimePolicy();
-    policy.init(queue, new Limits(facts.path("policy")));
+    SharingPolicy policy = sharing(queue, facts.path("policy"));
     InMemoryPlan plan = new InMemoryPlan(null, policy, agent, total, facts.get("step").asLong(), calculator,
         Resource.newInstance(1, 1), total, queue, null, true, new RMContextImpl());
     pin(plan, held(facts, total), calculator);
     return plan;
+  }
+
+  /**
+   * Our cluster's user limits as YARN's sharing policy: none, NoOverCommitPolicy (capacity alone, as our plan
+   * without limits); else CapacityOverTimePolicy with them. YARN's own default is the latter at 100% and 100%,
+   * which is not the same as no limit: its 24-hour average, rounded to whole MB and vcores, refuses a user who
+   * holds nearly the whole cluster for a day.
+   */
+  private static SharingPolicy sharing(String queue, JsonNode limits) {
+    if (limits.isEmpty()) {
+      return new NoOverCommitPolicy();
+    }
+    CapacityOverTimePolicy policy = new CapacityOverTimePolicy();
+    policy.init(queue, new Limits(limits));
+    return policy;
   }
 
   /** What the pinned reservation holds: everything outside [start, end), the shortfall inside it. */

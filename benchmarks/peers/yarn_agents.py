@@ -2,6 +2,7 @@
 
     python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--no-explain]
+                                           [--calculator dominant|default]
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
@@ -83,11 +84,12 @@ def mixed(count: int, seed: int) -> tuple[Cluster, harness.Stream]:
     return cluster, harness.Stream.of(reservations)
 
 
-def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool) -> list[Outcome]:
+def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
+               calculator: str = "dominant") -> list[Outcome]:
     """Every agent on the stream, YARN's first, each checked by our checker."""
     outcomes = []
     rejections = {}
-    for agent, answers in harness.run_yarn(cluster, stream, warmup=warmup).items():
+    for agent, answers in harness.run_yarn(cluster, stream, warmup=warmup, calculator=calculator).items():
         rejections[f"yarn-{agent}"] = answers
         records, problems = harness.decision_records(answers, stream, cluster)
         crashed = [f"{a.name}: YARN crashed: {a.exception}: {a.message}" for a in answers if a.crashed]
@@ -174,6 +176,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=1, help="passes of each stream through YARN before the timed one")
     parser.add_argument("--no-explain", action="store_true", help="ours: skip the earliest-deadline search")
+    parser.add_argument("--calculator", choices=("dominant", "default"), default="dominant",
+                        help="YARN's resource calculator: dominant (memory and vcores) or default (memory only)")
     args = parser.parse_args()
     makers = {
         "mixed": lambda: mixed(args.mixed_count, args.seed),
@@ -185,7 +189,8 @@ def main() -> None:
     results = {}
     for label in args.streams.split(","):
         cluster, stream = makers[label.strip()]()
-        results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain))
+        results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
+                                                args.calculator))
     goals(results)
 
 

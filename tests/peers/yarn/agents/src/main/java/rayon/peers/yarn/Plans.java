@@ -60,8 +60,7 @@ final class Plans {
   /**
    * Our cluster's user limits as YARN's sharing policy: none, NoOverCommitPolicy (capacity alone, as our plan
    * without limits); else CapacityOverTimePolicy with them. YARN's own default is the latter at 100% and 100%,
-   * which is not the same as no limit: its 24-hour average, rounded to whole MB and vcores, refuses a user who
-   * holds nearly the whole cluster for a day.
+   * which is not the same as no limit: on a busy week its average test refuses allocations within capacity.
    */
   private static SharingPolicy sharing(String queue, JsonNode limits) {
     if (limits.isEmpty()) {

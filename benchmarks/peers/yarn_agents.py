@@ -1,7 +1,7 @@
 """YARN's own reservation agents and ours on the same seeded streams, in one run.
 
     python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs] [--mixed-count 2500]
-                                           [--count 300] [--seed 7] [--warmup 1] [--no-explain]
+                                           [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
                                            [--calculator dominant|default]
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
@@ -17,7 +17,8 @@ Per stream and agent: accepted count, accepted value and bundle-hours (as alloca
 the whole plan, plus anything YARN answered that is no lease of whole gangs), decision latency p50/p99 over all
 decisions and over accepted ones (YARN's: the agent's createReservation inside the JVM, after --warmup passes of
 the stream; ours: Planner.submit in this process, which also validates and, on rejection, searches the earliest
-deadline unless --no-explain), and a few reservations one side accepts and the other rejects. Then the goals.
+deadline unless --no-explain; on both sides each decision's least time over --repeat passes), and a few
+reservations one side accepts and the other rejects. Then the goals.
 """
 
 from __future__ import annotations
@@ -85,18 +86,20 @@ def mixed(count: int, seed: int) -> tuple[Cluster, harness.Stream]:
 
 
 def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
-               calculator: str = "dominant") -> list[Outcome]:
+               calculator: str = "dominant", repeat: int = 1) -> list[Outcome]:
     """Every agent on the stream, YARN's first, each checked by our checker."""
     outcomes = []
     rejections = {}
-    for agent, answers in harness.run_yarn(cluster, stream, warmup=warmup, calculator=calculator).items():
+    for agent, answers in harness.run_yarn(cluster, stream, warmup=warmup, repeat=repeat,
+                                            calculator=calculator).items():
         rejections[f"yarn-{agent}"] = answers
         records, problems = harness.decision_records(answers, stream, cluster)
         crashed = [f"{a.name}: YARN crashed: {a.exception}: {a.message}" for a in answers if a.crashed]
+        crashed += [f"{a.name}: YARN decided it differently on another pass" for a in answers if not a.deterministic]
         violations = problems + crashed + check_plan(cluster, stream.reservations, records)
         outcomes.append(Outcome(f"yarn-{agent}", records, [a.seconds for a in answers], violations))
     for agent in OURS:
-        ours = harness.run_ours(cluster, stream, agent, explain=explain)
+        ours = harness.run_ours(cluster, stream, agent, explain=explain, repeat=repeat)
         outcomes.append(Outcome(agent, ours.records, ours.seconds,
                                 check_plan(cluster, stream.reservations, ours.records)))
     print(f"\n== {label}: {len(stream.reservations)} reservations; cluster {cluster.capacity['vcores']:g} vcores, "
@@ -174,7 +177,9 @@ def main() -> None:
     parser.add_argument("--mixed-count", type=int, default=2500, help="reservations in the mixed week")
     parser.add_argument("--count", type=int, default=300, help="reservations in each of the other streams")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--warmup", type=int, default=1, help="passes of each stream through YARN before the timed one")
+    parser.add_argument("--warmup", type=int, default=1, help="passes through YARN before the timed ones")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed passes on both sides; each decision's time is its least over them")
     parser.add_argument("--no-explain", action="store_true", help="ours: skip the earliest-deadline search")
     parser.add_argument("--calculator", choices=("dominant", "default"), default="dominant",
                         help="YARN's resource calculator: dominant (memory and vcores) or default (memory only)")
@@ -190,7 +195,7 @@ def main() -> None:
     for label in args.streams.split(","):
         cluster, stream = makers[label.strip()]()
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
-                                                args.calculator))
+                                                args.calculator, args.repeat))
     goals(results)
 
 

@@ -35,15 +35,16 @@ import org.apache.hadoop.yarn.util.resource.Resources;
  *
  * <pre>
  * java -cp ... rayon.peers.yarn.Main JOB.json [OUT.jsonl]
- * JOB: {"plan": {...see Plans...}, "agents": ["greedy", ...], "warmup": PASSES,
+ * JOB: {"plan": {...see Plans...}, "agents": ["greedy", ...], "warmup": PASSES, "repeat": PASSES,
  *       "submissions": [{"user": U, "body": {YARN REST submission body}}, ...]}
  * OUT: {"agent", "index", "name", "accepted", "nanos", "stages": [{"stage": K, "intervals": [[FROM_MS, TO_MS, MB,
  *       VCORES], ...]}], "matches_plan"} or, rejected, {..., "exception": CLASS, "message": TEXT, "crashed": BOOL,
  *       "proposed": STAGES, when the agent found an allocation that the plan then refused}
  * </pre>
  *
- * <p>Each agent first runs the whole stream `warmup` times on fresh plans, so that the timed pass (nanos: the
- * agent's createReservation alone, after the JIT has compiled it) measures steady state. A stage's intervals are
+ * <p>Each agent first runs the whole stream `warmup` times on fresh plans, so that the timed passes (nanos: the
+ * agent's createReservation alone, after the JIT has compiled it; the least over `repeat` passes, which damps
+ * what other processes on the machine add) measure steady state. A stage's intervals are
  * what YARN's stage allocator answered for it; matches_plan says they add up to what the plan holds.
  */
 public final class Main {
@@ -71,14 +72,34 @@ public final class Main {
     List<String> agents = new ArrayList<>();
     job.path("agents").forEach(a -> agents.add(a.asText()));
     int warmup = job.path("warmup").asInt(1);
+    int repeat = Math.max(1, job.path("repeat").asInt(1));
     try (Writer out = args.length == 2
         ? Files.newBufferedWriter(Path.of(args[1]), StandardCharsets.UTF_8)
         : new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8))) {
       for (String name : agents.isEmpty() ? Agents.NAMES : agents) {
         for (int pass = 0; pass < warmup; pass++) {
-          run(name, job.get("plan"), stream, null);
+          run(name, job.get("plan"), stream, false);
         }
-        run(name, job.get("plan"), stream, out);
+        List<ObjectNode> best = run(name, job.get("plan"), stream, true);
+        for (int pass = 1; pass < repeat; pass++) {
+          fastest(best, run(name, job.get("plan"), stream, true));
+        }
+        for (ObjectNode line : best) {
+          out.write(JSON.writeValueAsString(line));
+          out.write('\n');
+        }
+      }
+    }
+  }
+
+  /** Each decision's least time over the passes; a pass that decided otherwise is marked, not hidden. */
+  private static void fastest(List<ObjectNode> best, List<ObjectNode> again) {
+    for (int index = 0; index < best.size(); index++) {
+      ObjectNode line = best.get(index);
+      ObjectNode other = again.get(index);
+      line.put("nanos", Math.min(line.get("nanos").asLong(), other.get("nanos").asLong()));
+      if (line.get("accepted").asBoolean() != other.get("accepted").asBoolean()) {
+        line.put("deterministic", false);
       }
     }
   }
@@ -93,9 +114,10 @@ public final class Main {
     return new Submission(definition.getReservationName(), item.path("user").asText("user"), definition, stages);
   }
 
-  /** The stream through a fresh agent on a fresh plan; each decision written to `out` unless it is null. */
-  private static void run(String name, JsonNode facts, List<Submission> stream, Writer out)
-      throws IOException, PlanningException {
+  /** The stream through a fresh agent on a fresh plan: each decision as a line, when `answer` (a warm-up: none). */
+  private static List<ObjectNode> run(String name, JsonNode facts, List<Submission> stream, boolean answer)
+      throws PlanningException {
+    List<ObjectNode> lines = new ArrayList<>();
     StageRecorder.Log log = new StageRecorder.Log();
     ReservationAgent agent = Agents.create(name, log);
     InMemoryPlan plan = Plans.build(facts, agent);
@@ -120,7 +142,7 @@ public final class Main {
             .put("crashed", true);
       }
       long nanos = System.nanoTime() - began;
-      if (out == null) {
+      if (!answer) {
         continue;
       }
       line.put("accepted", accepted).put("nanos", nanos);
@@ -129,9 +151,9 @@ public final class Main {
       } else if (!log.placed().isEmpty()) {
         line.set("proposed", stages(submission, log.placed(), null));  // what the plan refused
       }
-      out.write(JSON.writeValueAsString(line));
-      out.write('\n');
+      lines.add(line);
     }
+    return lines;
   }
 
   /** The stages' answers as JSON, and whether they add up to the reservation's allocation in the plan. */

@@ -73,6 +73,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.state.yarn_ids = yarn.YarnIds(cluster_timestamp)
     app.include_router(native.router)
     app.include_router(yarn.router)
+    app.include_router(yarn.cluster_router)
     app.include_router(metrics.router)
     for extension in extensions:
         extension.install(app, service)

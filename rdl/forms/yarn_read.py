@@ -32,6 +32,7 @@ from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Reservation, Resourc
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
+NAMED = {name: code for code, name in INTERPRETERS.items()}  # R_ANY -> 0, ...
 
 
 def _as_int(value: object) -> int | None:
@@ -235,9 +236,13 @@ class Reader:
         return [(item, f"{path}[{index}]") for index, item in enumerate(raw)]
 
     def interpreter(self, data: Mapping[str, AnyType], count: int) -> int | None:
-        """`reservation-request-interpreter`, 0..3; optional (read as R_ALL) for a single request only."""
+        """`reservation-request-interpreter`: 0..3 or its name (`R_ORDER`); when left out, R_ANY as in YARN (for a
+        single request all four mean the same)."""
         key = "reservation-request-interpreter"
-        value = self.integer(data, key, REQUESTS, default=R_ALL if count <= 1 else None)
+        raw = data.get(key)
+        if isinstance(raw, str) and raw.strip().upper() in NAMED:
+            return NAMED[raw.strip().upper()]
+        value = self.integer(data, key, REQUESTS, default=R_ANY, maximum=None)
         if value is not None and value not in INTERPRETERS:
             self.error(f"{REQUESTS}.{key}", f"`{key}` must be one of 0..3, got {value}", EXPECTED[key])
             return None

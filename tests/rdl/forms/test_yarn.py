@@ -117,6 +117,25 @@ def test_interpreters(interpreter: int, kind: type, gap: float | None) -> None:
         assert reservation.body.gap == gap
 
 
+@pytest.mark.parametrize(("name", "kind", "gap"), [("R_ANY", Any, None), ("R_ALL", All, None),
+                                                   ("R_ORDER", Order, None), ("r_order_no_gap", Order, 0.0)])
+def test_interpreters_by_name_mean_what_they_say(name: str, kind: type, gap: float | None) -> None:
+    reservation = from_yarn(body({f"{REQS}.reservation-request-interpreter": name}))
+    assert type(reservation.body) is kind
+    assert getattr(reservation.body, "gap", None) == gap
+
+
+def test_several_requests_without_an_interpreter_are_r_any_as_in_yarn() -> None:
+    reservation = from_yarn(body(drop=(f"{REQS}.reservation-request-interpreter",)))
+    assert type(reservation.body) is Any and len(reservation.body.children) == 2
+
+
+def test_an_unknown_interpreter_name_is_an_error_listing_the_valid_ones() -> None:
+    message = error_at(body({f"{REQS}.reservation-request-interpreter": "R_SOME"}),
+                       f"$.{REQS}.reservation-request-interpreter")
+    assert "R_ORDER_NO_GAP" in message
+
+
 def test_order_no_gap_prints_gap_zero() -> None:
     reservation = from_yarn(body({f"{REQS}.reservation-request-interpreter": 3}))
     assert "gap=0s" in format_reservation(reservation)
@@ -154,7 +173,7 @@ def test_single_request_object_and_default_interpreter() -> None:
     item = BASE[DEF]["reservation-requests"]["reservation-request"][1]
     data = body({f"{REQS}.reservation-request": item}, drop=(f"{REQS}.reservation-request-interpreter",))
     reservation = from_yarn(data)
-    assert type(reservation.body) is All
+    assert type(reservation.body) is Any  # YARN's default, R_ANY: for one request all four mean the same
     assert reservation.body.children[0].name == "stage0"
     assert reservation.body.children[0].span.json_path == REQ
 
@@ -260,7 +279,7 @@ def test_non_numeric_and_wrong_types(path: str, value: AnyType, words: str) -> N
 
 @pytest.mark.parametrize("path", ["queue", "reservation-definition", f"{DEF}.arrival", f"{DEF}.deadline",
                                   f"{DEF}.reservation-requests", f"{REQS}.reservation-request",
-                                  f"{REQS}.reservation-request-interpreter", f"{ITEM0}.capability",
+                                  f"{ITEM0}.capability",
                                   f"{ITEM0}.capability.memory", f"{ITEM0}.capability.vCores",
                                   f"{ITEM0}.num-containers", f"{ITEM0}.duration"])
 def test_missing_required_fields_are_named(path: str) -> None:

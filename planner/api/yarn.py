@@ -38,7 +38,7 @@ from planner.core.plan import Allocation
 from planner.store.facade import StoreError
 from planner.store.records import Record
 from planner.store.rendering import Instants, decision_json
-from rdl.errors import RDLError, RDLErrors, Span
+from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 from rdl.forms import yarn as yarn_form
 from rdl.forms.yarn_read import sanitize_name
 from rdl.syntax.printer import format_reservation
@@ -254,6 +254,7 @@ def list_reservations(queue: str = Query(DEFAULT_QUEUE, description="this queue 
         raise ApiError(400, "input", f"end-time {end_time} must not be before start-time {start_time}")
     with as_yarn():
         view = svc.view(rid) if rid is not None else svc.view()
+        reservable(view, queue)
         if rid is not None and view.owner is None:  # YARN lists nothing for an unknown id
             return {"reservations": [], "total": 0}
         if rid is not None:
@@ -269,6 +270,17 @@ def list_reservations(queue: str = Query(DEFAULT_QUEUE, description="this queue 
     following = offset + len(found.records)
     return {"reservations": [info(record, view.instants.clock, with_allocations) for record in found.records],
             "total": found.total, "next-offset": following if following < found.total else None}
+
+
+def reservable(view: View, queue: str) -> None:
+    """A queue the plan holds reservations in: any, unless the cluster file lists its `queues` (YARN's reservable
+    queues); 400 otherwise, as YARN answers."""
+    queues = view.cluster.queues
+    if queues and queue not in queues:
+        named = ", ".join(f"`{name}`" for name in queues)
+        why = " (YARN's list looks in `default` when no queue is named)" if queue == DEFAULT_QUEUE else ""
+        raise ApiError(400, "input", f"queue `{queue}` is not one of the plan's reservable queues{why}",
+                       did_you_mean(queue, queues) or f"name one of {named} with ?queue=")
 
 
 def _listed(svc: Service, view: View, user: str | None, queue: str, start: datetime,

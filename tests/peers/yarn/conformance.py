@@ -221,7 +221,6 @@ DELIBERATE: dict[tuple[str, str, str], str] = {
                                                                    "error and whether anything changed, beside "
                                                                    "YARN's answer",
     ("list.*", r"\$\.(total|next-offset)", "extra"): "ours: the list comes in pages",
-    ("list.*", r"\$\.reservations\[\d+\]\.rdl", "extra"): "ours: the RDL text of what YARN's form cannot express",
     ("cluster.*", r"\$\.clusterInfo\..*", "value"): "versions and build strings are ours",
     ("list.*", r"\$\.reservations\[<id:[^]]*>\]\.resource-allocations.*", "value"):
         "where a reservation is placed is each planner's own choice (YARN's agent against ours: "

@@ -123,11 +123,12 @@ def _end(process: subprocess.Popen[str]) -> None:
 
 
 def cluster_file(like: Target, start: datetime) -> str:
-    """A cluster file for `rayon` matching an RM's reservable queue: its capacity, step and queue."""
+    """A cluster file for `rayon` matching an RM's reservable queue: its capacity, step and queue (the only one:
+    YARN's `default` is not reservable there)."""
     if like.step_ms % 1000:
         raise ValueError(f"our plan steps are whole seconds; the RM's is {like.step_ms} ms")
     return (f"start: {start.strftime('%Y-%m-%dT%H:%M:%SZ')}\nstep: {like.step_ms // 1000}s\nhorizon: 1d\n"
-            f"capacity: {{memory: {like.memory}MiB, vcores: {like.vcores}}}\n")
+            f"capacity: {{memory: {like.memory}MiB, vcores: {like.vcores}}}\nqueues: [{like.queue}]\n")
 
 
 @contextmanager

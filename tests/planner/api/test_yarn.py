@@ -17,6 +17,7 @@ import pytest
 from planner.store.facade import Store
 from rdl.forms.yarn import to_yarn
 from tests.planner.api.support import (
+    CLUSTER,
     Server,
     epoch_ms,
     pinned,
@@ -264,6 +265,22 @@ def test_listed_allocations_are_the_total_held_per_stretch_of_time(api: Server) 
     assert all(a["endTime"] <= b["startTime"] for a, b in itertools.pairwise(stretches))
     assert all(a["resource"] != b["resource"] or a["endTime"] != b["startTime"]
                for a, b in itertools.pairwise(stretches))
+
+
+def test_queues_outside_the_reservable_ones_are_refused_as_yarn_does(api: Server) -> None:
+    api.reset(CLUSTER + "queues: [prod]\n")
+    with api.client("alice") as alice:
+        rid = new_id(alice)
+        elsewhere = post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 60, queue="dev"))
+        accepted = post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 60, queue="prod"))
+        unknown = alice.get(f"{BASE}/list", params={"queue": "prd"})
+        default = alice.get(f"{BASE}/list")
+        listed = alice.get(f"{BASE}/list", params=PROD).json()["reservations"]
+    assert elsewhere.status_code == 400 and "reservable `queues`" in remote(elsewhere)["message"]
+    assert accepted.status_code == 202 and [r["reservation-id"] for r in listed] == [rid]
+    assert unknown.status_code == default.status_code == 400
+    assert unknown.json()["error"]["hint"] == "did you mean `prod`?"
+    assert "looks in `default`" in remote(default)["message"]
 
 
 def test_the_cluster_info_answers_as_yarns_without_a_token(api: Server) -> None:

@@ -313,6 +313,9 @@ class YarnAnswer(YarnModel):
 
     reservation_id: str = Field(alias="reservation-id")
     decision: dict[str, AnyType] | None = None
+    booked: list[dict[str, AnyType]] | None = Field(
+        None, description="ours: the requests whose duration is not a whole number of plan steps, each with the "
+                          "`booked-duration` its containers hold (rounded up to the plan's `step`)")
 
 
 class YarnResourceAllocation(YarnModel):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import itertools
+import math
 import re
 import threading
 import time
@@ -41,8 +42,9 @@ from planner.store.rendering import Instants, decision_json
 from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 from rdl.forms import yarn as yarn_form
 from rdl.forms.yarn_read import sanitize_name
+from rdl.shape import lease_steps
 from rdl.syntax.printer import format_reservation
-from rdl.tree import Expr, Reservation, Window
+from rdl.tree import Atom, Expr, Reservation, Window, walk
 
 router = APIRouter(prefix="/ws/v1/cluster/reservation", tags=["yarn"])
 cluster_router = APIRouter(prefix="/ws/v1/cluster", tags=["yarn"])
@@ -122,7 +124,30 @@ def _named(body: Expr, data: dict[str, AnyType]) -> Expr:
     definition = data.get("reservation-definition")
     raw = definition.get("reservation-name") if isinstance(definition, dict) else None
     name = sanitize_name(raw) if isinstance(raw, str) else ""
-    return replace(body, name=name) if name and body.name is None else body
+    taken = {node.name for _, node in walk(body)}
+    return replace(body, name=name) if name and body.name is None and name not in taken else body
+
+
+def booked(reservation: Reservation, step: int) -> list[dict[str, AnyType]]:
+    """Requests whose `duration` is not a whole number of plan steps, with what each container is booked for:
+    the duration rounded up to steps (YARN's plan has 1 s steps; ours has the cluster file's `step`)."""
+    found = []
+    for _, node in walk(reservation.body):
+        if isinstance(node, Atom) and node.lease is not None:
+            held = lease_steps(node, step) * step
+            if not math.isclose(held, node.lease):
+                found.append({"reservation-request": node.span.json_path or node.name, "duration": round(
+                    node.lease * 1000), "booked-duration": held * 1000, "step": step * 1000})
+    return found
+
+
+def answer(rid: str, decision: Decision, view: View, reservation: Reservation | None) -> dict[str, AnyType]:
+    """Our body of an accepting YARN answer: the id, the decision record, and any duration rounded to steps."""
+    data: dict[str, AnyType] = {"reservation-id": rid, "decision": decision_json(decision, view.instants)}
+    rounded = booked(reservation, view.cluster.step) if reservation is not None else []
+    if rounded:
+        data["booked"] = rounded
+    return data
 
 
 def stored(svc: Service, view: View, name: str) -> Record:
@@ -187,13 +212,12 @@ def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
             if record.rdl != format_reservation(reservation):
                 raise ApiError(400, "invalid", f"reservation {rid} already exists with a different definition",
                                "change it with POST /ws/v1/cluster/reservation/update")
-            return JSONResponse({"reservation-id": rid, "decision": decision_json(record.decision(), view.instants)},
-                                202)
+            return JSONResponse(answer(rid, record.decision(), view, reservation), 202)
         decision = svc.store.submit(reservation, actor=who.user, validated=True)
     svc.metrics.admitted("yarn", started, decision, committed=True)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "could not be placed; nothing was submitted")
-    return JSONResponse({"reservation-id": rid, "decision": decision_json(decision, view.instants)}, 202)
+    return JSONResponse(answer(rid, decision, view, reservation), 202)
 
 
 @router.post("/update", response_model=YarnAnswer, responses=BAD,
@@ -214,7 +238,7 @@ def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
     svc.metrics.decided(decision)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "keeps its previous definition, as the new one does not fit")
-    return {"reservation-id": rid, "decision": decision_json(decision, view.instants)}
+    return answer(rid, decision, view, reservation)
 
 
 @router.post("/delete", response_model=YarnAnswer, responses=BAD,

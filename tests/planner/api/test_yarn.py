@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from datetime import datetime, timedelta
 from typing import Any as AnyType
 
 import httpx
@@ -30,6 +31,10 @@ from tests.planner.api.support import (
 
 BASE = "/ws/v1/cluster/reservation"
 PROD = {"queue": "prod"}  # YARN lists one queue: `default` unless named
+
+
+def instant_of(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def new_id(client: httpx.Client) -> str:
@@ -281,6 +286,25 @@ def test_queues_outside_the_reservable_ones_are_refused_as_yarn_does(api: Server
     assert unknown.status_code == default.status_code == 400
     assert unknown.json()["error"]["hint"] == "did you mean `prod`?"
     assert "looks in `default`" in remote(default)["message"]
+
+
+def test_a_duration_off_the_plans_steps_is_answered_with_what_was_booked(api: Server) -> None:
+    with api.client("alice") as alice:  # one-minute steps: 90 s containers hold two steps
+        rid = new_id(alice)
+        body = yarn_body(rid, 0, 60, containers=2)
+        body["reservation-definition"]["reservation-requests"]["reservation-request"][0]["duration"] = 90_000
+        submitted = post_json(alice, f"{BASE}/submit", body)
+        exact = yarn_body(new_id(alice), 0, 60, containers=2, minutes=2)
+        whole = post_json(alice, f"{BASE}/submit", exact)
+        updated = post_json(alice, f"{BASE}/update", {"reservation-id": rid,
+                                                      "reservation-definition": body["reservation-definition"]})
+    assert submitted.status_code == 202 and whole.status_code == 202 and updated.status_code == 200
+    assert submitted.json()["booked"] == updated.json()["booked"] == [{
+        "reservation-request": "$.reservation-definition.reservation-requests.reservation-request[0]",
+        "duration": 90_000, "booked-duration": 120_000, "step": 60_000}]
+    assert "booked" not in whole.json()
+    allocation = submitted.json()["decision"]["allocations"][0]
+    assert instant_of(allocation["end"]) - instant_of(allocation["start"]) == timedelta(minutes=2)
 
 
 def test_the_cluster_info_answers_as_yarns_without_a_token(api: Server) -> None:

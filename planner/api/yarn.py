@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any as AnyType
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from planner.api import bodies
 from planner.api.auth import Principal
@@ -48,6 +48,7 @@ from rdl.tree import Atom, Expr, Reservation, Window, walk
 
 router = APIRouter(prefix="/ws/v1/cluster/reservation", tags=["yarn"])
 cluster_router = APIRouter(prefix="/ws/v1/cluster", tags=["yarn"])
+page_router = APIRouter(tags=["yarn"])
 ID = re.compile(r"reservation_(\d+)_(\d+)")
 DEFAULT_QUEUE = "default"  # the queue YARN lists when none is named
 LIST_PAGE = 1000  # reservations in one answer of `/list`: about a megabyte with their allocations
@@ -179,6 +180,14 @@ def cluster_info(request: Request, ids: YarnIds = Depends(yarn_ids)) -> dict[str
         "haZooKeeperConnectionState": "not applicable: rayon keeps its plan in its store, without ZooKeeper"}}
 
 
+@page_router.get("/cluster", response_class=HTMLResponse, include_in_schema=False)
+def cluster_page() -> str:
+    """Where YARN's RM serves its web UI: clients (yarn-api-client) probe it for a 200 to find the active RM."""
+    return ("<!DOCTYPE html><html><head><title>rayon</title></head><body><h1>rayon: a reservation planner</h1>"
+            "<p>YARN's reservation REST API is at <a href=\"/ws/v1/cluster/info\">/ws/v1/cluster/</a>; ours at "
+            "<a href=\"/docs\">/docs</a>.</p></body></html>")
+
+
 def _version() -> str:
     try:
         return importlib.metadata.version("rayon-planner")
@@ -220,7 +229,7 @@ def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
     return JSONResponse(answer(rid, decision, view, reservation), 202)
 
 
-@router.post("/update", response_model=YarnAnswer, responses=BAD,
+@router.post("/update", response_model=YarnAnswer, response_model_exclude_none=True, responses=BAD,
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/YarnUpdate"}}}}})
 def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
@@ -241,7 +250,7 @@ def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
     return answer(rid, decision, view, reservation)
 
 
-@router.post("/delete", response_model=YarnAnswer, responses=BAD,
+@router.post("/delete", response_model=YarnAnswer, response_model_exclude_none=True, responses=BAD,
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/YarnDelete"}}}}})
 def delete(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:

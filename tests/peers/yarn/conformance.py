@@ -67,6 +67,7 @@ class Step:
     params: Callable[[Context], dict[str, str]] | None = None
     body: Body | None = None
     keep: str | None = None  # keep the answer's reservation-id under this case name
+    page: bool = False  # a web page: only its status is compared
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ TWO = [request(), request(memory=2048, containers=1, seconds=120)]
 INTERPRETERS = {0: "R_ANY", 1: "R_ALL", 2: "R_ORDER", 3: "R_ORDER_NO_GAP"}
 
 SCRIPT: list[Step] = [
+    Step("web UI page", "GET", "/cluster", page=True),  # yarn-api-client's probe for the active RM
     Step("cluster", "GET", "/ws/v1/cluster"),
     Step("cluster info", "GET", "/ws/v1/cluster/info"),
     *(step for code in INTERPRETERS for step in (
@@ -269,7 +271,7 @@ def _send(client: httpx.Client, context: Context, step: Step) -> tuple[int, AnyT
     answer = client.request(step.method, step.path, params=step.params(context) if step.params else None,
                             content=content, headers=headers)
     try:
-        data: AnyType = answer.json() if answer.content else {}
+        data: AnyType = {} if step.page or not answer.content else answer.json()
     except ValueError:
         data = {"<text>": answer.text[:200]}
     if step.keep and answer.status_code == 200 and isinstance(data, dict):

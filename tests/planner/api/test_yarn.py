@@ -317,6 +317,13 @@ def test_the_cluster_info_answers_as_yarns_without_a_token(api: Server) -> None:
     assert {"id", "startedOn", "resourceManagerVersion", "hadoopVersion", "rmStateStoreName"} <= set(info)
 
 
+def test_the_web_ui_address_answers_for_clients_probing_for_the_active_rm(api: Server) -> None:
+    with api.client() as anyone:
+        page = anyone.get("/cluster")  # yarn-api-client's check_is_active_rm wants a 200 here
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/ws/v1/cluster" in page.text
+
+
 def test_list_shows_a_reservation_yarn_cannot_express_with_its_rdl(api: Server) -> None:
     with api.client("alice") as alice:
         submit(alice, pinned("native", 30, 60, 2))

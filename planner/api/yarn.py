@@ -8,7 +8,11 @@ Submitting an id again with the same definition succeeds again without replannin
 idempotent submit); with a different one it is an error (update it instead).
 
 The stored reservation is named by its id (YARN's `reservation-name` need not be unique), owned
-by the caller, and read from the body by `rdl.forms.yarn.from_yarn` (its module notes give the mapping).
+by the caller, and read from the body by `rdl.forms.yarn.from_yarn` (its module notes give the mapping);
+the `reservation-name` rides on its body's name, so it is listed back and is part of the definition.
+`/ws/v1/cluster`, `/ws/v1/cluster/info` and the web UI's `/cluster` answer as the RM's do, for the
+clients that probe them to find the active RM. tests/peers/yarn/conformance.py compares all of this
+with a real ResourceManager; docs/api.md lists the differences kept on purpose.
 """
 
 from __future__ import annotations
@@ -342,7 +346,8 @@ def info(record: Record, clock: Clock, include: bool) -> dict[str, AnyType]:
                                 "reservation-id": record.name}
     try:
         data["reservation-definition"] = yarn_form.to_yarn(reservation)["reservation-definition"]
-        data["reservation-definition"]["reservation-name"] = reservation.body.name or ""
+        if reservation.body.name is not None:  # YARN's `reservation-name`; else the reservation's own name
+            data["reservation-definition"]["reservation-name"] = reservation.body.name
     except ValueError:
         data["reservation-definition"] = _plain_definition(reservation, record, clock)
         data["rdl"] = record.rdl

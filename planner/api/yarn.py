@@ -45,7 +45,7 @@ from planner.store.records import Record
 from planner.store.rendering import Instants, decision_json
 from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 from rdl.forms import yarn as yarn_form
-from rdl.forms.yarn_read import sanitize_name
+from rdl.forms.yarn_read import decode_name, encode_name
 from rdl.shape import lease_steps
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Atom, Expr, Reservation, Window, walk
@@ -124,11 +124,11 @@ def read_definition(data: dict[str, AnyType], rid: str, owner: str, view: View, 
 
 def _named(body: Expr, data: dict[str, AnyType]) -> Expr:
     """The body carrying YARN's `reservation-name` (the reservation itself is named by its id): the name is part of
-    the definition, listed back, and a resubmit under another name is another definition, as in YARN. RDL names
-    allow `[A-Za-z0-9_.-]`; other characters become `_`."""
+    the definition, listed back exactly, and a resubmit under another name is another definition, as in YARN
+    (an RDL name holds any text through `encode_name`)."""
     definition = data.get("reservation-definition")
     raw = definition.get("reservation-name") if isinstance(definition, dict) else None
-    name = sanitize_name(raw) if isinstance(raw, str) else ""
+    name = encode_name(raw) if isinstance(raw, str) else ""
     taken = {node.name for _, node in walk(body)}
     return replace(body, name=name) if name and body.name is None and name not in taken else body
 
@@ -347,7 +347,7 @@ def info(record: Record, clock: Clock, include: bool) -> dict[str, AnyType]:
     try:
         data["reservation-definition"] = yarn_form.to_yarn(reservation)["reservation-definition"]
         if reservation.body.name is not None:  # YARN's `reservation-name`; else the reservation's own name
-            data["reservation-definition"]["reservation-name"] = reservation.body.name
+            data["reservation-definition"]["reservation-name"] = decode_name(reservation.body.name)
     except ValueError:
         data["reservation-definition"] = _plain_definition(reservation, record, clock)
         data["rdl"] = record.rdl

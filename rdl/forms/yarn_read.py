@@ -79,6 +79,25 @@ def sanitize_name(text: str) -> str:
     return cleaned if cleaned[0].isalpha() or cleaned[0] == "_" else f"_{cleaned}"
 
 
+_KEPT = re.compile(r"[A-Za-z0-9_.]")
+_ESCAPED = re.compile(r"(?:-[0-9A-F]{2})+")
+_MARK = "_--"  # leads a name whose first character could not start an RDL name; escapes never make `--`
+
+
+def encode_name(text: str) -> str:
+    """Any text as an RDL name, reversibly: characters outside `[A-Za-z0-9_.]` become `-HH` per UTF-8 byte
+    (`nightly etl` → `nightly-20etl`), and a name that would not start with a letter or `_` is marked `_--`."""
+    encoded = "".join(c if _KEPT.fullmatch(c) else "".join(f"-{b:02X}" for b in c.encode()) for c in text)
+    return encoded if not encoded or encoded[0].isalpha() or encoded[0] == "_" else _MARK + encoded
+
+
+def decode_name(name: str) -> str:
+    """The text `encode_name` made `name` from."""
+    if name.startswith(_MARK):
+        name = name[len(_MARK):]
+    return _ESCAPED.sub(lambda m: bytes.fromhex(m[0].replace("-", "")).decode(errors="replace"), name)
+
+
 class Reader:
     """Reads one YARN submission body, collecting every error with its JSON path."""
 

@@ -117,6 +117,19 @@ def updating(case: str, requests: list[dict], interpreter: AnyType = 1, **extra:
     return make
 
 
+def _quoted(data: AnyType) -> AnyType:
+    """Every number as a string, as YARN's own JSON writes them."""
+    if isinstance(data, dict):
+        return {key: _quoted(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_quoted(value) for value in data]
+    return str(data) if isinstance(data, int) and not isinstance(data, bool) else data
+
+
+def _with(data: dict, **definition: AnyType) -> dict:
+    return {**data, "reservation-definition": {**data["reservation-definition"], **definition}}
+
+
 def only_id(case: str) -> Body:
     return lambda c: {"reservation-id": c.id(case)}
 
@@ -159,6 +172,12 @@ SCRIPT: list[Step] = [
     Step("submit several requests, no interpreter", "POST", f"{BASE}/submit", body=submission("bare", TWO)),
     new("one"), Step("submit one request, no interpreter", "POST", f"{BASE}/submit",
                      body=submission("one", [request(containers=1)])),
+    new("quoted"), Step("submit numbers as strings", "POST", f"{BASE}/submit",
+                        body=lambda c: _quoted(submission("quoted", TWO, 2)(c))),
+    new("ranked"), Step("submit with a priority", "POST", f"{BASE}/submit",
+                        body=lambda c: _with(submission("ranked", TWO, 1)(c), priority=3)),
+    new("spaced"), Step("submit a name with spaces", "POST", f"{BASE}/submit",
+                        body=submission("spaced", TWO, 1, name="nightly etl")),
     Step("submit again, same definition", "POST", f"{BASE}/submit", body=submission("int1", TWO, 1)),
     Step("submit again, another name only", "POST", f"{BASE}/submit", body=submission("int1", TWO, 1, name="other")),
     Step("submit again, another definition", "POST", f"{BASE}/submit",
@@ -185,6 +204,10 @@ SCRIPT: list[Step] = [
     Step("list the queue", "GET", f"{BASE}/list", params=query(queue=...)),
     Step("list the queue with allocations", "GET", f"{BASE}/list",
          params=query(queue=..., include_resource_allocations="true")),
+    Step("list with include-resource-allocations=TRUE", "GET", f"{BASE}/list",
+         params=query(queue=..., rid="int1", include_resource_allocations="TRUE")),
+    Step("list from the start of time to no end", "GET", f"{BASE}/list",
+         params=query(queue=..., start_time="-1", end_time="-1")),
     Step("list a window holding them", "GET", f"{BASE}/list", params=query(queue=..., start_time=0, end_time=90)),
     Step("list a window after them", "GET", f"{BASE}/list", params=query(queue=..., start_time=120, end_time=180)),
     Step("list by id", "GET", f"{BASE}/list",
@@ -231,6 +254,9 @@ DELIBERATE: dict[tuple[str, str, str], str] = {
                r"reservation-request-interpreter", "value"):
         "an interpreter given by name (`R_ORDER`) means that interpreter here; YARN 3.4's JSON layer reads any "
         "name as 0, R_ANY",
+    ("list.*", r"\$\.reservations\[<id:ranked>\]\.reservation-definition\.priority", "value"):
+        "YARN 3.4.1 lists `priority` 0 whatever was submitted; we keep the priority sent (RDL's is its negation) "
+        "and it orders what a replan drops first",
     ("submit an interpreter out of range|list a start-time that is no number", r"", "status"):
         "YARN answers these with 503 (an ArrayIndexOutOfBoundsException, a Jersey parameter error); we answer "
         "400 as for every other bad input",

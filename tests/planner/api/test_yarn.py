@@ -111,11 +111,13 @@ def test_the_same_id_with_another_definition_is_an_error_that_changes_nothing(ap
 def test_the_same_id_under_another_reservation_name_is_another_definition(api: Server) -> None:
     with api.client("alice") as alice:
         rid = new_id(alice)
-        post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120, name="nightly"))
-        renamed = post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120, name="weekly"))
+        post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120, name="nightly etl (v2)"))
+        again = post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120, name="nightly etl (v2)"))
+        renamed = post_json(alice, f"{BASE}/submit", yarn_body(rid, 0, 120, name="nightly etl (v3)"))
         (info,) = alice.get(f"{BASE}/list", params=PROD).json()["reservations"]
+    assert again.status_code == 202
     assert renamed.status_code == 400 and "different definition" in remote(renamed)["message"]
-    assert info["reservation-definition"]["reservation-name"] == "nightly"
+    assert info["reservation-definition"]["reservation-name"] == "nightly etl (v2)"  # exactly as sent
 
 
 def test_an_update_naming_another_queue_keeps_the_reservations_own(api: Server) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,7 @@ import rdl
 from rdl.errors import RDLErrors
 from rdl.forms.jsonform import from_json, to_json
 from rdl.forms.yarn import from_yarn, looks_like_yarn, parse_yarn_text, to_yarn
-from rdl.forms.yarn_read import sanitize_name
+from rdl.forms.yarn_read import decode_name, encode_name, sanitize_name
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Absolute, All, Any, Atom, Order, Relative, Reservation, Resources, Window
 
@@ -201,6 +202,18 @@ def test_names(name: str | None, reservation_id: str | None, expected: str) -> N
     if reservation_id is not None:
         data["reservation-id"] = reservation_id
     assert from_yarn(data).name == expected
+
+
+@pytest.mark.parametrize("text", ["nightly etl", "etl-2024", "9am", ".hidden", "_--x", "naïve ✓", "a--b", "plain"])
+def test_any_yarn_name_round_trips_through_an_rdl_name(text: str) -> None:
+    name = encode_name(text)
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name)
+    assert decode_name(name) == text
+
+
+def test_names_of_plain_characters_stay_as_they_are() -> None:
+    assert encode_name("nightly_etl.v2") == "nightly_etl.v2"
+    assert encode_name("nightly etl") == "nightly-20etl"
 
 
 def test_sanitize_name() -> None:

@@ -269,7 +269,8 @@ def delete(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
 
 
 @router.get("/list", response_model=YarnList, response_model_exclude_none=True, responses=BAD)
-def list_reservations(queue: str = Query(DEFAULT_QUEUE, description="this queue only (YARN's default: `default`)"),
+def list_reservations(named: str | None = Query(None, alias="queue",
+                                                description="this queue only (YARN's default: `default`)"),
                       rid: str | None = Query(None, alias="reservation-id",
                                               description="this reservation only (the times are not looked at)"),
                       start_time: int = Query(0, alias="start-time", ge=-1, le=LAST_MS, description="epoch ms"),
@@ -286,12 +287,13 @@ def list_reservations(queue: str = Query(DEFAULT_QUEUE, description="this queue 
     As in YARN's ClientRMService: a `reservation-id` lists that reservation whatever the times; an `end-time`
     before the `start-time` is an error, an equal one is not. YARN answers in one page; ours are pages of at most
     LIST_PAGE (`next-offset` says where the next starts)."""
+    queue = named or DEFAULT_QUEUE
     with_allocations = include.strip().lower() == "true"  # Java's Boolean.parseBoolean, which YARN's list uses
     if rid is None and 0 <= end_time < max(start_time, 0):
         raise ApiError(400, "input", f"end-time {end_time} must not be before start-time {start_time}")
     with as_yarn():
         view = svc.view(rid) if rid is not None else svc.view()
-        reservable(view, queue)
+        reservable(view, queue, named is None)
         if rid is not None and view.owner is None:  # YARN lists nothing for an unknown id
             return {"reservations": [], "total": 0}
         if rid is not None:
@@ -309,13 +311,13 @@ def list_reservations(queue: str = Query(DEFAULT_QUEUE, description="this queue 
             "total": found.total, "next-offset": following if following < found.total else None}
 
 
-def reservable(view: View, queue: str) -> None:
+def reservable(view: View, queue: str, defaulted: bool = False) -> None:
     """A queue the plan holds reservations in: any, unless the cluster file lists its `queues` (YARN's reservable
     queues); 400 otherwise, as YARN answers."""
     queues = view.cluster.queues
     if queues and queue not in queues:
         named = ", ".join(f"`{name}`" for name in queues)
-        why = " (YARN's list looks in `default` when no queue is named)" if queue == DEFAULT_QUEUE else ""
+        why = " (YARN's list looks in `default` when no queue is named)" if defaulted else ""
         raise ApiError(400, "input", f"queue `{queue}` is not one of the plan's reservable queues{why}",
                        did_you_mean(queue, queues) or f"name one of {named} with ?queue=")
 

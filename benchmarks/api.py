@@ -1,6 +1,7 @@
 """Submissions and listings per second through the HTTP API (`rayon serve` on loopback, SQLite), under load.
 
     python benchmarks/api.py [--threads 8] [--count 500] [--lists 100] [--seed 11] [--no-explain] [--week] [--verbose]
+    python benchmarks/api.py --wrk 10 [--threads 8] [--count 3000] [--no-explain]
 
 Starts `rayon serve` on a fresh SQLite plan and drives it from client threads in this
 process, each thread with its own user's token: first every thread submits `--count` reservations
@@ -13,12 +14,20 @@ malleable atoms holding hundreds of leases each: the store's writing then bounds
 Prints for each phase the requests per second and the p50/p99 latency seen by the clients (the
 server's work, the loopback, and the clients' own share of the CPU: run it on an idle machine).
 The target of issue 6: at least 200 submits per second with p99 under 50 ms.
+
+With `--wrk SECONDS` the load comes from wrk (Debian's `wrk`, C, not itself the bottleneck) instead of
+Python threads: first its ceiling, the server's empty `GET /v1/health` with the same `--threads`
+connections, then submissions of the same load (each connection its own slice of it) for SECONDS each,
+so that the ratio of the two shows what deciding and committing cost beside serving a request at all.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -107,7 +116,11 @@ def main() -> None:
     parser.add_argument("--no-explain", action="store_true", help="skip the earliest-deadline search on rejection")
     parser.add_argument("--week", action="store_true", help="admission.py's heavier mix on a one-week plan")
     parser.add_argument("--verbose", action="store_true", help="print every answer other than 2xx")
+    parser.add_argument("--wrk", type=float, metavar="SECONDS", help="drive the server with wrk for SECONDS per phase")
     args = parser.parse_args()
+    if args.wrk:
+        with_wrk(args)
+        return
     load = load_of(args)
     params = {"explain": "false"} if args.no_explain else {}
     accepted = [0] * args.threads
@@ -146,6 +159,85 @@ def main() -> None:
             submits = drive(server.url, users, submit_share)
             submits.report("submit", f", {sum(accepted):,} accepted")
             drive(server.url, users, list_pages).report("list", " (pages of 100 of the user's own)")
+
+
+WRK_SCRIPT = """
+local made = 0
+function setup(thread) thread:set("id", made); made = made + 1 end
+local lines, next_line = {}, 0
+function init(args)
+  local i = 0
+  for line in io.lines(args[1]) do
+    if i % tonumber(args[2]) == id then lines[#lines + 1] = line end
+    i = i + 1
+  end
+  wrk.headers["Authorization"] = "Bearer " .. args[3]
+  wrk.headers["Content-Type"] = "text/plain"
+end
+function request()
+  next_line = next_line % #lines + 1
+  return wrk.format("POST", wrk.path, nil, lines[next_line])
+end
+function done(summary, latency, requests)
+  io.write(string.format("WRK %d %d %f %f %d\\n", summary.requests, summary.duration, latency:percentile(50),
+                         latency:percentile(99), summary.errors.status))
+end
+"""
+WRK_LATENCY = """
+function done(summary, latency, requests)
+  io.write(string.format("WRK %d %d %f %f %d\\n", summary.requests, summary.duration, latency:percentile(50),
+                         latency:percentile(99), summary.errors.status))
+end
+"""
+
+
+def run_wrk(url: str, seconds: float, connections: int, script: Path, *args: str) -> str:
+    """One wrk run (two threads: the machine's cores) with a script; its figures as one printable line."""
+    command = ["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds:g}s", "-s", str(script),
+               url, *(["--", *args] if args else [])]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    line = next(part for part in out.splitlines() if part.startswith("WRK "))
+    requests, micros, p50, p99, non_2xx = (float(x) for x in line.split()[1:])
+    return (f"{requests / (micros / 1e6):8,.0f} requests/s   p50 {p50 / 1000:6.2f} ms   p99 {p99 / 1000:6.2f} ms   "
+            f"{requests:,.0f} requests in {micros / 1e6:.1f} s{f', {non_2xx:,.0f} not 2xx' if non_2xx else ''}")
+
+
+def with_wrk(args: argparse.Namespace) -> None:
+    """The wrk phases: the empty endpoint's ceiling, then submissions, against one server on a fresh plan."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed here (Debian: apt-get install wrk)")
+    load = Load.make(args.threads, args.count, args.seed)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        state, token_file = folder / "plan.db", folder / "tokens.yaml"
+        with Store.open(state) as store:
+            store.init(load.cluster, "benchmark-cluster.yaml")
+        tokens = make_tokens(token_file, {"bench": "user"})
+        lines = folder / "reservations.txt"
+        lines.write_text("".join(text + "\n" for share in load.shares for _, text in share))
+        (folder / "submit.lua").write_text(WRK_SCRIPT)
+        (folder / "latency.lua").write_text(WRK_LATENCY)
+        total = sum(len(share) for share in load.shares)
+        print(f"wrk, {args.threads} connections, {args.wrk:g} s per phase; SQLite on loopback, explain "
+              f"{'off' if args.no_explain else 'on'}; {total:,} reservations of the concurrency test load ready")
+        with running(state, token_file, tokens) as server:
+            print(f"  ceiling  {run_wrk(server.url + '/v1/health', args.wrk, args.threads, folder / 'latency.lua')}"
+                  "   (GET /v1/health: serving a request at all)")
+            path = "/v1/reservations" + ("?explain=false" if args.no_explain else "")
+            figures = run_wrk(server.url + path, args.wrk, args.threads, folder / "submit.lua", str(lines),
+                              str(args.threads), tokens["bench"])
+            print(f"  submit   {figures}")
+            scraped = httpx.get(server.url + "/metrics").text
+            batches = {name: float(value) for name, value in re.findall(r"^rayon_store_batch_size_(sum|count) (\S+)$",
+                                                                       scraped, re.MULTILINE)}
+            mean = batches.get("sum", 0) / max(batches.get("count", 0), 1)
+            print(f"  batches  {batches.get('count', 0):,.0f} write transactions, {mean:.1f} submissions each on "
+                  "average (group commit)")
+        with Store.open(state) as store:
+            submits = [e for e in store.log() if e.action == "submit"]
+            accepted = sum(bool(e.accepted) for e in submits)
+        wrapped = " (the load ran out and names came round again: raise --count)" if len(submits) > total else ""
+        print(f"  stored   {len(submits):,} submissions logged, {accepted:,} accepted{wrapped}")
 
 
 if __name__ == "__main__":

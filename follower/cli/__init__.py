@@ -41,6 +41,10 @@ COMMANDS = (
                 "re-placed by a MILP of its own, then with its neighbours; planner.agents.milp.smooth)."),
     LazyCommand("log", "planner.cli.store:log_command", "The append-only decision log: who asked what, when, and "
                 "the answer."),
+    LazyCommand("history", "planner.cli.history:history_command", "Reservations that ended a horizon ago and left "
+                "the live plan, the latest first (kept for the retention)."),
+    LazyCommand("retention", "planner.cli.history:retention_command", "Say, or set, how long the decision log and "
+                "the history keep what is behind the plan's clock."),
     LazyCommand("plot", "planner.plot:plot_command", "Draw the stored plan: capacity over time and each accepted "
                 "reservation's use, one panel per resource."),
     LazyCommand("serve", "follower.cli.serve:serve", "Serve the plan over HTTP: native endpoints under /v1, YARN's "

@@ -55,6 +55,8 @@ FORMATS = ("table", "json", "yunikorn")
 @click.option("--sort-policy", type=click.Choice(yunikorn.SORT_POLICIES), default=yunikorn.DEFAULT_SORT_POLICY,
               show_default=True, help="YuniKorn: application.sort.policy of the plan's leaf queues.")
 @click.option("--partition", default=yunikorn.DEFAULT_PARTITION, show_default=True, help="YuniKorn: the partition.")
+@click.option("--yunikorn-version", "version", default=yunikorn.DEFAULT_VERSION, show_default=True,
+              help="YuniKorn: the release the documents are for (1.x); with stateaware, 1.6 and later get fifo.")
 @click.option("--base", "base_path", type=click.Path(exists=True, dir_okay=False),
               help="YuniKorn: a queues.yaml to put the plan queue into; its other queues are kept.")
 @click.option("--resource-name", "renames", multiple=True, metavar="PLAN=YUNIKORN",
@@ -63,7 +65,8 @@ FORMATS = ("table", "json", "yunikorn")
 @json_option
 def follow_command(when_from: TimeValue | None, when_to: TimeValue | None, every: int, changes: bool, plan_queue: str,
                    default_queue: str, max_policy: str, output: str | None, sort_policy: str, partition: str,
-                   base_path: str | None, renames: tuple[str, ...], state_path: str | None, as_json: bool) -> None:
+                   version: str, base_path: str | None, renames: tuple[str, ...], state_path: str | None,
+                   as_json: bool) -> None:
     """Print the queue capacities the stored plan asks for, per round over a time range.
 
     Per round: the plan queue (guaranteed the plan's capacity), its default queue (what the
@@ -72,6 +75,9 @@ def follow_command(when_from: TimeValue | None, when_to: TimeValue | None, every
     queues.yaml per change point instead.
     """
     chosen = _output(output, as_json)
+    sort_policy, warning = yunikorn.sort_policy_for(sort_policy, version)
+    if warning is not None and chosen == "yunikorn":
+        click.echo(f"warning: {warning}", err=True)
     follower = Follower(plan_queue, default_queue, round_steps=every, max_policy=max_policy)
     names = dict(_rename(r) for r in renames)
     base = yunikorn.load_base(read_text(base_path), base_path) if base_path else None

@@ -34,8 +34,10 @@ from follower.follow.follower import MEBIBYTE, FollowerError
 from follower.follow.rounds import QueueTarget, Round
 from rdl import units
 
-SORT_POLICIES = ("fifo", "fair")  # `stateaware` is deprecated since YuniKorn 1.5 and an alias of fifo from 1.6
+SORT_POLICIES = ("fifo", "fair", "stateaware")  # stateaware: see `sort_policy_for`
 DEFAULT_SORT_POLICY = "fifo"
+DEFAULT_VERSION = "1.9"  # the newest yunikorn-core release the documents are checked against (tests/peers/yunikorn)
+VERSION = re.compile(r"^1\.(\d+)(?:\.\d+)?$")
 DEFAULT_PARTITION = "default"
 RESOURCE_NAMES = {"vcores": "vcore", units.MEMORY: units.MEMORY}  # plan name -> YuniKorn name (others: as is)
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -58,12 +60,34 @@ def quantities(resources: Mapping[str, float], names: Mapping[str, str] | None =
     return out
 
 
+def sort_policy_for(policy: str, version: str = DEFAULT_VERSION) -> tuple[str, str | None]:
+    """The application sort policy to write for YuniKorn `version` (1.x), and a warning when it is not `policy`.
+
+    `stateaware` is YuniKorn's drip feed of one starting application at a time. It is deprecated in 1.5 (still
+    honoured, with a warning in the scheduler's log) and only an alias of fifo from 1.6 on: for 1.6 and later
+    the export writes `fifo`, which is what that scheduler would do, and says so."""
+    if policy not in SORT_POLICIES:
+        raise FollowerError(f"YuniKorn has no application sort policy `{policy}`; choose one of "
+                            f"{', '.join(SORT_POLICIES)}")
+    match = VERSION.match(version.strip())
+    if match is None:
+        raise FollowerError(f"`{version}` is not a YuniKorn release; give one such as 1.4 or {DEFAULT_VERSION}")
+    minor = int(match.group(1))
+    if policy != "stateaware" or minor < 5:
+        return policy, None
+    if minor == 5:
+        return policy, (f"the stateaware sort policy is deprecated in YuniKorn {version} (still honoured, with a "
+                        "warning in its log) and only an alias of fifo from 1.6 on")
+    return "fifo", (f"YuniKorn {version} has no stateaware sort policy (from 1.6 on it is an alias of fifo): the "
+                    "documents say fifo; for a drip feed of one starting application at a time target 1.5 or older")
+
+
 def plan_queue_config(round: Round, sort_policy: str = DEFAULT_SORT_POLICY,
                       names: Mapping[str, str] | None = None) -> dict[str, AnyType]:
     """The plan queue's subtree at one round: the parent and its leaves (default queue first, then reservations)."""
     if sort_policy not in SORT_POLICIES:
         raise FollowerError(f"YuniKorn has no application sort policy `{sort_policy}`; choose one of "
-                            f"{', '.join(SORT_POLICIES)}")
+                            f"{', '.join(SORT_POLICIES)}")  # the policy as written (sort_policy_for chose it)
     leaves = [_leaf(target, sort_policy, names) for target in (round.default, *round.reservations)]
     return {"name": _name(round.plan.path.rsplit(".", 1)[1], round.plan), "parent": True,
             "resources": {"guaranteed": quantities(round.plan.guaranteed, names)}, "queues": leaves}

@@ -49,9 +49,10 @@ class Service:
     tokens: TokenRegistry
     jobs: Jobs
     metrics: Metrics = field(default_factory=Metrics)
-    # Held from an ownership check to the write it guards, so that the view answered with is the one written
-    # to; the store checks the owner again inside the write (`owner=mine(who)`), which holds across servers
-    # on one PostgreSQL plan too. Writes are serialised by the store anyway, so this costs no concurrency.
+    # Held from an ownership check to the write it guards (updates, cancels, YARN's submissions), so that the
+    # view answered with is the one written to; the store checks the owner again inside the write
+    # (`owner=mine(who)`), which holds across servers on one PostgreSQL plan too. Native submissions take no
+    # lock: they are batched by the store (group commit), which checks their names' owners inside the write.
     writes: threading.Lock = field(default_factory=threading.Lock)
     _cluster: tuple[tuple[str, str], Cluster, Instants] | None = None
 

@@ -42,6 +42,7 @@ router = APIRouter()
 log = logging.getLogger("rayon.api")
 AHEAD = 24 * 3600  # seconds of plan that the look-ahead gauges cover
 ADMISSION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 DIALECTS = ("native", "yarn")
 TEXT = "text/plain"
@@ -69,6 +70,10 @@ class Metrics:
             "rayon_store_commit_seconds", "Seconds the plan store took to commit a write transaction of this server "
             "(a decision, a cancel): the database's COMMIT, with its flush to disk.", buckets=COMMIT_BUCKETS,
             registry=self.registry)
+        self.batches = Histogram(
+            "rayon_store_batch_size", "Submissions decided and committed together in one write transaction (group "
+            "commit): batches form when submissions arrive while the previous batch is still being decided.",
+            buckets=BATCH_BUCKETS, registry=self.registry)
         self.series = Counter(
             "rayon_series_instances", "Instances of recurring reservations decided as this server moved the plan's "
             "clock into their horizon, by outcome (placed, or missed: logged as rejected, the series goes on).",
@@ -85,6 +90,7 @@ class Metrics:
         self.registry.register(PlanCollector(store))
         self.registry.register(JobCollector(jobs))
         store.time_commits(self.commits.observe)
+        store.count_batches(self.batches.observe)
 
     def advanced(self, report: AdvanceReport) -> None:
         """Count one move of the plan's clock and the series instances it decided."""

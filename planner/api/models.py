@@ -177,6 +177,7 @@ class LogEntryOut(BaseModel):
     accepted: bool | None
     reason: dict[str, AnyType] | None
     decision: dict[str, AnyType] | None
+    clock: str | None = Field(None, description="the plan's clock when the entry was written")
 
 
 class LogPage(BaseModel):

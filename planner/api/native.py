@@ -141,14 +141,15 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
     agent = online_agent(agent)
     reservation, text = bodies.read_one(raw, request.headers.get("content-type"), form, consequence)
     reservation = for_caller(reservation, who)
-    with svc.writes:
-        view = svc.view(reservation.name)
-        if view.owner is not None and not who.may_act_for(view.owner.user):
-            raise ApiError(403, "forbidden", f"the name `{reservation.name}` belongs to another user's reservation",
-                           f"choose another name\n{consequence}")
-        bodies.validated(reservation, view.cluster, view.now, text, consequence)
-        decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain,
-                                    validated=True)
+    # No lock here: submissions arriving together are decided and committed together (group commit), and the
+    # store checks the name's owner again inside the write (`owner=mine(who)`), across servers too.
+    view = svc.view(reservation.name)
+    if view.owner is not None and not who.may_act_for(view.owner.user):
+        raise ApiError(403, "forbidden", f"the name `{reservation.name}` belongs to another user's reservation",
+                       f"choose another name\n{consequence}")
+    bodies.validated(reservation, view.cluster, view.now, text, consequence)
+    decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain,
+                                validated=True, owner=mine(who))
     svc.metrics.admitted("native", started, decision, committed=not dry_run)
     created = decision.accepted and not dry_run
     return answer(decision, view.instants, dry_run, 201 if created else 200)
@@ -315,7 +316,7 @@ def log_json(entry: LogEntry) -> dict[str, AnyType]:
     """A log entry as `rayon log --json` prints it."""
     return {"id": entry.id, "time": units.format_instant(entry.time), "actor": entry.actor, "action": entry.action,
             "reservation": entry.reservation, "accepted": entry.accepted, "reason": entry.reason,
-            "decision": entry.decision}
+            "decision": entry.decision, "clock": units.format_instant(entry.clock) if entry.clock else None}
 
 
 @router.get("/log", response_model=LogPage, tags=["plan"], responses=ERRORS)

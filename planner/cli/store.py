@@ -191,7 +191,7 @@ def show_command(name: str, state_path: str | None, as_json: bool) -> None:
     """One reservation: its RDL, state, leases and history."""
     with opened(state_path) as store:
         record = store.get(name)
-        history = [e for e in store.log() if e.reservation == name]
+        history = store.log(reservation=name)
         if as_json:
             data = record_json(record, store)
             data["rdl"] = record.rdl

@@ -64,6 +64,10 @@ class PlanCache:
         self._cached = cached
         return cached.planner
 
+    def committed(self, plan_id: str, version: int, planner: Planner) -> None:
+        """Cache a planner whose plan is the store's as of `version`, just committed by this Store (same base)."""
+        self._cached = _Cached(plan_id, version, planner)
+
     def advance(self, version: int, change: Callable[[Planner], object]) -> None:
         """Apply a just-committed change to the cached plan if it was current; otherwise a later read catches up."""
         cached = self._cached

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from dataclasses import replace as replaced
 from datetime import datetime
 from pathlib import Path
@@ -47,9 +48,11 @@ from planner.core.compile import Clock
 from planner.core.decision import Decision
 from planner.core.plan import Accepted, Plan, shifted
 from planner.replan import adapt
-from planner.store import axis, lifecycle, queries, schema, series
+from planner.store import axis, history, lifecycle, queries, schema, series
 from planner.store.cache import PlanCache, swapping
 from planner.store.errors import StoreError
+from planner.store.group import Batches
+from planner.store.history import Archived
 from planner.store.records import AdvanceReport, CapacityReport, LogEntry, Owner, Page, Record, ReplanOutcome
 from planner.store.session import Database, default_state_path
 from planner.store.writes import Rows, append_log, fresh_meta, utcnow
@@ -70,6 +73,7 @@ class Store:
         self._db = database
         self._lock = threading.RLock()
         self._cache = PlanCache()
+        self._submissions = Batches(self._submit_batch)
 
     @property
     def engine(self) -> Engine:
@@ -85,17 +89,15 @@ class Store:
 
     @classmethod
     def open(cls, target: str | Path | None = None, *, check_version: bool = True, create: bool = True) -> Store:
-        """Open the store at a path or URL (default: `default_state_path()`); checks its schema version.
+        """Open the store at a path or URL (default: `default_state_path()`); checks its schema version, and migrates
+        a store an older rayon wrote (planner/store/migrate.py).
 
         `create=False` (every reader): a SQLite file that does not exist is a StoreError (`missing`) saying how
         to create it, and no file is made. With `create` (the default) a new file is made when first used.
         """
         store = cls(Database.open(default_state_path() if target is None else target, create=create))
-        # A new file has no version to check; connecting would create it before `init` has read its cluster.
-        if check_version and store._db.exists():
-            with store._db.transaction(write=False) as connection:
-                if schema.has_tables(connection):
-                    store._db.check_schema(schema.read_meta(connection))
+        if check_version:
+            store._db.open_checked()  # a store of an older schema version is migrated here
         return store
 
     def close(self) -> None:
@@ -112,6 +114,10 @@ class Store:
     def time_commits(self, hook: Callable[[float], None] | None) -> None:
         """Tell `hook` how many seconds each write transaction of this Store took to commit (a server's metrics)."""
         self._db.on_commit = hook
+
+    def count_batches(self, hook: Callable[[int], None] | None) -> None:
+        """Tell `hook` the size of each batch of submissions committed together (a server's metrics)."""
+        self._submissions.on_batch = hook
 
     def __enter__(self) -> Store:
         return self
@@ -163,53 +169,68 @@ class Store:
 
     def submit(self, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT, actor: str | None = None,
                submitted: datetime | None = None, dry_run: bool = False, explain: bool = True,
-               validated: bool = False) -> Decision:
+               validated: bool = False, owner: str | None = None) -> Decision:
         """Decide one reservation and commit the decision (reservation, leases, log row) before answering.
 
-        The search runs on a private copy of the plan and holds no lock, so a long one stalls no other
-        writer; the decision commits only if the plan is still the version it was made on, else it is
-        made again on the new plan. After DECIDE_ATTEMPTS - 1 such tries the last one decides holding
-        the writer's lock, as every writer waits its turn: a busy plan delays a decision, never refuses
-        it. `validated`: the caller has validated it against this store's cluster already (no second pass).
+        Submissions arriving together are decided and committed together (group commit, planner/store/group.py):
+        one transaction and one flush to disk for all of them, each decided on the plan the earlier ones left.
+        The search runs on a private copy of the plan and holds no lock, so a long one stalls no other writer;
+        the batch commits only if the plan is still the version it was decided on, else it is decided again on
+        the new plan. After DECIDE_ATTEMPTS - 1 such tries the last one decides holding the writer's lock, as
+        every writer waits its turn: a busy plan delays a decision, never refuses it. `validated`: the caller
+        has validated it against this store's cluster already (no second pass). `owner`: refuse (`forbidden`)
+        a name another user's reservation holds, checked inside the write (so across servers too).
         """
-        def decide(planner: Planner) -> tuple[Decision, datetime]:
-            when = submitted or planner.plan.now
-            return planner.submit(reservation, agent, when, dry_run=True, explain=explain, validated=validated), when
+        ticket = _Ticket(reservation, agent, actor, submitted, explain, validated, owner)
+        if dry_run:
+            _, planner, window = self._snapshot()
+            return axis.decision_on_store(_decide(planner, ticket)[0], window)
+        return self._submissions(ticket)
 
-        for _ in range(DECIDE_ATTEMPTS - 1):
-            version, planner, window = self._snapshot()
-            decision, when = decide(planner)
-            if dry_run:
-                return axis.decision_on_store(decision, window)
+    def _submit_batch(self, tickets: Sequence[_Ticket]) -> builtins.list[Decision | BaseException]:
+        """Decide submissions in order, each on the plan the earlier ones left, and commit them in one transaction;
+        each one's stored decision, or the error that refused it."""
+        refused: dict[int, StoreError] = {}  # tickets whose name another user holds: left out of the decisions
+        for attempt in range(DECIDE_ATTEMPTS):
+            last = attempt == DECIDE_ATTEMPTS - 1
+            if not last:
+                version, planner, _ = self._snapshot()
+                decided = [refused.get(i) or _attempt(planner, t) for i, t in enumerate(tickets)]
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
-                    if (meta["plan_id"], int(meta["plan_version"])) != version:
+                    if last:  # decided holding the writer's lock, on the cache's plan (it learns once committed)
+                        planner = Planner.over(self._cache.planner(connection, meta).plan.copy())
+                    elif (meta["plan_id"], int(meta["plan_version"])) != version:
                         continue  # another writer changed the plan meanwhile: decide again on the new one
-                    rows, stored = self._commit(connection, meta, planner, reservation, decision, when, actor)
-                self._learn(rows.version, reservation, decision, when)
+                    found = _others_names(connection, tickets)
+                    if any(i not in refused for i in found):
+                        refused.update(found)
+                        if not last:
+                            continue  # decided beside names it may not take: decide again without them
+                    if last:
+                        decided = [refused.get(i) or _attempt(planner, t) for i, t in enumerate(tickets)]
+                    rows, stored = self._commit(connection, meta, planner, tickets, decided)
+                self._cache.committed(meta["plan_id"], rows.version, planner)
                 return stored
-        with self._lock:
-            with self._db.session(write=True) as (connection, meta):
-                planner = self._cache.planner(connection, meta)  # decided on the cache: it learns only once committed
-                decision, when = decide(planner)
-                rows, stored = self._commit(connection, meta, planner, reservation, decision, when, actor)
-            self._learn(rows.version, reservation, decision, when)
-            return stored
+        raise AssertionError("the last attempt always commits")
 
-    def _commit(self, connection: Connection, meta: dict[str, str], planner: Planner, reservation: Reservation,
-                decision: Decision, when: datetime, actor: str | None) -> tuple[Rows, Decision]:
-        """Write a submission decided on `planner`'s plan; the writer, and the decision on the store's axis."""
+    def _commit(self, connection: Connection, meta: dict[str, str], planner: Planner, tickets: Sequence[_Ticket],
+                decided: Sequence[tuple[Decision, datetime] | BaseException],
+                ) -> tuple[Rows, builtins.list[Decision | BaseException]]:
+        """Write the submissions decided on `planner`'s plan; the writer, and each decision on the store's axis."""
         cluster = self._cache.cluster(connection, meta)
-        stored = axis.decision_on_store(decision, axis.window_start(planner.plan, cluster))
+        window, clock = axis.window_start(planner.plan, cluster), axis.store_clock(cluster)
         rows = self._rows(connection, meta)
-        rows.submission(axis.store_clock(cluster), reservation, stored, when, actor)
+        stored: builtins.list[Decision | BaseException] = []
+        for ticket, outcome in zip(tickets, decided, strict=True):
+            if isinstance(outcome, BaseException):
+                stored.append(outcome)
+                continue
+            decision, when = outcome
+            on_store = axis.decision_on_store(decision, window)
+            rows.submission(clock, ticket.reservation, on_store, when, ticket.actor)
+            stored.append(on_store)
         return rows, stored
-
-    def _learn(self, version: int, reservation: Reservation, decision: Decision, when: datetime) -> None:
-        """Tell the cached plan of a committed accepted decision (a rejection changes no plan)."""
-        if decision.accepted:
-            accepted = Accepted(reservation, when, list(decision.allocations))
-            self._cache.advance(version, lambda planner: planner.plan.add(accepted))
 
     def _snapshot(self) -> tuple[tuple[str, int], Planner, int]:
         """A private copy of the current plan, the version it is of (deciding on it needs no lock), and the step
@@ -311,7 +332,8 @@ class Store:
     # -- the plan's life after submission (planner/store/lifecycle.py) ----------------------------
 
     def advance(self, to: datetime, actor: str | None = None) -> AdvanceReport:
-        """Move the plan's clock forward to `to` (never back); reservations whose every lease has ended expire."""
+        """Move the plan's clock forward to `to` (never back); reservations whose every lease has ended expire, and
+        what ended a horizon ago moves to the history (planner/store/history.py)."""
         lifecycle.aware(to, "the new clock")
         with self._lock:
             self._warm(dry_run=False)
@@ -325,9 +347,11 @@ class Store:
                 decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, series.recurring(trial)))
                 series.write(rows, decided, axis.window_start(trial.plan, cluster),
                              self._cache.instants(axis.store_clock(cluster)), actor)
+                swept = history.sweep(rows, cluster, to)
                 report = replaced(report, placed=tuple((d.reservation, d.instance) for d in decided if d.placed),
                                   missed=tuple((d.reservation, d.instance, d.reason) for d in decided
-                                               if d.reason is not None))
+                                               if d.reason is not None),
+                                  archived=swept.archived, pruned=swept.log_deleted + swept.history_deleted)
                 rows.log("advance", actor, None, None, None, None, report.to_json())
             self._cache.rebuilt(meta["plan_id"], rows.version, trial, cluster)
             return report
@@ -415,8 +439,13 @@ class Store:
     # -- reading -----------------------------------------------------------------------------------
 
     def get(self, name: str) -> Record:
-        """The stored reservation of that name; an unknown name is an error suggesting a close one."""
+        """The stored reservation of that name (from the history when it has moved there); an unknown name is an
+        error suggesting a close one."""
         with self._lock, self._db.session(write=False) as (connection, _):
+            if queries.state_of(connection, name) is None:
+                past = history.latest(connection, name)
+                if past is not None:
+                    return past.record
             self._state_of(connection, name)
             return queries.records(connection, schema.reservations.c.name == name)[0]
 
@@ -429,10 +458,11 @@ class Store:
             cluster = self._cache.cluster(connection, meta) if ranged else None
             return queries.records(connection, *queries.conditions(cluster, user, state, start, end))
 
-    def log(self, limit: int | None = None) -> builtins.list[LogEntry]:
-        """The decision log, oldest first; with `limit`, only the latest `limit` entries."""
+    def log(self, limit: int | None = None, reservation: str | None = None) -> builtins.list[LogEntry]:
+        """The decision log, oldest first; with `limit`, only the latest `limit` entries; with `reservation`, only
+        that reservation's."""
         with self._lock, self._db.session(write=False) as (connection, _):
-            return queries.log_entries(connection, limit)
+            return queries.log_entries(connection, limit, reservation=reservation)
 
     # -- a server's reads: one snapshot each, without the store's lock, so readers never wait for writers --------
 
@@ -471,6 +501,26 @@ class Store:
         with self._db.reading() as connection:
             return queries.log_entries(connection, limit, before, reservation, visible_to)
 
+    def history(self, *, name: str | None = None, user: str | None = None, state: str | None = None,
+                offset: int = 0, limit: int = 100) -> tuple[builtins.list[Archived], int]:
+        """One page of the history (reservations that ended a horizon ago), the latest moved first, and how many
+        match in all."""
+        _known_state(state)
+        with self._db.reading() as connection:
+            return history.page(connection, history.conditions(name, user, state), offset, limit)
+
+    def retention(self) -> str:
+        """How long the log and the history keep what is behind the plan's clock (`forever`: everything)."""
+        with self._lock, self._db.session(write=False) as (_, meta):
+            return meta.get("retention", history.FOREVER)
+
+    def set_retention(self, text: str) -> str:
+        """Set the retention (a duration such as `90d`, or `forever`); it applies from the clock's next move."""
+        history.retention_seconds(text)  # a bad one changes nothing
+        with self._lock, self._db.session(write=True) as (connection, _):
+            schema.write_meta(connection, {"retention": text.strip()})
+        return text.strip()
+
     # -- helpers -------------------------------------------------------------------------------------
 
     def _warm(self, dry_run: bool) -> None:
@@ -491,6 +541,10 @@ class Store:
         `owner`, another user's reservation is a `forbidden` one."""
         state = queries.state_of(connection, name)
         if state is None:
+            past = history.latest(connection, name)
+            if past is not None:
+                raise StoreError("state", f"reservation `{name}` is {past.record.state}, and has moved to the history",
+                                 f"`rayon history {name}` shows it")
             raise StoreError("unknown", f"no reservation named `{name}` in the plan store at {self.where}",
                              did_you_mean(name, queries.names(connection, None)))
         if owner is not None:
@@ -499,6 +553,50 @@ class Store:
                 raise StoreError("forbidden", f"reservation `{name}` belongs to another user",
                                  "only its owner or an admin may change it")
         return state
+
+
+@dataclass(frozen=True)
+class _Ticket:
+    """One submission waiting for its batch."""
+
+    reservation: Reservation
+    agent: str | Agent
+    actor: str | None
+    submitted: datetime | None
+    explain: bool
+    validated: bool
+    owner: str | None = None  # refuse the name if another user's reservation holds it
+
+
+def _others_names(connection: Connection, tickets: Sequence[_Ticket]) -> dict[int, StoreError]:
+    """The tickets (by index) whose name another user's stored reservation holds, with the error for each."""
+    refused = {}
+    for index, ticket in enumerate(tickets):
+        if ticket.owner is not None:
+            found = queries.owner(connection, ticket.reservation.name)
+            if found is not None and found.user != ticket.owner:
+                refused[index] = StoreError("forbidden", f"the name `{ticket.reservation.name}` belongs to another "
+                                            "user's reservation", "choose another name")
+    return refused
+
+
+def _decide(planner: Planner, ticket: _Ticket) -> tuple[Decision, datetime]:
+    """A submission decided on `planner`'s plan without changing it, and the time it is submitted at."""
+    when = ticket.submitted or planner.plan.now
+    return planner.submit(ticket.reservation, ticket.agent, when, dry_run=True, explain=ticket.explain,
+                          validated=ticket.validated), when
+
+
+def _attempt(planner: Planner, ticket: _Ticket) -> tuple[Decision, datetime] | Exception:
+    """A submission decided on `planner`'s plan, which keeps it if accepted (for the next one in its batch), or the
+    error that refused it (that submission's alone: the batch goes on)."""
+    try:
+        decision, when = _decide(planner, ticket)
+    except Exception as error:  # handed back to that submission's caller
+        return error
+    if decision.accepted:
+        planner.plan.add(Accepted(ticket.reservation, when, list(decision.allocations)))
+    return decision, when
 
 
 def _cutting(name: str, reservation: Reservation, index: int) -> Callable[[Planner], None]:

@@ -57,6 +57,7 @@ def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> Adv
              if not series.goes_on_after(parse_stored(row.rdl, row.name), row.submitted, to)]
     version = rows.bump()
     schema.write_meta(connection, {"now": units.format_instant(to), "rebuild_version": str(version)})
+    rows.clock = to
     expired = tuple(row.name for row in found)
     if found:
         connection.execute(table.update().where(table.c.id.in_([row.id for row in found]))

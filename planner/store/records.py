@@ -61,6 +61,7 @@ class LogEntry:
     reason_code: str | None
     reason: dict[str, AnyType] | None
     decision: dict[str, AnyType] | None
+    clock: datetime | None = None  # the plan's clock when it was written (None: before schema version 2)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class AdvanceReport:
     expired: tuple[str, ...] = ()
     placed: tuple[tuple[str, int], ...] = ()  # instances of series that came into the horizon and were placed
     missed: tuple[tuple[str, int, Reason], ...] = ()  # ... and those that did not fit, with why
+    archived: int = 0  # reservations that ended a horizon ago, moved to the history (planner/store/history.py)
+    pruned: int = 0  # log and history rows older than the retention, deleted
 
     def to_json(self) -> dict[str, AnyType]:
         data: dict[str, AnyType] = {"from": units.format_instant(self.previous), "to": units.format_instant(self.now),
@@ -80,6 +83,8 @@ class AdvanceReport:
             data["placed"] = [{"reservation": name, "instance": index} for name, index in self.placed]
             data["missed"] = [{"reservation": name, "instance": index, "reason": reason.to_json()}
                               for name, index, reason in self.missed]
+        if self.archived or self.pruned:
+            data["archived"], data["pruned"] = self.archived, self.pruned
         return data
 
 

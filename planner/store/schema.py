@@ -24,7 +24,7 @@ from planner.core.plan import Allocation
 from rdl import units
 from rdl.tree import Resources
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the history table, the log's plan clock, the retention setting (migrate.py)
 PREFIX = "rayon_"
 BUSY_TIMEOUT = 60.0  # seconds a SQLite writer waits for another one before giving up
 ADVISORY_KEY = 0x7261796F6E  # "rayon": the PostgreSQL advisory lock that serialises the plan's writers
@@ -122,8 +122,33 @@ log = sa.Table(
     sa.Column("reason_code", sa.String(16)),
     sa.Column("reason", JSON),
     sa.Column("decision", JSON),
+    # The plan's clock when the row was written (the retention setting counts on it; None: written before version 2).
+    sa.Column("clock", UTCDateTime, index=True),
     sa.CheckConstraint(f"action IN ({', '.join(repr(a) for a in ACTIONS)})", name="log_action"),
 )
+
+# Reservations that ended long enough ago (planner/store/history.py): their row as it was, with their leases as one
+# compact JSON text, so that the live tables stay the size of the live plan. `archived`: the plan's clock then.
+history = sa.Table(
+    f"{PREFIX}history", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(255), nullable=False, index=True),
+    sa.Column("rdl", sa.Text, nullable=False),
+    sa.Column("user", sa.String(255), index=True),
+    sa.Column("queue", sa.String(255)),
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("submitted", UTCDateTime, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("agent", sa.String(64)),
+    sa.Column("decided", UTCDateTime, nullable=False),
+    sa.Column("updated", UTCDateTime, nullable=False),
+    sa.Column("reason_code", sa.String(16)),
+    sa.Column("reason", JSON),
+    sa.Column("archived", UTCDateTime, nullable=False, index=True),
+    sa.Column("leases", sa.Text, nullable=False),
+)
+sa.Index(f"{PREFIX}reservations_submitted", reservations.c.submitted)
 
 # Statements on the hot path of a submission, built once: SQLAlchemy then reuses their compiled form.
 _READ_META = sa.select(meta.c.key, meta.c.value)

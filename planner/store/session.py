@@ -11,7 +11,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from planner.store import schema
+from planner.store import migrate, schema
 from planner.store.errors import StoreError
 
 DEFAULT_STATE = Path("~/.local/state/rayon/plan.db")
@@ -120,10 +120,27 @@ class Database:
         if found == schema.SCHEMA_VERSION:
             return
         hint = (f"use a rayon that reads version {found}" if found > schema.SCHEMA_VERSION else
-                "no migration exists yet: keep the rayon that wrote it")
+                "no migration from it exists: keep the rayon that wrote it" if found < migrate.OLDEST else
+                "open it once with `rayon list`, which migrates it")
         raise StoreError("schema", f"the plan store at {self.where} has schema version {found}, but this rayon "
                          f"reads version {schema.SCHEMA_VERSION}",
                          f"{hint}, or start a new plan elsewhere (set RAYON_STATE to a new file and initialise it)")
+
+    def open_checked(self) -> None:
+        """Check the schema version of a store that exists, migrating an older one we know how to migrate."""
+        if not self.exists():
+            return  # a new file has no version to check; connecting would create it before `init` read its cluster
+        with self.transaction(write=False) as connection:
+            if not schema.has_tables(connection):
+                return
+            found = int(schema.read_meta(connection).get("schema_version", "0"))
+        if not migrate.OLDEST <= found < schema.SCHEMA_VERSION:
+            self.check_schema({"schema_version": str(found)})
+            return
+        with self.transaction(write=True) as connection:
+            found = int(schema.read_meta(connection).get("schema_version", "0"))
+            if found < schema.SCHEMA_VERSION:  # another process may have migrated it meanwhile
+                migrate.migrate(connection, found)
 
     def exists(self) -> bool:
         """Whether the store is there already: a SQLite file on disk (a server database always counts)."""

@@ -24,22 +24,27 @@ from rdl.syntax.printer import format_reservation
 from rdl.tree import Reservation
 
 LogRow = Callable[[Connection, str, str | None, str | None, str | None, bool | None, dict[str, AnyType] | None,
-                   dict[str, AnyType] | None], None]
-"""(connection, action, actor, reservation, request, accepted, reason, decision): appends one log row."""
+                   dict[str, AnyType] | None, datetime | None], None]
+"""(connection, action, actor, reservation, request, accepted, reason, decision, clock): appends one log row."""
+
+
+DEFAULT_RETENTION = "90d"  # how long the log and the history keep what is behind the plan's clock
 
 
 def fresh_meta(cluster: Cluster) -> dict[str, str]:
     """Meta rows of a new plan: its own id, version 0, the clock at the cluster's start."""
     return {"schema_version": str(schema.SCHEMA_VERSION), "plan_id": uuid.uuid4().hex, "plan_version": "0",
-            "rebuild_version": "0", "now": units.format_instant(cluster.start)}
+            "rebuild_version": "0", "now": units.format_instant(cluster.start), "retention": DEFAULT_RETENTION}
 
 
 def append_log(connection: Connection, action: str, actor: str | None, name: str | None, request: str | None,
-               accepted: bool | None, reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None) -> None:
-    """Append one row to the decision log."""
+               accepted: bool | None, reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None,
+               clock: datetime | None) -> None:
+    """Append one row to the decision log (`clock`: the plan's clock as the row is written)."""
     connection.execute(schema.log.insert(), dict(
         time=utcnow(), actor=actor or _actor(), action=action, reservation=name, request=request,
-        accepted=accepted, reason_code=reason["code"] if reason else None, reason=reason, decision=decision))
+        accepted=accepted, reason_code=reason["code"] if reason else None, reason=reason, decision=decision,
+        clock=clock))
 
 
 class Rows:
@@ -50,6 +55,7 @@ class Rows:
         self.connection = connection
         self.meta = meta
         self.version = int(meta["plan_version"])
+        self.clock = units.parse_instant(meta["now"])  # the plan's clock, as the log rows record it
         self._instants = instants
         self._log = log
 
@@ -62,7 +68,7 @@ class Rows:
     def log(self, action: str, actor: str | None, name: str | None, request: str | None, accepted: bool | None,
             reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None) -> None:
         """Append one row to the decision log."""
-        self._log(self.connection, action, actor, name, request, accepted, reason, decision)
+        self._log(self.connection, action, actor, name, request, accepted, reason, decision, self.clock)
 
     def submission(self, clock: Clock, reservation: Reservation, decision: Decision, when: datetime,
                    actor: str | None) -> None:

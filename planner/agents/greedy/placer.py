@@ -140,7 +140,7 @@ class Placer:
               min_end: int | None) -> Iterator[Solution]:
         seen: set[tuple[bytes, bytes]] = set()
         first = True
-        for candidate in self._atom_candidates(task, lo, hi, preferred):
+        for candidate, latest_first in self._atom_candidates(task, lo, hi, preferred):
             if candidate is None:
                 if first and self.failure is None:
                     self.failure = AtomFailure(task, lo, hi)
@@ -151,13 +151,16 @@ class Placer:
                 continue
             seen.add(key)
             if min_end is not None and last_end(candidate) < min_end:
-                if not self.flat:
-                    return  # later candidates of GREE only end earlier
+                if latest_first:
+                    # GREE's candidates (GREE-L's after its flat ones) only end earlier from here on: trying them
+                    # would spend the shared budget on nothing.
+                    return
                 continue
             yield from self._offer(candidate)
 
     def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
-                         preferred: tuple[int, int] | None) -> Iterator[Solution | None]:
+                         preferred: tuple[int, int] | None) -> Iterator[tuple[Solution | None, bool]]:
+        """Candidates, each with whether it is GREE's latest-first kind (each one ends before the one before)."""
         if self.flat:
             for a, b in ([(max(lo, preferred[0]), min(hi, preferred[1]))] if preferred else []) + [(lo, hi)]:
                 if self.budget <= 0:
@@ -165,12 +168,12 @@ class Placer:
                 self.budget -= 1
                 spread = self._place(task, a, b, spread=True)
                 if spread is not None:
-                    yield spread
+                    yield spread, False
         bound = hi
         while self.budget > 0:
             self.budget -= 1
             placed = self._place(task, lo, bound, spread=False)
-            yield placed
+            yield placed, True
             if placed is None:
                 return
             bound = last_end(placed) - 1

@@ -87,6 +87,14 @@ def test_yunikorn_format_prints_one_configuration_per_change_point(state: str, t
     assert leaves["a"]["properties"] == {"application.sort.policy": "fair"}
 
 
+def test_stateaware_for_a_yunikorn_without_it_is_written_as_fifo_with_a_warning(state: str) -> None:
+    old = follow(state, "--format", "yunikorn", "--sort-policy", "stateaware", "--yunikorn-version", "1.4")
+    assert old.exit_code == 0 and "application.sort.policy: stateaware" in old.stdout and old.stderr == ""
+    new = follow(state, "--format", "yunikorn", "--sort-policy", "stateaware")
+    assert new.exit_code == 0 and "stateaware" not in new.stdout and "application.sort.policy: fifo" in new.stdout
+    assert "warning: YuniKorn 1.9 has no stateaware sort policy" in new.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--json", "--format", "yunikorn"], "--json and --format yunikorn ask for two outputs"),
     (["--max-policy", "stric"], "did you mean `strict`?"),
@@ -94,7 +102,8 @@ def test_yunikorn_format_prints_one_configuration_per_change_point(state: str, t
     (["--from", "2026-11-23T02:00:00Z", "--to", "2026-11-23T01:00:00Z"], "is not after --from"),
     (["--default-queue", "a.b"], "must be one queue name"),
     (["--resource-name", "gpu"], "is not PLAN=YUNIKORN"),
-    (["--format", "yunikorn", "--sort-policy", "drf"], "'drf' is not one of 'fifo', 'fair'"),
+    (["--format", "yunikorn", "--sort-policy", "drf"], "'drf' is not one of 'fifo', 'fair', 'stateaware'"),
+    (["--format", "yunikorn", "--yunikorn-version", "2.1"], "`2.1` is not a YuniKorn release"),
 ])
 def test_bad_input_exits_2_and_prints_nothing(state: str, args: list[str], message: str) -> None:
     result = follow(state, *args)

@@ -301,3 +301,19 @@ def test_the_validator_catches_what_yunikorn_refuses() -> None:
     above_max["partitions"][0]["queues"][0]["queues"][0]["queues"][1]["resources"]["guaranteed"]["vcore"] = "5001m"
     with pytest.raises(AssertionError, match="a: guaranteed above its max"):
         validate(above_max)
+
+
+def test_stateaware_is_written_for_the_releases_that_have_it_and_fifo_after() -> None:
+    assert yunikorn.sort_policy_for("fair", "1.9") == ("fair", None)
+    assert yunikorn.sort_policy_for("stateaware", "1.4") == ("stateaware", None)
+    policy, warning = yunikorn.sort_policy_for("stateaware", "1.5.2")
+    assert policy == "stateaware" and warning is not None and "deprecated" in warning
+    policy, warning = yunikorn.sort_policy_for("stateaware", "1.6")
+    assert policy == "fifo" and warning is not None and "alias of fifo" in warning
+    with pytest.raises(FollowerError, match=r"`2\.0` is not a YuniKorn release"):
+        yunikorn.sort_policy_for("fifo", "2.0")
+    with pytest.raises(FollowerError, match="no application sort policy `drf`"):
+        yunikorn.sort_policy_for("drf")
+    round = Follower().round(plan_of(("a", 0, 30, [(0, 10, 5)])), minute(5))
+    leaf = yunikorn.plan_queue_config(round, "stateaware")["queues"][1]
+    assert leaf["properties"] == {"application.sort.policy": "stateaware"}

@@ -65,9 +65,12 @@ def _build() -> str:
     for tool in ("java", "mvn"):
         if shutil.which(tool) is None:
             raise Unavailable(f"`{tool}` is not on PATH: the real YARN RM needs a JDK 17 and Maven")
-    try:
-        done = subprocess.run(["mvn", "-B", "-q", "package"], cwd=RM_PROJECT, capture_output=True, text=True,
+    try:  # offline first: once ~/.m2 holds Hadoop, no network is needed
+        done = subprocess.run(["mvn", "-B", "-q", "-o", "package"], cwd=RM_PROJECT, capture_output=True, text=True,
                               timeout=MAVEN_TIMEOUT)
+        if done.returncode != 0:
+            done = subprocess.run(["mvn", "-B", "-q", "package"], cwd=RM_PROJECT, capture_output=True, text=True,
+                                  timeout=MAVEN_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise Unavailable(f"Maven did not build {RM_PROJECT} within {MAVEN_TIMEOUT:.0f} s") from None
     if done.returncode != 0:

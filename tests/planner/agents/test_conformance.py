@@ -194,6 +194,17 @@ def test_order_gap_zero_forces_back_to_back(agent: str) -> None:
     assert not 1 <= a.start < 5 and not (b.start < 5 and b.end > 1)
 
 
+def test_order_gap_zero_that_fits_only_at_the_start_of_its_window(agent: str) -> None:
+    # The blocker holds 140..210 of a 280-step window: only a at 0..70 then b at 70..140 fits. YARN's agents find
+    # it (tests/peers/yarn); GREE-L once spent its whole budget on later candidates of `a` that end too early.
+    cluster = make_cluster({"vcores": 1}, steps=280)
+    run = run_plan(cluster, pinned("blocker", 140, 70, 1) + """
+        reservation r { order(a: atom(b={vcores: 1}, l=70m, w=70m), b: atom(b={vcores: 1}, l=70m, w=70m), gap=0s) }""",
+                   agent)
+    assert run.violations == []
+    assert sorted((x.atom, x.start, x.end) for x in run.leases("r")) == [("a", 0, 70), ("b", 70, 140)]
+
+
 # -- any and all -----------------------------------------------------------------------------
 
 

@@ -82,6 +82,7 @@ def test_decisions_are_counted_by_agent_and_outcome_and_submissions_timed_by_dia
     assert 0 < added("rayon_admission_seconds_sum", dialect="native") < 60
     assert added("rayon_store_commit_seconds_count") == 4  # each committed decision, the rejection's log row too
     assert added("rayon_store_commit_seconds_bucket", le="+Inf") == 4
+    assert added("rayon_store_batch_size_count") == 4 and added("rayon_store_batch_size_sum") == 4  # one at a time
 
 
 def test_plan_gauges_are_read_at_the_scrape(api: Server) -> None:

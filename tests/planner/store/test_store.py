@@ -26,6 +26,7 @@ from planner.agents.registry import get_agent
 from planner.core.check import check_plan
 from planner.store import facade as store_module
 from planner.store.facade import Store, StoreError, default_state_path
+from planner.store.schema import SCHEMA_VERSION
 from rdl import parse_cluster, parse_text
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
@@ -232,7 +233,7 @@ def test_other_schema_version_is_refused_with_both_versions(tmp_path: Path) -> N
         store.init(SMALL)
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE rayon_meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match="schema version 99, but this rayon reads version 1") as error:
+    with pytest.raises(StoreError, match=f"schema version 99, but this rayon reads version {SCHEMA_VERSION}") as error:
         Store.open(path)
     assert error.value.code == "schema" and "RAYON_STATE" in str(error.value)
     with Store.open(path, check_version=False) as store:  # what `init --force` does to start over
@@ -342,6 +343,27 @@ def test_threads_sharing_one_store_never_double_book(target: str, store: Store) 
     assert_consistent(target, sum(results))
 
 
+def test_submissions_arriving_together_commit_together_each_on_the_plan_the_earlier_left(store: Store) -> None:
+    gate = _Gated()
+    answers: dict[str, AnyType] = {}
+    first = threading.Thread(target=lambda: answers.update(first=store.submit(one(pinned("first", 0, 10, 1)), gate)))
+    first.start()
+    assert gate.searching.wait(30)  # the first batch is deciding: the next ones queue behind it
+    rest = [threading.Thread(target=lambda n=n: answers.update({f"q{n}": store.submit(one(pinned(f"q{n}", 0, 10, 2)))}))
+            for n in range(5)]
+    for thread in rest:
+        thread.start()
+    while sum(store._submissions.sizes.values()) < 1 or len(store._submissions._waiting) < 5:
+        threading.Event().wait(0.01)
+    gate.gate.set()
+    for thread in [first, *rest]:
+        thread.join(30)
+    assert store._submissions.sizes == {1: 1, 5: 1}  # one batch of one, then the five that queued: one commit
+    assert sum(answers[f"q{n}"].accepted for n in range(5)) == 3  # 1 + 3 x 2 of 8 vcores: the other two do not fit
+    assert stored_violations(store) == []
+    assert len([e for e in store.log() if e.action == "submit"]) == 6
+
+
 def test_concurrent_processes_never_double_book(target: str, store: Store) -> None:
     with multiprocessing.get_context("spawn").Pool(WORKERS) as pool:
         results = pool.starmap(submit_batch, [(target, w) for w in range(WORKERS)])
@@ -362,16 +384,30 @@ class _Gated:
         return self.inner.place(plan, reservation, submitted)
 
 
-def test_a_long_search_stalls_no_other_writer_and_commits_on_the_plan_as_it_then_is(store: Store) -> None:
+def test_a_long_search_stalls_no_other_writer_and_commits_on_the_plan_as_it_then_is(target: str,
+                                                                                    store: Store) -> None:
     slow = _Gated()
     answers: dict[str, AnyType] = {}
     thread = threading.Thread(target=lambda: answers.update(slow=store.submit(one(pinned("slow", 0, 10, 4)), slow)))
     thread.start()
     assert slow.searching.wait(30)
-    quick = store.submit(one(pinned("quick", 0, 10, 6)))  # answered while the slow search is still under way
+    with Store.open(target) as other:  # another writer (a server's, a command's) on the same plan
+        quick = other.submit(one(pinned("quick", 0, 10, 6)))  # answered while the slow search is still under way
     assert quick.accepted and thread.is_alive()
     slow.gate.set()
     thread.join(30)
     assert not answers["slow"].accepted  # decided again on the plan with `quick`: 4 + 6 > 8 vcores
     assert [r.name for r in store.list(state="accepted")] == ["quick"]
     assert stored_violations(store) == []
+
+
+def test_a_name_another_user_holds_is_refused_inside_the_write_and_nothing_is_written(store: Store) -> None:
+    bobs = one(pinned("shared", 0, 10, 99).replace("reservation shared", "reservation shared user=bob"))
+    assert not store.submit(bobs, actor="bob").accepted  # rejected, but the name is bob's
+    logged = len(store.log())
+    alices = one(pinned("shared", 0, 10, 2).replace("reservation shared", "reservation shared user=alice"))
+    with pytest.raises(StoreError, match="belongs to another user") as error:
+        store.submit(alices, actor="alice", owner="alice")
+    assert error.value.code == "forbidden" and len(store.log()) == logged
+    assert store.get("shared").user == "bob" and store.get("shared").state == "rejected"
+    assert store.submit(one(pinned("mine", 0, 10, 2)), owner="alice").accepted  # a free name is anyone's

@@ -1,0 +1,203 @@
+"""YARN's own reservation agents and ours on the same seeded streams, in one run.
+
+    python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs] [--mixed-count 2500]
+                                           [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
+                                           [--calculator dominant|default]
+
+YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
+AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
+Maven the first time: needs java and mvn); ours (gree, gree-l) run in this process. Streams:
+
+- `mixed`: benchmarks/admission.py's week (single atoms, orders, `any`, gangs; demand about 1.3x), `--mixed-count`
+  reservations on a cluster scaled to keep that demand, each atom's parallelism cap `h` dropped (YARN cannot say it);
+- `yarn`: YARN-shaped (one to four requests under R_ANY/R_ALL/R_ORDER/R_ORDER_NO_GAP, durations in seconds,
+  one-second steps); `tight`: windows at most 1.5x the least time needed; `gangs`: gangs of 8-64 containers.
+
+Per stream and agent: accepted count, accepted value and bundle-hours (as allocated), violations (our checker on
+the whole plan, plus anything YARN answered that is no lease of whole gangs), decision latency p50/p99 over all
+decisions and over accepted ones (YARN's: the agent's createReservation inside the JVM, after --warmup passes of
+the stream; ours: Planner.submit in this process, which also validates and, on rejection, searches the earliest
+deadline unless --no-explain; on both sides each decision's least time over --repeat passes), and a few
+reservations one side accepts and the other rejects. Then the goals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+import admission  # noqa: E402  (benchmarks/admission.py: the mixed week)
+
+from planner.core.check import check_plan  # noqa: E402
+from rdl import parse_cluster, units  # noqa: E402
+from rdl.cluster import Cluster  # noqa: E402
+from tests.peers.yarn import agent_harness as harness  # noqa: E402
+from tests.peers.yarn import streams  # noqa: E402
+
+OURS = ("gree", "gree-l")
+FULL_WEEK = 10_000  # the admission benchmark's count, for which its cluster is sized
+
+
+@dataclass
+class Outcome:
+    """One agent on one stream."""
+
+    agent: str
+    records: list[dict]
+    seconds: list[float]
+    violations: list[str]
+
+    def accepted(self) -> list[bool]:
+        return [bool(r["accepted"]) for r in self.records]
+
+    def value(self, stream: harness.Stream) -> float:
+        return sum(v for v, ok in zip(stream.values, self.accepted(), strict=True) if ok)
+
+    def bundle_hours(self, step: int) -> float:
+        held = sum(a["bundles"] * _steps(a, step) for r in self.records if r["accepted"] for a in r["allocations"])
+        return held * step / 3600
+
+    def latency(self, q: float, accepted_only: bool = False) -> str:
+        chosen = [s for s, ok in zip(self.seconds, self.accepted(), strict=True) if ok or not accepted_only]
+        return f"{np.percentile(chosen, q) * 1000:.2f}" if chosen else "-"
+
+
+def _steps(allocation: dict, step: int) -> int:
+    begin, end = units.parse_instant(allocation["start"]), units.parse_instant(allocation["end"])
+    return round((end - begin).total_seconds() / step)
+
+
+def mixed(count: int, seed: int) -> tuple[Cluster, harness.Stream]:
+    """The admission benchmark's week, `count` reservations, on its cluster scaled by count/10000."""
+    vcores = max(1, round(2048 * count / FULL_WEEK))
+    cluster = parse_cluster(f"start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 7d\n"
+                            f"capacity: {{memory: {vcores * 2048}, vcores: {vcores}}}\n", "mixed-week.yaml")
+    reservations = [streams.yarn_shaped_copy(r) for r in admission.workload(count, seed)]
+    return cluster, harness.Stream.of(reservations)
+
+
+def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
+               calculator: str = "dominant", repeat: int = 1) -> list[Outcome]:
+    """Every agent on the stream, YARN's first, each checked by our checker."""
+    outcomes = []
+    rejections = {}
+    for agent, answers in harness.run_yarn(cluster, stream, warmup=warmup, repeat=repeat,
+                                            calculator=calculator).items():
+        rejections[f"yarn-{agent}"] = answers
+        records, problems = harness.decision_records(answers, stream, cluster)
+        crashed = [f"{a.name}: YARN crashed: {a.exception}: {a.message}" for a in answers if a.crashed]
+        crashed += [f"{a.name}: YARN decided it differently on another pass" for a in answers if not a.deterministic]
+        violations = problems + crashed + check_plan(cluster, stream.reservations, records)
+        outcomes.append(Outcome(f"yarn-{agent}", records, [a.seconds for a in answers], violations))
+    for agent in OURS:
+        ours = harness.run_ours(cluster, stream, agent, explain=explain, repeat=repeat)
+        outcomes.append(Outcome(agent, ours.records, ours.seconds,
+                                check_plan(cluster, stream.reservations, ours.records)))
+    print(f"\n== {label}: {len(stream.reservations)} reservations; cluster {cluster.capacity['vcores']:g} vcores, "
+          f"{cluster.capacity['memory'] / 1024:g} GiB, {cluster.step} s steps, {cluster.horizon / 3600:g} h")
+    print(f"  {'agent':<18}{'accepted':>9}{'value':>9}{'bundle-h':>11}{'violations':>11}"
+          f"{'p50 ms':>9}{'p99 ms':>9}{'p50 acc':>9}{'p99 acc':>9}")
+    for o in outcomes:
+        print(f"  {o.agent:<18}{sum(o.accepted()):>9}{o.value(stream):>9,.0f}{o.bundle_hours(cluster.step):>11,.0f}"
+              f"{len(o.violations):>11}{o.latency(50):>9}{o.latency(99):>9}{o.latency(50, True):>9}"
+              f"{o.latency(99, True):>9}")
+    for agent, answers in rejections.items():
+        counts = Counter(a.exception.rsplit(".", 1)[-1] or "false" for a in answers if not a.accepted)
+        print(f"  {agent} rejections: " + ", ".join(f"{name} {n}" for name, n in counts.most_common())
+              + ("" if "ResourceOverCommitException" not in counts else
+                 " (ResourceOverCommitException: the agent's allocation went over capacity; YARN's plan refused it)"))
+    for o in outcomes:
+        for violation in o.violations[:3]:
+            print(f"  ! {o.agent}: {violation}")
+    _differences(outcomes)
+    return outcomes
+
+
+def _differences(outcomes: list[Outcome], shown: int = 3) -> None:
+    """A few reservations each of ours accepts and the best YARN agent rejects, and the reverse."""
+    yarn = max((o for o in outcomes if o.agent.startswith("yarn-")), key=lambda o: sum(o.accepted()))
+    for ours in (o for o in outcomes if not o.agent.startswith("yarn-")):
+        pairs = list(zip(ours.records, yarn.records, strict=True))
+        only_ours = [(m, y) for m, y in pairs if m["accepted"] and not y["accepted"]]
+        only_yarn = [(m, y) for m, y in pairs if y["accepted"] and not m["accepted"]]
+        print(f"  {ours.agent} accepts {len(only_ours)} that {yarn.agent} rejects"
+              + "".join(f"; {y['reservation']} ({y['reason']['message']})" for _, y in only_ours[:shown]))
+        print(f"  {yarn.agent} accepts {len(only_yarn)} that {ours.agent} rejects"
+              + "".join(f"; {m['reservation']} ({m['reason']['code']}: {m['reason']['message'][:90]})"
+                        for m, _ in only_yarn[:shown]))
+
+
+def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:
+    """The issue's goals, each met or not, with the figures."""
+    print("\n== goals")
+    for label, (cluster, outcomes) in results.items():
+        yarn = [o for o in outcomes if o.agent.startswith("yarn-")]
+        ours = [o for o in outcomes if not o.agent.startswith("yarn-")]
+        best_yarn = max(yarn, key=lambda o: sum(o.accepted()))
+        for o in ours:
+            met = sum(o.accepted()) >= sum(best_yarn.accepted())
+            print(f"  {label}: {o.agent} accepts {sum(o.accepted())} vs best YARN ({best_yarn.agent}) "
+                  f"{sum(best_yarn.accepted())}: {'met' if met else 'NOT met'}")
+        if label == "mixed":
+            top = max(y.bundle_hours(cluster.step) for y in yarn)
+            for o in ours:
+                gain = o.bundle_hours(cluster.step) / top - 1 if top else 0.0
+                print(f"  mixed: {o.agent} bundle-hours {gain:+.1%} vs best YARN (goal +5%): "
+                      f"{'met' if gain >= 0.05 else 'NOT met'}")
+        for o in ours:
+            rescued = sum(1 for m, *ys in zip(o.records, *(y.records for y in yarn), strict=True)
+                          if m["accepted"] and not all(y["accepted"] for y in ys))
+            print(f"  {label}: {o.agent} accepts {rescued} that some YARN agent rejects; violations in its plan: "
+                  f"{len(o.violations)}: {'met' if not o.violations else 'NOT met'}")
+        for o in ours:
+            mine = _p99_accepted(o)
+            ratios = ", ".join(f"{y.agent} {mine / _p99_accepted(y):.1f}x" for y in yarn if _p99_accepted(y))
+            fastest = min(_p99_accepted(y) for y in yarn)
+            print(f"  {label}: {o.agent} p99 accepted {mine * 1000:.2f} ms = {ratios} "
+                  f"(within 2x of the fastest: {'met' if mine <= 2 * fastest else 'NOT met'})")
+
+
+def _p99_accepted(outcome: Outcome) -> float:
+    chosen = [s for s, ok in zip(outcome.seconds, outcome.accepted(), strict=True) if ok]
+    return float(np.percentile(chosen, 99)) if chosen else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--streams", default="mixed,yarn,tight,gangs")
+    parser.add_argument("--mixed-count", type=int, default=2500, help="reservations in the mixed week")
+    parser.add_argument("--count", type=int, default=300, help="reservations in each of the other streams")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--warmup", type=int, default=1, help="passes through YARN before the timed ones")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed passes on both sides; each decision's time is its least over them")
+    parser.add_argument("--no-explain", action="store_true", help="ours: skip the earliest-deadline search")
+    parser.add_argument("--calculator", choices=("dominant", "default"), default="dominant",
+                        help="YARN's resource calculator: dominant (memory and vcores) or default (memory only)")
+    args = parser.parse_args()
+    makers = {
+        "mixed": lambda: mixed(args.mixed_count, args.seed),
+        "yarn": lambda: streams.yarn_shaped(args.count, args.seed + 4),
+        "tight": lambda: streams.tight(args.count, args.seed + 5),
+        "gangs": lambda: streams.gangs(args.count, args.seed + 6),
+    }
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; java: YARN 3.4.1 agents")
+    results = {}
+    for label in args.streams.split(","):
+        cluster, stream = makers[label.strip()]()
+        results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
+                                                args.calculator, args.repeat))
+    goals(results)
+
+
+if __name__ == "__main__":
+    main()

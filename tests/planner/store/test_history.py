@@ -1,0 +1,135 @@
+"""The store's past: ended reservations move to the history a horizon later, the retention deletes what is older,
+an older store is migrated, and the history reads back what it keeps."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from follower.cli import main
+from planner.store.facade import Store, StoreError
+from planner.store.schema import SCHEMA_VERSION
+from tests.planner.store.test_lifecycle import violations
+from tests.planner.support import at, cluster_text, instant, one, pinned
+
+HORIZON = 60  # steps (minutes)
+CLUSTER = cluster_text({"vcores": 8}, steps=HORIZON)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "plan.db"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[Store]:
+    with Store.open(path) as opened:
+        opened.init(CLUSTER, "small.yaml")
+        yield opened
+
+
+def counts(path: Path) -> dict[str, int]:
+    with sqlite3.connect(path) as connection:
+        return {table: connection.execute(f"SELECT count(*) FROM rayon_{table}").fetchone()[0]
+                for table in ("reservations", "leases", "history", "log")}
+
+
+def test_an_ended_reservation_moves_to_the_history_a_horizon_after_it_ended(store: Store, path: Path) -> None:
+    store.submit(one(pinned("early", 0, 10, 2)))
+    store.submit(one(pinned("huge", 0, 10, 99)))  # rejected
+    store.submit(one(pinned("late", 40, 10, 2)))
+    store.advance(instant(20))
+    assert {r.name: r.state for r in store.list()} == {"early": "expired", "huge": "rejected", "late": "accepted"}
+    report = store.advance(instant(HORIZON + 10))  # early ended at 10 and both were submitted at 0: a horizon ago
+    assert report.archived == 2 and report.expired == ("late",)
+    assert {r.name for r in store.list()} == {"late"}
+    assert counts(path)["history"] == 2 and counts(path)["leases"] == 1  # late's one lease; early's moved along
+    early = store.get("early")  # read from the history, with the leases it held
+    assert early.state == "expired" and [(a.start, a.end, a.bundles) for a in early.allocations] == [(0, 10, 2)]
+    page, total = store.history(state="rejected")
+    assert total == 1 and page[0].record.name == "huge" and page[0].archived == instant(HORIZON + 10)
+    assert not violations(store)
+    store.advance(instant(2 * HORIZON + 50))
+    assert store.list() == [] and counts(path)["reservations"] == 0 and counts(path)["leases"] == 0
+
+
+def test_a_moved_name_can_be_submitted_again_and_changing_it_says_where_it_went(store: Store) -> None:
+    store.submit(one(pinned("job", 0, 10, 2)))
+    store.cancel("job")
+    store.advance(instant(HORIZON + 10))
+    with pytest.raises(StoreError, match="moved to the history") as error:
+        store.cancel("job")
+    assert error.value.code == "state" and "rayon history job" in str(error.value)
+    later = pinned("job", HORIZON + 20, 10, 2)
+    assert store.submit(one(later)).accepted
+    assert store.get("job").state == "accepted" and store.history(name="job")[0][0].record.state == "cancelled"
+
+
+def test_the_retention_deletes_log_and_history_rows_older_than_it(store: Store, path: Path) -> None:
+    assert store.retention() == "90d"
+    with pytest.raises(StoreError, match="not a duration"):
+        store.set_retention("soon")
+    with pytest.raises(StoreError, match="longer than nothing"):
+        store.set_retention("0s")
+    assert store.retention() == "90d"  # a bad one changed nothing
+    store.set_retention("2h")
+    store.submit(one(pinned("a", 0, 10, 2)))
+    store.advance(instant(HORIZON + 10))  # a moves to the history at +70 min
+    logged = counts(path)["log"]
+    assert logged >= 3 and counts(path)["history"] == 1
+    report = store.advance(instant(HORIZON + 10 + 121))  # two hours on: everything up to then is past the retention
+    assert report.pruned == logged + 1 and counts(path)["history"] == 0  # the log rows and a's history row
+    assert [e.action for e in store.log()] == ["advance"]  # this move's own row stays
+    store.set_retention("forever")
+    store.advance(instant(10 * HORIZON))
+    assert len(store.log()) == 2
+
+
+def test_an_older_store_is_migrated_when_opened(path: Path) -> None:
+    with Store.open(path) as store:
+        store.init(CLUSTER, "small.yaml")
+        store.submit(one(pinned("kept", 0, 10, 2)))
+    with sqlite3.connect(path) as connection:  # the layout of schema version 1
+        connection.execute("DROP TABLE rayon_history")
+        connection.execute("DROP INDEX ix_rayon_log_clock")
+        connection.execute("DROP INDEX rayon_reservations_submitted")
+        connection.execute("ALTER TABLE rayon_log DROP COLUMN clock")
+        connection.execute("DELETE FROM rayon_meta WHERE key = 'retention'")
+        connection.execute("UPDATE rayon_meta SET value = '1' WHERE key = 'schema_version'")
+    with Store.open(path) as store:
+        assert store.get("kept").state == "accepted" and store.retention() == "90d"
+        assert store.log()[0].clock is None  # written before the plan's clock was logged
+        store.advance(instant(HORIZON + 20))
+        assert store.history(name="kept")[1] == 1
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT value FROM rayon_meta WHERE key = 'schema_version'").fetchone() == \
+            (str(SCHEMA_VERSION),)
+
+
+def test_rayon_history_and_retention_commands(tmp_path: Path) -> None:
+    runner = CliRunner()
+    state = str(tmp_path / "plan.db")
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    (tmp_path / "a.rdl").write_text(pinned("a", 0, 10, 2))
+
+    def rayon(*args: str) -> str:
+        result = runner.invoke(main, [*args, "--state", state])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    rayon("init", "--cluster", str(tmp_path / "cluster.yaml"))
+    rayon("submit", str(tmp_path / "a.rdl"))
+    rayon("advance", "--to", at(HORIZON + 15))
+    table = rayon("history")
+    assert "a" in table and "expired" in table and at(HORIZON + 15) in table
+    assert json.loads(rayon("history", "a", "--json"))["reservations"][0]["reservation"] == "a"
+    assert "expired" in rayon("show", "a")
+    assert rayon("retention").strip().startswith("90d")
+    assert "30d" in rayon("retention", "30d")
+    bad = runner.invoke(main, ["retention", "ever", "--state", state])
+    assert bad.exit_code != 0 and "not a duration" in bad.output

@@ -26,7 +26,7 @@ from rdl.tree import Resources
 
 DEFAULT_STEP = 60
 MAX_CELLS = 4_000_000  # plan steps x resources: a year at one minute for 7 resources (a few hundred MB in all)
-KEYS = ("start", "step", "horizon", "capacity", "nodes", "changes", "policies")
+KEYS = ("start", "step", "horizon", "capacity", "nodes", "changes", "policies", "queues")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,7 @@ class Cluster:
     changes: tuple[CapacityChange, ...] = ()
     windows: tuple[CapacityWindow, ...] = ()  # recurring changes (`changes` items with `every` and `for`)
     policies: Mapping[str, object] = field(default_factory=dict, compare=False)
+    queues: tuple[str, ...] = ()  # the queues reservations may name (YARN's reservable queues); (): any queue
 
     @property
     def resource_names(self) -> tuple[str, ...]:
@@ -223,11 +224,30 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
         policies = reader.plain(node, "`policies`")
         if isinstance(step, int | float) and step == int(step) and step > 0:
             check_policy(policies, int(step), file, reader.locator(node, "policies"), reader.sink)
+    queues = _queues(reader, entries["queues"][1]) if "queues" in entries else ()
     reader.sink.raise_if_any(sources)
     assert start is not None and capacity is not None
     assert isinstance(step, float | int) and isinstance(horizon, float | int)
     return Cluster(start=start, capacity=capacity, step=int(step), horizon=int(horizon), nodes=nodes,
-                   changes=changes, windows=windows, policies=policies)
+                   changes=changes, windows=windows, policies=policies, queues=queues)
+
+
+def _queues(reader: ConfigReader, node: yaml.Node) -> tuple[str, ...]:
+    """`queues`: a non-empty list of distinct queue names."""
+    example = "for example `queues: [dedicated, prod]`"
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        reader.sink.add(reader.span(node), "`queues` must be a non-empty list of queue names", hint=example)
+        return ()
+    names: list[str] = []
+    for item in node.value:
+        name = item.value.strip() if isinstance(item, yaml.ScalarNode) and isinstance(item.value, str) else ""
+        if not name or item.tag == "tag:yaml.org,2002:null":
+            reader.sink.add(reader.span(item), "a queue name must be a non-empty word", hint=example)
+        elif name in names:
+            reader.sink.add(reader.span(item), f"queue `{name}` is listed twice in `queues`")
+        else:
+            names.append(name)
+    return tuple(names)
 
 
 def _check_size(reader: ConfigReader, where: yaml.Node, step: float, horizon: float, resources: int) -> None:

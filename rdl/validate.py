@@ -89,6 +89,7 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
             sink.add(node.span, f"name `{node.name}` is used twice in reservation `{reservation.name}` "
                      f"(first at {names[node.name]})", hint="names are unique within a reservation")
         names.setdefault(node.name, node.span)
+    _check_queue(reservation, context.cluster, sink)
     arrival = reservation.arrival_at(context.now)
     series = _series(reservation, arrival, sink)
     if reservation.every is not None and context.cluster is not None:
@@ -126,6 +127,16 @@ def _series(reservation: Reservation, arrival: datetime, sink: ErrorSink) -> flo
                  f"before its arrival {units.format_instant(arrival)}, so it has no instance")
         return None
     return (end - arrival).total_seconds()
+
+
+def _check_queue(reservation: Reservation, cluster: Cluster | None, sink: ErrorSink) -> None:
+    """A reservation's queue must be one the cluster file lists, when it lists any (YARN's reservable queues)."""
+    if cluster is None or not cluster.queues or reservation.queue is None or reservation.queue in cluster.queues:
+        return
+    listed = ", ".join(f"`{name}`" for name in cluster.queues)
+    sink.add(reservation.span, f"reservation `{reservation.name}` names queue `{reservation.queue}`, which is not "
+             f"one of the cluster's reservable `queues`",
+             hint=did_you_mean(reservation.queue, cluster.queues) or f"name one of {listed}, or none")
 
 
 def _check_every(reservation: Reservation, every: float, cluster: Cluster, series: float | None,

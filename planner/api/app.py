@@ -74,6 +74,8 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.include_router(native.router)
     app.include_router(history.router)
     app.include_router(yarn.router)
+    app.include_router(yarn.cluster_router)
+    app.include_router(yarn.page_router)
     app.include_router(metrics.router)
     for extension in extensions:
         extension.install(app, service)

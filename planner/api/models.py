@@ -314,6 +314,9 @@ class YarnAnswer(YarnModel):
 
     reservation_id: str = Field(alias="reservation-id")
     decision: dict[str, AnyType] | None = None
+    booked: list[dict[str, AnyType]] | None = Field(
+        None, description="ours: the requests whose duration is not a whole number of plan steps, each with the "
+                          "`booked-duration` its containers hold (rounded up to the plan's `step`)")
 
 
 class YarnResourceAllocation(YarnModel):
@@ -325,10 +328,33 @@ class YarnResourceAllocation(YarnModel):
 class YarnReservationInfo(YarnModel):
     acceptance_time: int = Field(alias="acceptance-time")
     user: str
-    resource_allocations: list[YarnResourceAllocation] = Field(default_factory=list, alias="resource-allocations")
+    resource_allocations: list[YarnResourceAllocation] | None = Field(
+        None, alias="resource-allocations",
+        description="with include-resource-allocations=true: the total held per stretch of time, as YARN lists it")
     reservation_id: str = Field(alias="reservation-id")
     reservation_definition: dict[str, AnyType] = Field(alias="reservation-definition")
     rdl: str | None = Field(None, description="ours: the reservation as RDL when YARN's form cannot express it")
+
+
+class YarnClusterInfo(YarnModel):
+    """YARN's ClusterInfo, the fields a client probes at start-up (which RM is active, which version)."""
+
+    id: int = Field(description="the server's start, epoch ms (YARN: the cluster timestamp)")
+    startedOn: int  # YARN's field names from here on
+    state: str
+    haState: str
+    rmStateStoreName: str
+    resourceManagerVersion: str
+    resourceManagerBuildVersion: str
+    resourceManagerVersionBuiltOn: str
+    hadoopVersion: str
+    hadoopBuildVersion: str
+    hadoopVersionBuiltOn: str
+    haZooKeeperConnectionState: str
+
+
+class YarnCluster(YarnModel):
+    clusterInfo: YarnClusterInfo
 
 
 class YarnList(YarnModel):

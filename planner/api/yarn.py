@@ -8,41 +8,53 @@ Submitting an id again with the same definition succeeds again without replannin
 idempotent submit); with a different one it is an error (update it instead).
 
 The stored reservation is named by its id (YARN's `reservation-name` need not be unique), owned
-by the caller, and read from the body by `rdl.forms.yarn.from_yarn` (its module notes give the mapping).
+by the caller, and read from the body by `rdl.forms.yarn.from_yarn` (its module notes give the mapping);
+the `reservation-name` rides on its body's name, so it is listed back and is part of the definition.
+`/ws/v1/cluster`, `/ws/v1/cluster/info` and the web UI's `/cluster` answer as the RM's do, for the
+clients that probe them to find the active RM. tests/peers/yarn/conformance.py compares all of this
+with a real ResourceManager; docs/api.md lists the differences kept on purpose.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
+import math
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any as AnyType
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from planner.api import bodies
 from planner.api.auth import Principal
 from planner.api.context import Service, View, body, caller, mine, service
 from planner.api.errors import ApiError
-from planner.api.models import ErrorOut, YarnAnswer, YarnList, YarnNewReservation
+from planner.api.models import ErrorOut, YarnAnswer, YarnCluster, YarnList, YarnNewReservation
 from planner.core.compile import Clock
 from planner.core.decision import Decision
+from planner.core.plan import Allocation
 from planner.store.facade import StoreError
 from planner.store.records import Record
 from planner.store.rendering import Instants, decision_json
-from rdl.errors import RDLError, RDLErrors, Span
+from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 from rdl.forms import yarn as yarn_form
+from rdl.forms.yarn_read import decode_name, encode_name
+from rdl.shape import lease_steps
 from rdl.syntax.printer import format_reservation
-from rdl.tree import Reservation, Window
+from rdl.tree import Atom, Expr, Reservation, Window, walk
 
 router = APIRouter(prefix="/ws/v1/cluster/reservation", tags=["yarn"])
+cluster_router = APIRouter(prefix="/ws/v1/cluster", tags=["yarn"])
+page_router = APIRouter(tags=["yarn"])
 ID = re.compile(r"reservation_(\d+)_(\d+)")
+DEFAULT_QUEUE = "default"  # the queue YARN lists when none is named
 LIST_PAGE = 1000  # reservations in one answer of `/list`: about a megabyte with their allocations
 LAST_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, the last instant a time can name
 BAD: dict[int | str, dict[str, AnyType]] = {
@@ -106,8 +118,41 @@ def read_definition(data: dict[str, AnyType], rid: str, owner: str, view: View, 
         reservation = yarn_form.from_yarn(data, bodies.SOURCE)
     except RDLErrors as errors:
         raise ApiError.from_rdl(400, errors, consequence) from None
-    reservation = replace(reservation, name=rid, user=owner)
+    reservation = replace(reservation, name=rid, user=owner, body=_named(reservation.body, data))
     return bodies.validated(reservation, view.cluster, view.now, "", consequence, status=400)
+
+
+def _named(body: Expr, data: dict[str, AnyType]) -> Expr:
+    """The body carrying YARN's `reservation-name` (the reservation itself is named by its id): the name is part of
+    the definition, listed back exactly, and a resubmit under another name is another definition, as in YARN
+    (an RDL name holds any text through `encode_name`)."""
+    definition = data.get("reservation-definition")
+    raw = definition.get("reservation-name") if isinstance(definition, dict) else None
+    name = encode_name(raw) if isinstance(raw, str) else ""
+    taken = {node.name for _, node in walk(body)}
+    return replace(body, name=name) if name and body.name is None and name not in taken else body
+
+
+def booked(reservation: Reservation, step: int) -> list[dict[str, AnyType]]:
+    """Requests whose `duration` is not a whole number of plan steps, with what each container is booked for:
+    the duration rounded up to steps (YARN's plan has 1 s steps; ours has the cluster file's `step`)."""
+    found = []
+    for _, node in walk(reservation.body):
+        if isinstance(node, Atom) and node.lease is not None:
+            held = lease_steps(node, step) * step
+            if not math.isclose(held, node.lease):
+                found.append({"reservation-request": node.span.json_path or node.name, "duration": round(
+                    node.lease * 1000), "booked-duration": held * 1000, "step": step * 1000})
+    return found
+
+
+def answer(rid: str, decision: Decision, view: View, reservation: Reservation | None) -> dict[str, AnyType]:
+    """Our body of an accepting YARN answer: the id, the decision record, and any duration rounded to steps."""
+    data: dict[str, AnyType] = {"reservation-id": rid, "decision": decision_json(decision, view.instants)}
+    rounded = booked(reservation, view.cluster.step) if reservation is not None else []
+    if rounded:
+        data["booked"] = rounded
+    return data
 
 
 def stored(svc: Service, view: View, name: str) -> Record:
@@ -121,6 +166,37 @@ def rejected(rid: str, decision: Decision, instants: Instants, what: str) -> Api
     return ApiError(400, decision.reason.code if decision.reason else "capacity",
                     f"reservation {rid} {what}: {reason}",
                     extra={"reservation-id": rid, "decision": decision_json(decision, instants)})
+
+
+@cluster_router.get("", response_model=YarnCluster)
+@cluster_router.get("/info", response_model=YarnCluster)
+def cluster_info(request: Request, ids: YarnIds = Depends(yarn_ids)) -> dict[str, AnyType]:
+    """YARN's cluster information, which clients read to find the active ResourceManager; no token needed, as in
+    YARN (it names versions only)."""
+    version = f"rayon {_version()}"
+    store = request.app.state.service.target
+    kind = "postgresql" if str(store).startswith("postgresql") else "sqlite"
+    return {"clusterInfo": {
+        "id": ids.cluster_timestamp, "startedOn": ids.cluster_timestamp, "state": "STARTED", "haState": "ACTIVE",
+        "rmStateStoreName": f"rayon plan store ({kind})", "resourceManagerVersion": version,
+        "resourceManagerBuildVersion": version, "resourceManagerVersionBuiltOn": "", "hadoopVersion": version,
+        "hadoopBuildVersion": version, "hadoopVersionBuiltOn": "",
+        "haZooKeeperConnectionState": "not applicable: rayon keeps its plan in its store, without ZooKeeper"}}
+
+
+@page_router.get("/cluster", response_class=HTMLResponse, include_in_schema=False)
+def cluster_page() -> str:
+    """Where YARN's RM serves its web UI: clients (yarn-api-client) probe it for a 200 to find the active RM."""
+    return ("<!DOCTYPE html><html><head><title>rayon</title></head><body><h1>rayon: a reservation planner</h1>"
+            "<p>YARN's reservation REST API is at <a href=\"/ws/v1/cluster/info\">/ws/v1/cluster/</a>; ours at "
+            "<a href=\"/docs\">/docs</a>.</p></body></html>")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("rayon-planner")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree not installed
+        return "unknown"
 
 
 @router.post("/new-reservation", response_model=YarnNewReservation, responses=BAD)
@@ -149,16 +225,15 @@ def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
             if record.rdl != format_reservation(reservation):
                 raise ApiError(400, "invalid", f"reservation {rid} already exists with a different definition",
                                "change it with POST /ws/v1/cluster/reservation/update")
-            return JSONResponse({"reservation-id": rid, "decision": decision_json(record.decision(), view.instants)},
-                                202)
+            return JSONResponse(answer(rid, record.decision(), view, reservation), 202)
         decision = svc.store.submit(reservation, actor=who.user, validated=True)
     svc.metrics.admitted("yarn", started, decision, committed=True)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "could not be placed; nothing was submitted")
-    return JSONResponse({"reservation-id": rid, "decision": decision_json(decision, view.instants)}, 202)
+    return JSONResponse(answer(rid, decision, view, reservation), 202)
 
 
-@router.post("/update", response_model=YarnAnswer, responses=BAD,
+@router.post("/update", response_model=YarnAnswer, response_model_exclude_none=True, responses=BAD,
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/YarnUpdate"}}}}})
 def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
@@ -168,18 +243,18 @@ def update(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
     rid = reservation_id(data, consequence)
     with as_yarn(), svc.writes:
         view = svc.owned(rid, who)
-        if "queue" not in data:  # YARN's update body has no queue: the reservation keeps its own
-            data = {"queue": stored(svc, view, rid).queue or "default", **data}
+        # YARN's update body has no queue (a `queue` in it is ignored): the reservation keeps its own.
+        data = {**data, "queue": stored(svc, view, rid).queue or DEFAULT_QUEUE}
         owner = view.owner.user if view.owner and view.owner.user else who.user
         reservation = read_definition(data, rid, owner, view, consequence)
         decision = svc.store.update(rid, reservation, actor=who.user, owner=mine(who))
     svc.metrics.decided(decision)
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "keeps its previous definition, as the new one does not fit")
-    return {"reservation-id": rid, "decision": decision_json(decision, view.instants)}
+    return answer(rid, decision, view, reservation)
 
 
-@router.post("/delete", response_model=YarnAnswer, responses=BAD,
+@router.post("/delete", response_model=YarnAnswer, response_model_exclude_none=True, responses=BAD,
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/YarnDelete"}}}}})
 def delete(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
@@ -194,29 +269,76 @@ def delete(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Se
 
 
 @router.get("/list", response_model=YarnList, response_model_exclude_none=True, responses=BAD)
-def list_reservations(queue: str | None = Query(None, description="only this queue (all queues when left out)"),
-                      rid: str | None = Query(None, alias="reservation-id"),
+def list_reservations(named: str | None = Query(None, alias="queue",
+                                                description="this queue only (YARN's default: `default`)"),
+                      rid: str | None = Query(None, alias="reservation-id",
+                                              description="this reservation only (the times are not looked at)"),
                       start_time: int = Query(0, alias="start-time", ge=-1, le=LAST_MS, description="epoch ms"),
                       end_time: int = Query(-1, alias="end-time", ge=-1, le=LAST_MS,
                                             description="epoch ms; -1: no end"),
-                      include: bool = Query(False, alias="include-resource-allocations"),
+                      include: str = Query("false", alias="include-resource-allocations",
+                                           description="`true` (any case) adds the allocations; anything else does "
+                                                       "not, as in YARN"),
                       offset: int = Query(0, ge=0, le=2**31 - 1, description="ours: skip this many (paging)"),
                       limit: int = Query(LIST_PAGE, ge=1, le=LIST_PAGE, description="ours: at most this many"),
                       who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:
-    """Active (accepted) reservations holding capacity in [start-time, end-time); users see their own only.
+    """Active (accepted) reservations of a queue holding capacity in [start-time, end-time); users see their own only.
 
-    YARN answers in one page; ours are pages of at most LIST_PAGE (`next-offset` says where the next starts)."""
-    if 0 <= end_time <= max(start_time, 0):
-        raise ApiError(400, "input", f"end-time {end_time} must be after start-time {start_time}")
+    As in YARN's ClientRMService: a `reservation-id` lists that reservation whatever the times; an `end-time`
+    before the `start-time` is an error, an equal one is not. YARN answers in one page; ours are pages of at most
+    LIST_PAGE (`next-offset` says where the next starts)."""
+    queue = named or DEFAULT_QUEUE
+    with_allocations = include.strip().lower() == "true"  # Java's Boolean.parseBoolean, which YARN's list uses
+    if rid is None and 0 <= end_time < max(start_time, 0):
+        raise ApiError(400, "input", f"end-time {end_time} must not be before start-time {start_time}")
     with as_yarn():
-        view = svc.owned(rid, who) if rid is not None else svc.view()
-        found = svc.store.page(view.cluster, user=None if who.admin else who.user, state="accepted",
-                               start=_instant(max(start_time, 0)), end=_instant(end_time) if end_time >= 0 else None,
-                               names_in=[rid] if rid is not None else None, queue=queue, offset=offset, limit=limit,
-                               with_leases=include)
+        view = svc.view(rid) if rid is not None else svc.view()
+        reservable(view, queue, named is None)
+        if rid is not None and view.owner is None:  # YARN lists nothing for an unknown id
+            return {"reservations": [], "total": 0}
+        if rid is not None:
+            svc.owned(rid, who)  # another user's reservation is 403, as everywhere in our API
+        user = None if who.admin else who.user
+        names = [rid] if rid is not None else None
+        if rid is None and (start_time > 0 or end_time >= 0 or queue == DEFAULT_QUEUE):
+            names = _listed(svc, view, user, queue, _instant(max(start_time, 0)),
+                            _instant(end_time) if end_time >= 0 else None)
+        found = svc.store.page(view.cluster, user=user, state="accepted", names_in=names,
+                               queue=queue if queue != DEFAULT_QUEUE else None, offset=offset, limit=limit,
+                               with_leases=with_allocations)
     following = offset + len(found.records)
-    return {"reservations": [info(record, view.instants.clock, include) for record in found.records],
+    return {"reservations": [info(record, view.instants.clock, with_allocations) for record in found.records],
             "total": found.total, "next-offset": following if following < found.total else None}
+
+
+def reservable(view: View, queue: str, defaulted: bool = False) -> None:
+    """A queue the plan holds reservations in: any, unless the cluster file lists its `queues` (YARN's reservable
+    queues); 400 otherwise, as YARN answers."""
+    queues = view.cluster.queues
+    if queues and queue not in queues:
+        named = ", ".join(f"`{name}`" for name in queues)
+        why = " (YARN's list looks in `default` when no queue is named)" if defaulted else ""
+        raise ApiError(400, "input", f"queue `{queue}` is not one of the plan's reservable queues{why}",
+                       did_you_mean(queue, queues) or f"name one of {named} with ?queue=")
+
+
+def _listed(svc: Service, view: View, user: str | None, queue: str, start: datetime,
+            end: datetime | None) -> list[str]:
+    """The accepted reservations of the queue whose window [arrival, deadline) meets [start, end]: YARN's list
+    filters by the reservation's window, not by when it holds capacity (a scan, as YARN's is). A reservation
+    without a queue is in `default`, the plan's default queue."""
+    names: list[str] = []
+    offset = 0
+    while True:
+        found = svc.store.page(view.cluster, user=user, state="accepted", queue=None if queue == DEFAULT_QUEUE else
+                               queue, offset=offset, limit=LIST_PAGE, with_leases=False)
+        for record in found.records:
+            arrival, deadline = _window(record.reservation(), record, view.instants.clock)
+            if (record.queue or DEFAULT_QUEUE) == queue and deadline > start and (end is None or arrival <= end):
+                names.append(record.name)
+        offset += len(found.records)
+        if not found.records or offset >= found.total:
+            return names
 
 
 def info(record: Record, clock: Clock, include: bool) -> dict[str, AnyType]:
@@ -226,26 +348,55 @@ def info(record: Record, clock: Clock, include: bool) -> dict[str, AnyType]:
                                 "reservation-id": record.name}
     try:
         data["reservation-definition"] = yarn_form.to_yarn(reservation)["reservation-definition"]
+        if reservation.body.name is not None:  # YARN's `reservation-name`; else the reservation's own name
+            data["reservation-definition"]["reservation-name"] = decode_name(reservation.body.name)
     except ValueError:
         data["reservation-definition"] = _plain_definition(reservation, record, clock)
         data["rdl"] = record.rdl
     if include:
         data["resource-allocations"] = [
             {"resource": {"memory": round(held.get("memory", 0.0)), "vCores": round(held.get("vcores", 0.0))},
-             "startTime": _ms(clock.at(a.start)), "endTime": _ms(clock.at(a.end))}
-            for a, held in ((a, a.resources()) for a in record.allocations)]
+             "startTime": _ms(clock.at(start)), "endTime": _ms(clock.at(end))}
+            for start, end, held in totals(record.allocations)]
     return data
+
+
+def totals(allocations: Iterable[Allocation]) -> list[tuple[int, int, dict[str, float]]]:
+    """What a reservation holds over time, as YARN lists it: one (start, end, resources) per stretch of steps in
+    which its total stays the same, in time order (not one entry per lease)."""
+    changes: dict[int, dict[str, float]] = {}
+    for allocation in allocations:
+        for step, sign in ((allocation.start, 1.0), (allocation.end, -1.0)):
+            at = changes.setdefault(step, {})
+            for name, value in allocation.resources().items():
+                at[name] = at.get(name, 0.0) + sign * value
+    stretches: list[tuple[int, int, dict[str, float]]] = []
+    held: dict[str, float] = {}
+    steps = sorted(changes)
+    for step, following in itertools.pairwise(steps):
+        held = {name: held.get(name, 0.0) + changes[step].get(name, 0.0) for name in held.keys() | changes[step]}
+        if not any(value > 1e-9 for value in held.values()):
+            continue
+        if stretches and stretches[-1][1] == step and stretches[-1][2] == held:
+            stretches[-1] = (stretches[-1][0], following, held)
+        else:
+            stretches.append((step, following, dict(held)))
+    return stretches
+
+
+def _window(reservation: Reservation, record: Record, clock: Clock) -> tuple[datetime, datetime]:
+    """A stored reservation's arrival and deadline (the plan's end when it names none)."""
+    arrival = reservation.arrival_at(record.submitted)
+    if reservation.deadline is not None:
+        return arrival, reservation.deadline.resolve(arrival)
+    if isinstance(reservation.body, Window):
+        return arrival, reservation.body.end.resolve(arrival)
+    return arrival, clock.at(clock.steps)
 
 
 def _plain_definition(reservation: Reservation, record: Record, clock: Clock) -> dict[str, AnyType]:
     """What YARN's definition can say of a reservation it cannot express: its window, name and priority."""
-    arrival = reservation.arrival_at(record.submitted)
-    if reservation.deadline is not None:
-        deadline = reservation.deadline.resolve(arrival)
-    elif isinstance(reservation.body, Window):
-        deadline = reservation.body.end.resolve(arrival)
-    else:
-        deadline = clock.at(clock.steps)
+    arrival, deadline = _window(reservation, record, clock)
     return {"arrival": _ms(arrival), "deadline": _ms(deadline), "reservation-name": record.name,
             "priority": -record.priority, "reservation-requests": {"reservation-request": []}}
 

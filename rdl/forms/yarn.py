@@ -7,8 +7,9 @@ Mapping (YARN → RDL):
   so it needs exactly `num-containers / min-concurrency` leases (gangs), each held for `duration`;
 - the stages are always wrapped in the combinator of `reservation-request-interpreter`, even when there is only
   one, so the interpreter survives a round trip: 0 R_ANY → `any`, 1 R_ALL → `all`, 2 R_ORDER → `order`,
-  3 R_ORDER_NO_GAP → `order(..., gap=0s)`; with a single request the interpreter may be left out (all four mean the
-  same then) and reads as R_ALL, with several it is required (YARN's silent default R_ANY would place only one);
+  3 R_ORDER_NO_GAP → `order(..., gap=0s)`, given as the number or its name (`"R_ORDER"`; YARN 3.4's JSON layer
+  reads a name as 0, R_ANY, without a word: we read what it says); left out, it is R_ANY, as in YARN (which then
+  places one of several requests; with a single request all four mean the same);
 - `arrival` and `deadline` (epoch ms) become absolute header times, `queue` the queue, `recurrence-expression`
   (a period in ms; "0" or absent: none) `every`, and `reservation-name` (made a valid RDL name, else derived from
   `reservation-id`, else `yarn_reservation`) the name;

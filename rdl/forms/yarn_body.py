@@ -25,7 +25,7 @@ EXPECTED = {
     "arrival": "a time in epoch milliseconds (UTC), such as 1795395600000",
     "deadline": "a time in epoch milliseconds (UTC), such as 1795417200000",
     "priority": "a whole number (in YARN a lower number is more important)",
-    "reservation-request-interpreter": "0 (R_ANY), 1 (R_ALL), 2 (R_ORDER) or 3 (R_ORDER_NO_GAP)",
+    "reservation-request-interpreter": "0 (R_ANY), 1 (R_ALL), 2 (R_ORDER) or 3 (R_ORDER_NO_GAP), or that name",
     "num-containers": "a positive whole number of containers",
     "min-concurrency": "a positive whole number of containers that run together (the gang)",
     "duration": "a positive whole number of milliseconds",

@@ -32,6 +32,7 @@ from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Reservation, Resourc
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
+NAMED = {name: code for code, name in INTERPRETERS.items()}  # R_ANY -> 0, ...
 
 
 def _as_int(value: object) -> int | None:
@@ -76,6 +77,25 @@ def sanitize_name(text: str) -> str:
     if not cleaned:
         return ""
     return cleaned if cleaned[0].isalpha() or cleaned[0] == "_" else f"_{cleaned}"
+
+
+_KEPT = re.compile(r"[A-Za-z0-9_.]")
+_ESCAPED = re.compile(r"(?:-[0-9A-F]{2})+")
+_MARK = "_--"  # leads a name whose first character could not start an RDL name; escapes never make `--`
+
+
+def encode_name(text: str) -> str:
+    """Any text as an RDL name, reversibly: characters outside `[A-Za-z0-9_.]` become `-HH` per UTF-8 byte
+    (`nightly etl` → `nightly-20etl`), and a name that would not start with a letter or `_` is marked `_--`."""
+    encoded = "".join(c if _KEPT.fullmatch(c) else "".join(f"-{b:02X}" for b in c.encode()) for c in text)
+    return encoded if not encoded or encoded[0].isalpha() or encoded[0] == "_" else _MARK + encoded
+
+
+def decode_name(name: str) -> str:
+    """The text `encode_name` made `name` from."""
+    if name.startswith(_MARK):
+        name = name[len(_MARK):]
+    return _ESCAPED.sub(lambda m: bytes.fromhex(m[0].replace("-", "")).decode(errors="replace"), name)
 
 
 class Reader:
@@ -235,9 +255,13 @@ class Reader:
         return [(item, f"{path}[{index}]") for index, item in enumerate(raw)]
 
     def interpreter(self, data: Mapping[str, AnyType], count: int) -> int | None:
-        """`reservation-request-interpreter`, 0..3; optional (read as R_ALL) for a single request only."""
+        """`reservation-request-interpreter`: 0..3 or its name (`R_ORDER`); when left out, R_ANY as in YARN (for a
+        single request all four mean the same)."""
         key = "reservation-request-interpreter"
-        value = self.integer(data, key, REQUESTS, default=R_ALL if count <= 1 else None)
+        raw = data.get(key)
+        if isinstance(raw, str) and raw.strip().upper() in NAMED:
+            return NAMED[raw.strip().upper()]
+        value = self.integer(data, key, REQUESTS, default=R_ANY, maximum=None)
         if value is not None and value not in INTERPRETERS:
             self.error(f"{REQUESTS}.{key}", f"`{key}` must be one of 0..3, got {value}", EXPECTED[key])
             return None

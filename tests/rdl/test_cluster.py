@@ -8,6 +8,8 @@ import pytest
 
 from rdl.cluster import MAX_CELLS, parse_cluster
 from rdl.errors import RDLErrors
+from rdl.validate import validate
+from tests.rdl.support import one
 
 BASE = "start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 7d\ncapacity: {memory: 100GiB, vcores: 10}\n"
 
@@ -95,3 +97,30 @@ def test_a_recurring_change_is_a_window_of_what_it_names() -> None:
 def test_a_recurring_change_is_checked_where_it_is_written(change: str, expected: str) -> None:
     messages = errors_of(BASE + f"changes:\n  - {change}\n")
     assert any(message.startswith(expected) for message in messages), messages
+
+
+def test_reservable_queues_are_read_in_order() -> None:
+    assert parse_cluster(BASE + "queues: [dedicated, prod]\n", "cluster.yaml").queues == ("dedicated", "prod")
+    assert parse_cluster(BASE, "cluster.yaml").queues == ()  # none listed: any queue
+
+
+@pytest.mark.parametrize(("queues", "expected"), [
+    ("queues: dedicated\n", "cluster.yaml:5:9: `queues` must be a non-empty list of queue names"),
+    ("queues: []\n", "cluster.yaml:5:9: `queues` must be a non-empty list of queue names"),
+    ("queues: [a, a]\n", "cluster.yaml:5:13: queue `a` is listed twice in `queues`"),
+    ("queues: [a, {b: 1}]\n", "cluster.yaml:5:13: a queue name must be a non-empty word"),
+])
+def test_reservable_queues_are_checked_where_they_are_written(queues: str, expected: str) -> None:
+    (message,) = errors_of(BASE + queues)
+    assert message.startswith(expected)
+
+
+def test_a_reservation_in_a_queue_the_cluster_does_not_list_is_invalid() -> None:
+    cluster = parse_cluster(BASE + "queues: [dedicated, prod]\n", "cluster.yaml")
+    validate([one("reservation r queue=prod { atom(b={vcores: 1}, w=1h, l=1h) }")], cluster)
+    validate([one("reservation r { atom(b={vcores: 1}, w=1h, l=1h) }")], cluster)  # no queue: the default
+    with pytest.raises(RDLErrors) as caught:
+        validate([one("reservation r queue=prd { atom(b={vcores: 1}, w=1h, l=1h) }")], cluster)
+    (error,) = caught.value.errors
+    assert "names queue `prd`, which is not one of the cluster's reservable `queues`" in error.message
+    assert error.hint == "did you mean `prod`?"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,7 @@ import rdl
 from rdl.errors import RDLErrors
 from rdl.forms.jsonform import from_json, to_json
 from rdl.forms.yarn import from_yarn, looks_like_yarn, parse_yarn_text, to_yarn
-from rdl.forms.yarn_read import sanitize_name
+from rdl.forms.yarn_read import decode_name, encode_name, sanitize_name
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Absolute, All, Any, Atom, Order, Relative, Reservation, Resources, Window
 
@@ -117,6 +118,25 @@ def test_interpreters(interpreter: int, kind: type, gap: float | None) -> None:
         assert reservation.body.gap == gap
 
 
+@pytest.mark.parametrize(("name", "kind", "gap"), [("R_ANY", Any, None), ("R_ALL", All, None),
+                                                   ("R_ORDER", Order, None), ("r_order_no_gap", Order, 0.0)])
+def test_interpreters_by_name_mean_what_they_say(name: str, kind: type, gap: float | None) -> None:
+    reservation = from_yarn(body({f"{REQS}.reservation-request-interpreter": name}))
+    assert type(reservation.body) is kind
+    assert getattr(reservation.body, "gap", None) == gap
+
+
+def test_several_requests_without_an_interpreter_are_r_any_as_in_yarn() -> None:
+    reservation = from_yarn(body(drop=(f"{REQS}.reservation-request-interpreter",)))
+    assert type(reservation.body) is Any and len(reservation.body.children) == 2
+
+
+def test_an_unknown_interpreter_name_is_an_error_listing_the_valid_ones() -> None:
+    message = error_at(body({f"{REQS}.reservation-request-interpreter": "R_SOME"}),
+                       f"$.{REQS}.reservation-request-interpreter")
+    assert "R_ORDER_NO_GAP" in message
+
+
 def test_order_no_gap_prints_gap_zero() -> None:
     reservation = from_yarn(body({f"{REQS}.reservation-request-interpreter": 3}))
     assert "gap=0s" in format_reservation(reservation)
@@ -154,7 +174,7 @@ def test_single_request_object_and_default_interpreter() -> None:
     item = BASE[DEF]["reservation-requests"]["reservation-request"][1]
     data = body({f"{REQS}.reservation-request": item}, drop=(f"{REQS}.reservation-request-interpreter",))
     reservation = from_yarn(data)
-    assert type(reservation.body) is All
+    assert type(reservation.body) is Any  # YARN's default, R_ANY: for one request all four mean the same
     assert reservation.body.children[0].name == "stage0"
     assert reservation.body.children[0].span.json_path == REQ
 
@@ -182,6 +202,18 @@ def test_names(name: str | None, reservation_id: str | None, expected: str) -> N
     if reservation_id is not None:
         data["reservation-id"] = reservation_id
     assert from_yarn(data).name == expected
+
+
+@pytest.mark.parametrize("text", ["nightly etl", "etl-2024", "9am", ".hidden", "_--x", "naïve ✓", "a--b", "plain"])
+def test_any_yarn_name_round_trips_through_an_rdl_name(text: str) -> None:
+    name = encode_name(text)
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name)
+    assert decode_name(name) == text
+
+
+def test_names_of_plain_characters_stay_as_they_are() -> None:
+    assert encode_name("nightly_etl.v2") == "nightly_etl.v2"
+    assert encode_name("nightly etl") == "nightly-20etl"
 
 
 def test_sanitize_name() -> None:
@@ -260,7 +292,7 @@ def test_non_numeric_and_wrong_types(path: str, value: AnyType, words: str) -> N
 
 @pytest.mark.parametrize("path", ["queue", "reservation-definition", f"{DEF}.arrival", f"{DEF}.deadline",
                                   f"{DEF}.reservation-requests", f"{REQS}.reservation-request",
-                                  f"{REQS}.reservation-request-interpreter", f"{ITEM0}.capability",
+                                  f"{ITEM0}.capability",
                                   f"{ITEM0}.capability.memory", f"{ITEM0}.capability.vCores",
                                   f"{ITEM0}.num-containers", f"{ITEM0}.duration"])
 def test_missing_required_fields_are_named(path: str) -> None:

@@ -10,13 +10,15 @@ best effort; both lists are parameters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
 from follower.sim.workloads.deadlines import Slack, job_random
-from follower.sim.workloads.fields import flag, nested, path, text, words
+from follower.sim.workloads.fields import duration, flag, nested, number, path, text, words
 from follower.sim.workloads.job import BEST_EFFORT, NONE, PRODUCTION, Job, Workload
 from follower.sim.workloads.report import ImportReport
-from follower.sim.workloads.tracefile import Slice, csv_rows, number
+from follower.sim.workloads.tracefile import Slice, csv_rows
+from follower.sim.workloads.tracefile import number as parse_number
 from rdl.cluster import NodeGroup
 from rdl.tree import Resources
 
@@ -39,36 +41,57 @@ class AlibabaParams:
     production_queue: str = field(default="production", metadata=text())
     best_effort_queue: str = field(default="default", metadata=text())
     strict: bool = field(default=False, metadata=flag())
+    arrivals_within: float = field(default=math.inf, metadata=duration())  # the slice's arrivals, compressed into it
+    node_share: float = field(default=1.0, metadata=number(minimum=0.0, maximum=1.0, strict=True))
 
 
 def read_alibaba(params: AlibabaParams, seed: int, name: str = "alibaba") -> Workload:
     """The pods inside the slice as jobs, and the node file's nodes grouped by shape."""
     nodes = read_alibaba_nodes(params.nodes_file) if params.nodes_file else ()
+    nodes = tuple(replace(group, count=max(1, round(group.count * params.node_share))) for group in nodes)
     report = ImportReport(params.file, strict=params.strict)
+    rows = list(csv_rows(params.file, POD_COLUMNS, report))
+    scale = _arrival_scale(rows, params)
     jobs = []
-    for line, row in csv_rows(params.file, POD_COLUMNS, report):
-        job = _pod(row, line, params, nodes, seed, report)
+    for line, row in rows:
+        job = _pod(row, line, params, nodes, seed, report, scale)
         if job is not None:
             jobs.append(job)
     report.kept = len(jobs)
     return Workload.of(name, jobs, nodes, report)
 
 
+def _arrival_scale(rows: list[tuple[int, dict[str, str]]], params: AlibabaParams) -> float:
+    """The factor on submission times that puts the slice's arrivals within `arrivals_within` (1: as they came)."""
+    if math.isinf(params.arrivals_within):
+        return 1.0
+    span = params.slice.length
+    if math.isinf(span):
+        shifted = []
+        for _, row in rows:
+            try:
+                shifted.append(params.slice.shift(parse_number(row["creation_time"], "creation_time")))
+            except ValueError:
+                continue  # reported when the pod is read
+        span = max((s for s in shifted if s is not None), default=0.0) + 1.0
+    return params.arrivals_within / span
+
+
 def _resources(row: dict[str, str]) -> Resources:
-    gpu = number(row["num_gpu"], "num_gpu") * number(row["gpu_milli"], "gpu_milli") / MILLI
-    values = {"vcores": number(row["cpu_milli"], "cpu_milli") / MILLI,
-              "memory": number(row["memory_mib"], "memory_mib"), "gpu": gpu}
+    gpu = parse_number(row["num_gpu"], "num_gpu") * parse_number(row["gpu_milli"], "gpu_milli") / MILLI
+    values = {"vcores": parse_number(row["cpu_milli"], "cpu_milli") / MILLI,
+              "memory": parse_number(row["memory_mib"], "memory_mib"), "gpu": gpu}
     return Resources.of({k: v for k, v in values.items() if v > 0})
 
 
 def _pod(row: dict[str, str], line: int, params: AlibabaParams, nodes: tuple[NodeGroup, ...], seed: int,
-         report: ImportReport) -> Job | None:
+         report: ImportReport, scale: float = 1.0) -> Job | None:
     """One pod as a job; None (and a reported reason) when outside the slice, malformed or unusable."""
     try:
-        created = number(row["creation_time"], "creation_time")
+        created = parse_number(row["creation_time"], "creation_time")
         size = _resources(row)
-        ran = (number(row["deletion_time"], "deletion_time") - number(row["scheduled_time"], "scheduled_time")
-               if row["scheduled_time"] else None)
+        ran = (parse_number(row["deletion_time"], "deletion_time")
+               - parse_number(row["scheduled_time"], "scheduled_time") if row["scheduled_time"] else None)
     except ValueError as exc:
         report.malformed(line, str(exc))
         return None
@@ -81,6 +104,7 @@ def _pod(row: dict[str, str], line: int, params: AlibabaParams, nodes: tuple[Nod
     if submit is None:
         report.outside += 1
         return None
+    submit *= scale
     problem = _unusable(ran, size, nodes, row["pod_phase"])
     if problem:
         report.unusable(line, problem)
@@ -113,9 +137,9 @@ def read_alibaba_nodes(file: str) -> tuple[NodeGroup, ...]:
     counts: dict[tuple[str, Resources], int] = {}
     for line, row in csv_rows(file, NODE_COLUMNS, report):
         try:
-            size = Resources.of({k: v for k, v in (("vcores", number(row["cpu_milli"], "cpu_milli") / MILLI),
-                                                   ("memory", number(row["memory_mib"], "memory_mib")),
-                                                   ("gpu", number(row["gpu"], "gpu"))) if v > 0})
+            size = Resources.of({k: v for k, v in (("vcores", parse_number(row["cpu_milli"], "cpu_milli") / MILLI),
+                                                   ("memory", parse_number(row["memory_mib"], "memory_mib")),
+                                                   ("gpu", parse_number(row["gpu"], "gpu"))) if v > 0})
         except ValueError as exc:
             report.malformed(line, str(exc))
             continue

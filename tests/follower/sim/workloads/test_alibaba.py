@@ -119,3 +119,20 @@ def test_a_file_without_the_columns_is_not_this_format(tmp_path: Path) -> None:
         read_alibaba(AlibabaParams(file=str(path)), seed=1)
     with pytest.raises(ValueError, match=r"other\.csv:1: the header lacks"):
         read_alibaba_nodes(str(path))
+
+
+def test_arrivals_are_compressed_in_their_order_and_run_times_kept(alibaba: Workload) -> None:
+    params = AlibabaParams(file=str(trace("alibaba_openb_pods.csv")),
+                           nodes_file=str(trace("alibaba_openb_nodes.csv")),
+                           slice=Slice(140 * 86400, 10 * 86400), arrivals_within=86400, node_share=0.01)
+    squeezed = read_alibaba(params, seed=1)
+    originals = {job.id: job for job in alibaba.jobs}
+    assert len(squeezed.jobs) == 2386 and all(0 <= job.submit < 86400 for job in squeezed.jobs)
+    for job in squeezed.jobs:
+        before = originals[job.id]
+        assert job.runtime == before.runtime
+        assert job.submit == pytest.approx((before.submit - 140 * 86400) / 10)
+    assert [j.id for j in sorted(squeezed.jobs, key=lambda j: (j.submit, j.id))] == \
+        [j.id for j in sorted(squeezed.jobs, key=lambda j: (originals[j.id].submit, j.id))]
+    counts = {group.name: group.count for group in squeezed.nodes}
+    assert counts["G2-8gpu-96c-384g"] == 5 and counts["cpu-96c-768g"] == 1 and len(counts) == 27

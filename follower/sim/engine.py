@@ -4,7 +4,9 @@ What happens, in simulated seconds from the scenario's start:
 - a job arrives; a production job first submits its reservation (RDL, from `Job.to_reservation`)
   to the planner with the chosen agent; accepted, its application goes to the reservation's
   queue once the follower has opened it; rejected (or with `--agent none`), it runs as an
-  ordinary application in the best-effort queue (see `follower.sim.setup`);
+  ordinary application in the best-effort queue (see `follower.sim.setup`); with `--agent static`
+  (`static-half`), it runs in a static production queue guaranteed the peak of production demand
+  (half of it), as YARN's CapacityScheduler would be set up without reservations;
 - every plan step the follower turns the plan into queue capacities (`Follower.round/apply`);
   when reservations need more than the nodes left, it scales them down and asks for a
   re-plan, which adapts the plan to the capacity the cluster has now (`planner.replan.adapt`);
@@ -49,8 +51,8 @@ from follower.scheduler.scheduler import Scheduler
 from follower.sim.metrics import JobRecord, Result, Usage, summarize
 from follower.sim.planning import SimulatedPlanner, simulation_agent
 from follower.sim.running import RunningJob, estimated_work
-from follower.sim.scenario import NO_AGENT, Scenario
-from follower.sim.setup import SIMULATION_POLICIES, follower_from, scheduler_config
+from follower.sim.scenario import NO_AGENT, STATIC_AGENTS, Scenario
+from follower.sim.setup import SIMULATION_POLICIES, STATIC_QUEUE, follower_from, peak_production, scheduler_config
 from follower.sim.tracing import EventLog
 from follower.sim.workloads.job import Job, Workload, node_names
 from planner.agents.base import Agent
@@ -75,11 +77,14 @@ class Simulation:
         self.start: datetime = scenario.start
         cluster = scenario.plan_cluster(self.workload)
         self.step = float(cluster.step.total_seconds()) if isinstance(cluster.step, timedelta) else float(cluster.step)
-        self.planning = scenario.agent != NO_AGENT
+        self.planning = scenario.agent not in (NO_AGENT, *STATIC_AGENTS)
         self.planner = SimulatedPlanner(cluster, self.start,
                                         agent or (simulation_agent(scenario.agent) if self.planning else None))
         self.view = PlanView(self.planner.plan)
-        self.scheduler = Scheduler(scheduler_config(scenario))
+        share = STATIC_AGENTS.get(scenario.agent)
+        self.static = None if share is None else peak_production(self.workload.jobs, share,
+                                                                  dict(cluster.peak_capacity().items()))
+        self.scheduler = Scheduler(scheduler_config(scenario, self.static))
         self.follower: Follower = follower_from(scenario, replan=self._replan)
         self.resource_names = tuple(cluster.resource_names)
         self.nodes = dict(node_names(scenario.node_groups(self.workload)))
@@ -232,7 +237,9 @@ class Simulation:
     def _submit(self, run: RunningJob, reservation: str | None) -> None:
         job = run.job
         try:  # without a reservation, the placement rules choose (by default: the best-effort queue)
+            static = self.static is not None and job.is_production  # the static baselines' production queue
             path = self.scheduler.submit(job.id, job.user, self.env.now, reservation=reservation,
+                                         queue=STATIC_QUEUE if static else None,
                                          estimated_work=estimated_work(job), job=job.id, tags=dict(job.tags))
         except PlacementRejected as refused:
             self._trace(self.env.now, job.id, "refused", None, detail=refused.reason)

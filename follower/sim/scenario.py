@@ -5,7 +5,7 @@ name: tiny                        # default: the file's name
 seed: 7                           # default 0; `--seed` overrides
 start: 2026-11-23T00:00:00Z       # the wall-clock time of simulated time 0
 duration: 2h                      # when the simulation ends (default: when the last job ends)
-agent: gree-l                     # none | gree | gree-l | milp; `--agent` overrides
+agent: gree-l                     # none | static | static-half | gree | gree-l | milp; `--agent` overrides
 policy: fair                      # fifo | fair | stateaware | drf | uwfq; `--policy` overrides
 cluster:
   nodes: [{name: worker, count: 4, memory: 16GiB, vcores: 8}]   # or `nodes: trace`
@@ -60,6 +60,9 @@ TRACE_FORMATS: dict[str, tuple[type, Callable[..., Workload]]] = {
 POLICIES = tuple(APP_POLICIES)  # the queue scheduler's application policies, by name
 DEFAULT_POLICY = "fair"
 NO_AGENT = "none"  # the time-agnostic baseline: no reservations
+# The baselines Rayon was measured against: no reservations, production in a static queue of YARN's
+# CapacityScheduler kind, guaranteed the peak of production demand (or half of it), best effort beside it.
+STATIC_AGENTS = {"static": 1.0, "static-half": 0.5}
 DEFAULT_START = datetime(2026, 11, 23, tzinfo=UTC)
 DEFAULT_HORIZON = 7 * 86400
 FROM_TRACE = "trace"
@@ -67,8 +70,8 @@ MAX_NODES = 100_000  # simulated nodes: each is an object the scheduler ranks (a
 
 
 def agent_names() -> tuple[str, ...]:
-    """`none` and every planning agent."""
-    return (NO_AGENT, *AGENTS)
+    """`none`, the static production queues, and every planning agent."""
+    return (NO_AGENT, *STATIC_AGENTS, *AGENTS)
 
 
 @dataclass(frozen=True, slots=True)

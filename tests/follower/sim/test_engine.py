@@ -13,6 +13,7 @@ import pytest
 from follower.sim.engine import Simulation, simulate
 from follower.sim.metrics import Result
 from follower.sim.scenario import Scenario, load_scenario, parse_scenario
+from follower.sim.setup import STATIC_QUEUE, peak_production
 from follower.sim.workloads.job import Workload
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "scenarios"
@@ -72,7 +73,7 @@ def test_another_seed_gives_another_trace() -> None:
     assert first.getvalue() != second.getvalue()
 
 
-@pytest.mark.parametrize("agent", ["none", "gree", "gree-l"])
+@pytest.mark.parametrize("agent", ["none", "static", "gree", "gree-l"])
 def test_every_job_ends_once_and_no_node_is_ever_over_capacity(agent: str) -> None:
     scenario = mix(failures=6.0)
     result, events = run(scenario, agent=agent)
@@ -136,6 +137,31 @@ def test_baseline_runs_production_jobs_as_ordinary_applications() -> None:
     queues = {event["queue"] for event in events if event["event"] == "submit"}
     assert queues == {"root.besteffort"}
     assert result.summary["production"]["accepted"] == 0
+
+
+@pytest.mark.parametrize(("agent", "share"), [("static", 1.0), ("static-half", 0.5)])
+def test_static_baselines_run_production_in_a_queue_guaranteed_its_peak_demand(agent: str, share: float) -> None:
+    scenario = mix()
+    result, events = run(scenario, agent=agent)
+    assert not any(event["event"] in ("accepted", "rejected") for event in events)
+    production = {job.id for job in scenario.load_workload().jobs if job.is_production}
+    queues = {event["application"]: event["queue"] for event in events if event["event"] == "submit"}
+    assert {queues[job] for job in production} == {STATIC_QUEUE}
+    assert {q for job, q in queues.items() if job not in production} == {"root.besteffort"}
+    capacity = dict(scenario.plan_cluster(scenario.load_workload()).peak_capacity().items())
+    peak = peak_production(scenario.load_workload().jobs, 1.0, {})
+    assert peak_production(scenario.load_workload().jobs, share, capacity) == {
+        name: min(share * value, capacity[name]) for name, value in peak.items()}
+    assert result.summary["production"]["accepted"] == 0
+
+
+def test_peak_production_is_the_most_production_jobs_hold_at_once() -> None:
+    jobs = [replace(job, submit=start, declared=length, runtime=length) for job, (start, length) in
+            zip([j for j in mix().load_workload().jobs if j.is_production][:3], [(0, 10), (5, 10), (15, 5)],
+                strict=True)]
+    vcores = [job.total["vcores"] for job in jobs]
+    assert peak_production(jobs, 1.0, {})["vcores"] == max(vcores[0] + vcores[1], vcores[2])  # j1 ends as j2 starts
+    assert peak_production(jobs, 0.5, {"vcores": 1.0})["vcores"] == 1.0  # no more than the cluster has
 
 
 def test_a_rejected_production_job_still_runs_as_best_effort() -> None:

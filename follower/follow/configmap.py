@@ -35,6 +35,7 @@ from follower.follow import yunikorn
 from follower.follow.follower import FollowerError
 from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL
 
+TARGET = "yunikorn-configmap"  # `--apply` and `--follow-to` name the ConfigMap as TARGET[:NAMESPACE/NAME]
 DEFAULT_NAMESPACE = "yunikorn"
 DEFAULT_NAME = "yunikorn-configs"
 KEY = "queues.yaml"
@@ -74,6 +75,15 @@ class ConfigMapRef:
             raise ValueError(f"`{text}` is not NAMESPACE/NAME: give a ConfigMap such as "
                              f"{DEFAULT_NAMESPACE}/{DEFAULT_NAME} (lower-case letters, digits and `-`)")
         return cls(namespace, name)
+
+    @classmethod
+    def target(cls, text: str) -> ConfigMapRef:
+        """`yunikorn-configmap` or `yunikorn-configmap:NAMESPACE/NAME`; a ValueError saying what is expected."""
+        kind, sep, rest = text.partition(":")
+        if kind != TARGET or (sep and not rest):
+            raise ValueError(f"`{text}` is not a ConfigMap target: give `{TARGET}` (the ConfigMap "
+                             f"{DEFAULT_NAMESPACE}/{DEFAULT_NAME}) or `{TARGET}:NAMESPACE/NAME`")
+        return cls.parse(rest)
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"

@@ -100,7 +100,7 @@ class Applied:
 
     def __str__(self) -> str:
         version = f" (resourceVersion {self.resource_version})" if self.resource_version else ""
-        return f"{self.ref} {KEY}: {self.outcome}{version}"
+        return f"ConfigMap {self.ref} {KEY} {self.outcome}{version}"
 
 
 class ConfigMapApplier:

@@ -117,7 +117,7 @@ class ConfigMapApplier:
         for _ in range(ATTEMPTS):
             found = self._read()
             current = None if found is None else (found.data or {}).get(KEY)
-            base = None if current is None else yunikorn.load_base(current, f"ConfigMap {self.ref} {KEY}")
+            base = yunikorn.load_base(current, f"ConfigMap {self.ref} {KEY}") if current and current.strip() else None
             text = render(base)
             version = None if found is None else found.metadata.resource_version
             if text == current:

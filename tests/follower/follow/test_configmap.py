@@ -95,6 +95,12 @@ def test_a_missing_configmap_is_created_in_its_namespace(fake: FakeAPIServer,
     assert fake.data() == {"queues.yaml": applied.text}
 
 
+def test_an_empty_queues_yaml_there_is_no_base(fake: FakeAPIServer, applier: configmap.ConfigMapApplier) -> None:
+    fake.put("yunikorn", "yunikorn-configs", {"queues.yaml": "", "log.level": "INFO"})
+    assert applier.apply(with_plan).outcome == "updated"
+    assert fake.data()["queues.yaml"] == with_plan(None) and fake.data()["log.level"] == "INFO"
+
+
 def test_a_dry_run_says_what_it_would_do_and_writes_nothing(fake: FakeAPIServer,
                                                             applier: configmap.ConfigMapApplier) -> None:
     assert applier.apply(with_plan, dry_run=True).outcome == "would create"

@@ -15,7 +15,7 @@ from typing import Any as AnyType
 
 import click
 
-from follower.follow import yunikorn
+from follower.follow import configmap, yunikorn
 from follower.follow.follower import (
     DEFAULT_MAX_POLICY,
     DEFAULT_QUEUE,
@@ -29,7 +29,7 @@ from follower.follow.rounds import QueueTarget, Round
 from follower.follow.text import format_amount, format_vector
 from planner.cli.store import json_option, opened, state_option
 from rdl import units
-from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
+from rdl.cli import NameParam, ParsedParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.shape import step_floor
 from rdl.source import read_text
 from rdl.table import format_table
@@ -61,30 +61,53 @@ FORMATS = ("table", "json", "yunikorn")
               help="YuniKorn: a queues.yaml to put the plan queue into; its other queues are kept.")
 @click.option("--resource-name", "renames", multiple=True, metavar="PLAN=YUNIKORN",
               help="YuniKorn: the name of a plan resource there, e.g. gpu=nvidia.com/gpu (vcores is vcore).")
+@click.option("--apply", "apply_to", type=ParsedParam("ConfigMap", configmap.ConfigMapRef.target,
+                                                     configmap.ConfigMapRef),
+              metavar="yunikorn-configmap[:NS/NAME]",
+              help="Write the round at --from into YuniKorn's ConfigMap (key queues.yaml; default "
+              "yunikorn/yunikorn-configs) through the Kubernetes API, if it differs; its other keys are kept.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --apply: the kubeconfig [default: $KUBECONFIG, else ~/.kube/config, else the pod's "
+              "service account].")
+@click.option("--context", "kube_context", metavar="NAME", help="With --apply: the kubeconfig's context to use "
+              "[default: its current one].")
+@click.option("--dry-run", is_flag=True, help="With --apply: say what would be written, and write nothing.")
 @state_option
 @json_option
 def follow_command(when_from: TimeValue | None, when_to: TimeValue | None, every: int, changes: bool, plan_queue: str,
                    default_queue: str, max_policy: str, output: str | None, sort_policy: str, partition: str,
-                   version: str, base_path: str | None, renames: tuple[str, ...], state_path: str | None,
+                   version: str, base_path: str | None, renames: tuple[str, ...], apply_to: configmap.ConfigMapRef
+                   | None, kubeconfig: str | None, kube_context: str | None, dry_run: bool, state_path: str | None,
                    as_json: bool) -> None:
     """Print the queue capacities the stored plan asks for, per round over a time range.
 
     Per round: the plan queue (guaranteed the plan's capacity), its default queue (what the
     reservations do not hold) and one queue per reservation whose window is open (what the plan
     allocates it then, from zero at its window's start). `--format yunikorn` prints one YuniKorn
-    queues.yaml per change point instead.
+    queues.yaml per change point instead; `--apply yunikorn-configmap` writes the one for --from (by
+    default the plan's clock) into YuniKorn's ConfigMap.
     """
-    chosen = _output(output, as_json)
+    chosen = "yunikorn" if apply_to is not None else _output(output, as_json)
+    _check_apply(apply_to, output, as_json, when_to, changes, kubeconfig, kube_context, dry_run)
     sort_policy, warning = yunikorn.sort_policy_for(sort_policy, version)
     if warning is not None and chosen == "yunikorn":
         click.echo(f"warning: {warning}", err=True)
     follower = Follower(plan_queue, default_queue, round_steps=every, max_policy=max_policy)
     names = dict(_rename(r) for r in renames)
     base = yunikorn.load_base(read_text(base_path), base_path) if base_path else None
+    applier = None if apply_to is None else configmap.connect(apply_to, kubeconfig, kube_context)
     with opened(state_path) as store:
         view = PlanView(store.load_plan())
         now = store.now()
     start = resolve_time(when_from, now) or now
+    if applier is not None:
+        (round,) = follower.rounds(view, start, view.plan.clock.at(view.step_of(start) + 1))
+        applied = applier.apply(lambda theirs: yunikorn.document(round, base or theirs, partition, sort_policy,
+                                                                 names), dry_run)
+        click.echo(f"{applied}: {round.plan.path} at {units.format_instant(round.time)}")
+        if dry_run and applied.outcome != "unchanged":
+            click.echo(applied.text, nl=False)
+        return
     end = resolve_time(when_to, now)
     horizon_end = view.plan.clock.at(view.plan.clock.steps)
     view.step_of(start)
@@ -161,6 +184,24 @@ def _output(output: str | None, as_json: bool) -> str:
     if as_json and output not in (None, "json"):
         raise FollowerError(f"--json and --format {output} ask for two outputs; give one")
     return "json" if as_json else output or "table"
+
+
+def _check_apply(apply_to: configmap.ConfigMapRef | None, output: str | None, as_json: bool,
+                 when_to: TimeValue | None, changes: bool, kubeconfig: str | None, kube_context: str | None,
+                 dry_run: bool) -> None:
+    """--apply writes one document, the round at --from: the options that print many, or another form, are refused
+    with it, and its own options without it."""
+    if apply_to is None:
+        given = [flag for flag, value in (("--kubeconfig", kubeconfig), ("--context", kube_context),
+                                          ("--dry-run", dry_run)) if value]
+        if given:
+            raise FollowerError(f"{given[0]} goes with --apply", f"add --apply {configmap.TARGET}")
+        return
+    clash = [flag for flag, value in (("--json", as_json), ("--to", when_to is not None), ("--changes", changes),
+                                      (f"--format {output}", output not in (None, "yunikorn"))) if value]
+    if clash:
+        raise FollowerError(f"--apply writes one queues.yaml, the round at --from; {clash[0]} is for printing rounds",
+                            "drop one of them")
 
 
 def _rename(text: str) -> tuple[str, str]:

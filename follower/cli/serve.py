@@ -10,14 +10,18 @@ from typing import Any as AnyType
 
 import click
 
+from follower.follow import configmap
 from follower.follow.service import FollowTo, QueuePublisher
 from planner.cli import serve as planner_serve
 from rdl.cli import ParsedParam, RayonCommand
 
 FOLLOW_TO = click.Option(["--follow-to", "follow_to"], type=ParsedParam("target", FollowTo.parse, FollowTo),
-                         metavar="yunikorn:FILE",
-                         help="Keep FILE the YuniKorn queues.yaml of the plan's queues now: replaced atomically "
-                         "whenever the plan follower's round changes (GET /v1/queues answers it either way).")
+                         metavar="yunikorn:FILE|yunikorn-configmap[:NS/NAME]",
+                         help="Keep FILE the YuniKorn queues.yaml of the plan's queues now, replaced atomically "
+                         "whenever the plan follower's round changes; or keep it in YuniKorn's ConfigMap (key "
+                         "queues.yaml; default yunikorn/yunikorn-configs) through the Kubernetes API, with the "
+                         "kubeconfig ($KUBECONFIG, ~/.kube/config) or the pod's service account. GET /v1/queues "
+                         "answers it either way.")
 
 
 @click.pass_context
@@ -25,7 +29,9 @@ def _serve(ctx: click.Context, config_path: str | None, **_: AnyType) -> None:
     given = planner_serve.options(ctx, config_path)
     target = given.extra.get("follow_to")
     assert target is None or isinstance(target, FollowTo)
-    planner_serve.run(given, lambda store: [QueuePublisher(store, target)])
+    # Credentials are looked for now: a server that could never write its ConfigMap does not start.
+    applier = configmap.connect(target.configmap) if target is not None and target.configmap else None
+    planner_serve.run(given, lambda store: [QueuePublisher(store, target, applier=applier)])
 
 
 serve = RayonCommand("serve", params=[*planner_serve.serve.params, FOLLOW_TO], callback=_serve,

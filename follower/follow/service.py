@@ -3,8 +3,10 @@
 Every tick of the service's clock (each plan step) the follower works out the round at the plan's clock:
 `GET /v1/queues` answers it with the time of the next change point, and `--follow-to yunikorn:FILE` writes the
 YuniKorn `queues.yaml` for now to FILE, replaced atomically and only when it changes (a ConfigMap sync or
-YuniKorn's admission controller picks it up). A server that was stopped publishes the current round at once
-when it starts again.
+YuniKorn's admission controller picks it up); `--follow-to yunikorn-configmap[:NAMESPACE/NAME]` writes it into
+YuniKorn's ConfigMap through the Kubernetes API instead (follower/follow/configmap.py), when the round's queue
+settings change. A server that was stopped publishes the current round at once when it starts again; a write
+that fails is logged and tried again at the next tick.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import numpy as np
 from fastapi import APIRouter, Depends, FastAPI
 
 from follower.follow import yunikorn
-from follower.follow.follower import Follower, PlanView
+from follower.follow.configmap import TARGET as CONFIGMAP
+from follower.follow.configmap import Applied, ConfigMapApplier, ConfigMapRef
+from follower.follow.follower import Follower, FollowerError, PlanView
 from follower.follow.rounds import Round
 from planner.api.auth import Principal
 from planner.api.context import Service, caller
@@ -31,23 +35,27 @@ from planner.store.facade import Store
 from rdl import units
 
 log = logging.getLogger("rayon.follow")
-TARGETS = ("yunikorn",)
+TARGETS = ("yunikorn", CONFIGMAP)
 
 
 @dataclass(frozen=True)
 class FollowTo:
-    """Where the follower publishes: `yunikorn:FILE`."""
+    """Where the follower publishes: `yunikorn:FILE` (`path`) or `yunikorn-configmap[:NAMESPACE/NAME]` (`configmap`)."""
 
     kind: str
-    path: Path
+    path: Path | None = None
+    configmap: ConfigMapRef | None = None
 
     @classmethod
     def parse(cls, text: str) -> FollowTo:
-        """`yunikorn:FILE`; a ValueError saying what is expected otherwise."""
-        kind, _, path = text.partition(":")
-        if kind not in TARGETS or not path:
-            raise ValueError(f"`{text}` is not a target: give `yunikorn:FILE` (the queues.yaml to keep current)")
-        return cls(kind, Path(path).expanduser())
+        """`yunikorn:FILE` or `yunikorn-configmap[:NAMESPACE/NAME]`; a ValueError saying what is expected otherwise."""
+        kind, _, rest = text.partition(":")
+        if kind == CONFIGMAP:
+            return cls(kind, configmap=ConfigMapRef.target(text))
+        if kind not in TARGETS or not rest:
+            raise ValueError(f"`{text}` is not a target: give `yunikorn:FILE` (the queues.yaml to keep current) or "
+                             f"`{CONFIGMAP}[:NAMESPACE/NAME]` (YuniKorn's ConfigMap, through the Kubernetes API)")
+        return cls(kind, Path(rest).expanduser())
 
 
 @dataclass(frozen=True)
@@ -62,12 +70,17 @@ class Current:
 class QueuePublisher:
     """The follower as an extension of the API (planner/api/extension.py): `/v1/queues`, and the file it keeps."""
 
-    def __init__(self, store: Store, target: FollowTo | None = None, follower: Follower | None = None):
-        self.store, self.target = store, target
+    def __init__(self, store: Store, target: FollowTo | None = None, follower: Follower | None = None,
+                 applier: ConfigMapApplier | None = None):
+        """`applier`: the connected ConfigMap writer a `yunikorn-configmap` target needs (configmap.connect)."""
+        if target is not None and target.kind == CONFIGMAP and applier is None:
+            raise ValueError("a ConfigMap target needs its applier (follower.follow.configmap.connect)")
+        self.store, self.target, self.applier = store, target, applier
         self.follower = follower or Follower()
         self._lock = threading.Lock()
         self._current: Current | None = None
         self._written: str | None = None
+        self._applied: tuple[object, ...] | None = None  # the settings last in the ConfigMap
 
     def install(self, app: FastAPI, service: Service) -> None:
         router = APIRouter()
@@ -83,7 +96,9 @@ class QueuePublisher:
     def tick(self) -> None:
         """Work out the round now and, with a target, publish it if it changed."""
         current = self.current()
-        if self.target is not None:
+        if self.applier is not None:
+            self.apply(current.round)
+        elif self.target is not None:
             self.publish(yunikorn.document(current.round))
 
     def current(self) -> Current:
@@ -109,7 +124,7 @@ class QueuePublisher:
     def publish(self, text: str) -> bool:
         """Replace the target file with `text` (atomically: a reader sees the old file or the new one), unless it
         holds it already; whether it wrote."""
-        assert self.target is not None
+        assert self.target is not None and self.target.path is not None
         path = self.target.path
         if self._written is None and path.exists():
             self._written = path.read_text(encoding="utf-8")
@@ -126,6 +141,23 @@ class QueuePublisher:
         log.info("follow: wrote %s (the queues from %s)", path, units.format_instant(self._current.round.time)
                  if self._current else "now")
         return True
+
+    def apply(self, round: Round) -> Applied | None:
+        """Put `round`'s document into the ConfigMap, unless its settings are the ones put there last; what was done
+        (None: nothing asked of the API server, or a failure, logged: the next tick tries again)."""
+        assert self.applier is not None
+        settings = round.settings()
+        if settings == self._applied:
+            return None
+        try:
+            applied = self.applier.apply(lambda base: yunikorn.document(round, base))
+        except FollowerError as error:  # the API server's refusal, or a queues.yaml there that does not read
+            log.warning("follow: %s; trying again at the next step", error)
+            return None
+        self._applied = settings
+        if applied.outcome != "unchanged":
+            log.info("follow: %s (the queues from %s)", applied, units.format_instant(round.time))
+        return applied
 
     def _next_change(self, view: PlanView, now: Round) -> datetime | None:
         """The start of the first step after `now` whose queue settings differ (None: none within the horizon).

@@ -14,9 +14,14 @@ resources; a queue's guaranteed is at most its max; the children's guaranteed re
 at most their parent's; queue names are 1-64 characters of `[a-zA-Z0-9_-]` (the strictest of the
 1.x releases). Quantities are rounded down, so a sum never exceeds its parent.
 
-One YuniKorn behaviour to know: a max of all zeros is ignored (the queue gets no max), so a queue
-whose max would be zero — a reservation at its window's start under the `strict` max policy — is
-written without a max; the follower's own scheduler keeps it at zero.
+One YuniKorn behaviour to know: a max of all zeros is ignored (the core keeps a max only if some
+quantity in it is above zero: `Queue.setResources`), and a resource a max does not name is not limited.
+So a queue whose max is zero — a reservation at its window's start under the `strict` max policy, or the
+default queue when the reservations hold everything — is written with the closed form `CLOSED`: every
+resource at zero, `pods: 0` (the Kubernetes shim asks one `pods` per pod, so even a pod that requests
+nothing is refused) and `memory: 1` (one byte: the positive quantity that makes YuniKorn keep the max,
+and room for no pod). yunikorn-core 1.4.0 and 1.9.0's own queue objects confirm it keeps that max and
+refuses every ask under it, where it lets an all-zero max through (tests/peers/yunikorn/maxform).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ DEFAULT_PARTITION = "default"
 RESOURCE_NAMES = {"vcores": "vcore", units.MEMORY: units.MEMORY}  # plan name -> YuniKorn name (others: as is)
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 SORT_POLICY = "application.sort.policy"
+PODS = "pods"  # what the Kubernetes shim adds to every pod's ask, one per pod
+CLOSED = {units.MEMORY: 1, PODS: 0}  # a max YuniKorn keeps that admits nothing (with the plan's resources at 0)
 
 
 def quantities(resources: Mapping[str, float], names: Mapping[str, str] | None = None) -> dict[str, int | str]:
@@ -178,8 +185,8 @@ def load_base(text: str, source: str) -> dict[str, AnyType]:
 def _leaf(target: QueueTarget, sort_policy: str, names: Mapping[str, str] | None) -> dict[str, AnyType]:
     resources: dict[str, AnyType] = {"guaranteed": quantities(target.guaranteed, names)}
     maximum = None if target.maximum is None else quantities(target.maximum, names)
-    if maximum is not None and any(_positive(v) for v in maximum.values()):  # YuniKorn ignores an all-zero max
-        resources["max"] = maximum
+    if maximum is not None:  # YuniKorn ignores an all-zero max: a zero one is written in the closed form
+        resources["max"] = maximum if any(_positive(v) for v in maximum.values()) else {**maximum, **CLOSED}
     return {"name": _name(target.path.rsplit(".", 1)[1], target), "resources": resources,
             "properties": {SORT_POLICY: sort_policy}}
 

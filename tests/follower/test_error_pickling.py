@@ -6,6 +6,7 @@ import pickle
 
 import pytest
 
+from follower.follow.configmap import KubernetesError
 from follower.follow.follower import FollowerError
 from follower.scheduler.errors import (
     ConfigError,
@@ -36,6 +37,7 @@ SAMPLES: list[RayonError] = [
     QueueError("root.etl", "is a parent"),
     UnknownError("node", "n7"),
     FollowerError("the plan does not cover 2030", hint="advance the plan"),
+    KubernetesError("cannot reach the Kubernetes API server", "is the cluster up?", EXIT_INTERNAL),
     TraceError(LineIssue("ricc.swf", 12, "malformed", "7 fields, expected 18")),
     UnknownName("agent", "gree-k", ("gree", "gree-l", "milp")),
     TokenError("tokens.txt:2", "not a hash"),

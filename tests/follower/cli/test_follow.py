@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from click.testing import CliRunner, Result
 from follower.cli.follow import COMMANDS, follow_command
 from planner.store.facade import Store
 from rdl.syntax.parser import parse_text
+from tests.follower.follow.kubefake import FakeAPIServer, Serving
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CLUSTER = "start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {memory: 400GiB, vcores: 100}\n"
@@ -143,3 +145,66 @@ def test_from_and_to_may_be_relative_to_the_plan_clock(state: str) -> None:
     absolute = follow(state, "--json", "--from", "2026-11-23T00:10:00Z", "--to", "2026-11-23T00:40:00Z")
     assert relative.exit_code == 0, relative.stderr
     assert json.loads(relative.stdout) == json.loads(absolute.stdout)
+
+
+@pytest.fixture
+def kube(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, str]]:
+    """A fake Kubernetes API server holding YuniKorn's namespace, and a kubeconfig that points at it."""
+    fake = FakeAPIServer()
+    serving = Serving(fake)
+    yield fake, str(serving.kubeconfig(tmp_path))
+    serving.close()
+
+
+def test_apply_writes_the_round_at_from_into_the_configmap_once(state: str, kube: tuple[FakeAPIServer, str]) -> None:
+    fake, kubeconfig = kube
+    fake.put("yunikorn", "yunikorn-configs", {"queues.yaml": "partitions:\n- name: default\n  queues:\n  - name: root\n"
+                                             "    queues:\n    - name: besteffort\n", "log.level": "INFO"})
+    args = ["--apply", "yunikorn-configmap", "--kubeconfig", kubeconfig, "--from", "2026-11-23T00:20:00Z"]
+    result = follow(state, *args)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ("ConfigMap yunikorn/yunikorn-configs queues.yaml updated (resourceVersion 1001): "
+                             "root.plan at 2026-11-23T00:20:00Z\n")
+    document = yaml.safe_load(fake.data()["queues.yaml"])
+    (root,) = document["partitions"][0]["queues"]
+    assert [q["name"] for q in root["queues"]] == ["besteffort", "plan"]  # what was there is kept
+    (plan,) = [q for q in root["queues"] if q["name"] == "plan"]
+    assert [q["name"] for q in plan["queues"]] == ["default", "a", "b"]
+    assert fake.data()["log.level"] == "INFO"
+    again = follow(state, *args)
+    assert again.exit_code == 0 and "queues.yaml unchanged" in again.stdout
+    assert [r.method for r in fake.requests] == ["GET", "PATCH", "GET"]
+
+
+def test_apply_dry_run_prints_the_document_and_writes_nothing(state: str, kube: tuple[FakeAPIServer, str]) -> None:
+    fake, kubeconfig = kube
+    result = follow(state, "--apply", "yunikorn-configmap:yunikorn/rayon-queues", "--kubeconfig", kubeconfig,
+                    "--dry-run", "--from", "2026-11-23T00:20:00Z")
+    assert result.exit_code == 0, result.stderr
+    first, rest = result.stdout.split("\n", 1)
+    assert first == "ConfigMap yunikorn/rayon-queues queues.yaml would create: root.plan at 2026-11-23T00:20:00Z"
+    assert yaml.safe_load(rest)["partitions"][0]["name"] == "default"
+    assert fake.writes() == [] and fake.configmaps == {}
+
+
+def test_apply_that_is_forbidden_exits_2_and_names_it(state: str, kube: tuple[FakeAPIServer, str]) -> None:
+    fake, kubeconfig = kube
+    fake.forbidden.add("get")
+    result = follow(state, "--apply", "yunikorn-configmap", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "forbidden to read ConfigMap yunikorn/yunikorn-configs" in result.stderr
+    assert "nothing was changed" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--apply", "yunikorn-configmap", "--json"], "--json is for printing rounds"),
+    (["--apply", "yunikorn-configmap", "--to", "+1h"], "--to is for printing rounds"),
+    (["--apply", "yunikorn-configmap", "--format", "table"], "--format table is for printing rounds"),
+    (["--dry-run"], "--dry-run goes with --apply"),
+    (["--apply", "yunikorn-configmap:yunikorn"], "is not NAMESPACE/NAME"),
+    (["--apply", "configmap"], "is not a ConfigMap target"),
+])
+def test_apply_with_options_that_do_not_go_with_it_exits_2(state: str, args: list[str], message: str) -> None:
+    result = follow(state, *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert message in result.stderr

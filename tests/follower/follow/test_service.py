@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -9,11 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from follower.follow.configmap import connect
 from follower.follow.follower import PlanView
 from follower.follow.service import FollowTo, QueuePublisher
 from planner.store.facade import Store
 from rdl.load import load
-from tests.planner.api.support import make_tokens, running
+from tests.follower.follow.kubefake import FakeAPIServer, Serving
+from tests.planner.api.support import RAYON, make_tokens, running
 from tests.planner.support import START, at, cluster_text, instant, one, pinned
 
 
@@ -98,3 +103,74 @@ def test_the_next_change_is_the_first_step_whose_settings_differ(tmp_path: Path)
                      for s in range(now.step + 1, clock.steps))
             expected = next((r.time for r in tried if r.settings() != now.settings()), None)
             assert publisher.current().next_change == expected, minutes
+
+
+@pytest.fixture
+def kube(tmp_path: Path) -> Iterator[tuple[FakeAPIServer, Path]]:
+    """A fake Kubernetes API server holding YuniKorn's namespace, and a kubeconfig that points at it."""
+    fake = FakeAPIServer()
+    serving = Serving(fake)
+    yield fake, serving.kubeconfig(tmp_path)
+    serving.close()
+
+
+def test_the_configmap_is_written_when_the_round_changes_and_only_then(store: Store,
+                                                                       kube: tuple[FakeAPIServer, Path]) -> None:
+    fake, kubeconfig = kube
+    fake.put("yunikorn", "yunikorn-configs", {"log.level": "INFO"})
+    target = FollowTo.parse("yunikorn-configmap")
+    publisher = QueuePublisher(store, target, applier=connect(target.configmap, str(kubeconfig)))
+    publisher.tick()
+    assert set(leaves(fake.data()["queues.yaml"])) == {"default"} and fake.data()["log.level"] == "INFO"
+    publisher.tick()  # the same round: nothing asked of the API server
+    assert [r.method for r in fake.requests] == ["GET", "PATCH"]
+    store.submit(one(pinned("a", 0, 20, 4)))
+    publisher.tick()
+    assert set(leaves(fake.data()["queues.yaml"])) == {"default", "a"}
+    assert [r.method for r in fake.requests] == ["GET", "PATCH", "GET", "PATCH"]
+
+
+def test_a_refused_write_is_logged_and_tried_again_at_the_next_tick(store: Store, kube: tuple[FakeAPIServer, Path],
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    fake, kubeconfig = kube
+    target = FollowTo.parse("yunikorn-configmap:yunikorn/yunikorn-configs")
+    publisher = QueuePublisher(store, target, applier=connect(target.configmap, str(kubeconfig)))
+    fake.forbidden.add("create")
+    publisher.tick()
+    assert fake.configmaps == {}
+    assert "forbidden to create ConfigMap yunikorn/yunikorn-configs" in caplog.text
+    assert "trying again at the next step" in caplog.text
+    fake.forbidden.clear()  # the operator grants the Role
+    publisher.tick()
+    assert set(leaves(fake.data()["queues.yaml"])) == {"default"}
+
+
+@pytest.mark.parametrize("text", ["yunikorn-configmap:", "yunikorn-configmap:yunikorn", "yunikorn-configmap:A/b"])
+def test_a_configmap_target_that_is_not_one_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="NAMESPACE/NAME"):
+        FollowTo.parse(text)
+
+
+def test_rayon_serve_keeps_the_configmap(store: Store, tmp_path: Path, kube: tuple[FakeAPIServer, Path],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    fake, kubeconfig = kube
+    store.submit(one(pinned("a", 0, 20, 4)))
+    tokens = make_tokens(tmp_path / "tokens.yaml")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    with running(store.where, tmp_path / "tokens.yaml", tokens, "--follow-to", "yunikorn-configmap") as server:
+        deadline = time.monotonic() + 20
+        while ("yunikorn", "yunikorn-configs") not in fake.configmaps and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.client().get("/v1/health").status_code == 200
+    assert set(leaves(fake.data()["queues.yaml"])) == {"default", "a"}  # written at start, with no request about it
+    assert [r.method for r in fake.requests] == ["GET", "POST"]
+
+
+def test_rayon_serve_without_kubernetes_credentials_does_not_start(store: Store, tmp_path: Path) -> None:
+    make_tokens(tmp_path / "tokens.yaml")
+    done = subprocess.run([str(RAYON), "serve", "--state", str(store.where), "--tokens", str(tmp_path / "tokens.yaml"),
+                           "--port", "0", "--follow-to", "yunikorn-configmap"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "KUBECONFIG": str(tmp_path / "none"),
+                                           "KUBERNETES_SERVICE_HOST": ""})
+    assert done.returncode == 2
+    assert "no Kubernetes credentials: no kubeconfig at" in done.stderr and "not running in a pod" in done.stderr

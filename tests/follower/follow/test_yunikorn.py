@@ -68,6 +68,7 @@ partitions:
       - name: team_dot_b
         resources:
           guaranteed: {memory: 0, vcore: 0}
+          max: {memory: 1, vcore: 0, pods: 0}
         properties:
           application.sort.policy: fifo
 ---
@@ -208,10 +209,13 @@ def test_every_document_keeps_yunikorn_rules_on_the_examples_even_over_committed
     assert re.search(r"vcore: \d+m\}", yunikorn.render(rounds, minute(3 * 24 * 60)))
 
 
-def test_an_all_zero_max_is_left_out_because_yunikorn_would_ignore_it() -> None:
+def test_a_zero_max_is_written_in_the_closed_form_yunikorn_keeps() -> None:
     round = Follower().round(plan_of(("a", 10, 40, [(15, 25, 20)])), minute(12))
     leaf = yunikorn.plan_queue_config(round)["queues"][1]
-    assert leaf["name"] == "a" and leaf["resources"] == {"guaranteed": {"memory": 0, "vcore": 0}}
+    assert leaf["name"] == "a"  # at its window's start, before its first lease: nothing, and YuniKorn must know it
+    assert leaf["resources"] == {"guaranteed": {"memory": 0, "vcore": 0}, "max": {"memory": 1, "vcore": 0, "pods": 0}}
+    unlimited = Follower(max_policy="unlimited").round(plan_of(("a", 10, 40, [(15, 25, 20)])), minute(12))
+    assert "max" not in yunikorn.plan_queue_config(unlimited)["queues"][1]["resources"]  # no max is asked for
 
 
 def test_names_yunikorn_refuses_are_errors_naming_the_reservation() -> None:

@@ -72,22 +72,30 @@ cluster = sa.Table(
     sa.Column("loaded", UTCDateTime, nullable=False),
 )
 
+def _record_columns() -> list[sa.Column[AnyType]]:
+    """What a stored reservation's row says of it, from its text to why it was decided so: the live table and the
+    history hold the same (new Column objects for each table)."""
+    return [
+        sa.Column("rdl", sa.Text, nullable=False),
+        sa.Column("user", sa.String(255)),
+        sa.Column("queue", sa.String(255)),
+        sa.Column("value", sa.Float, nullable=False),
+        sa.Column("priority", sa.Integer, nullable=False),
+        sa.Column("submitted", UTCDateTime, nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("agent", sa.String(64)),
+        sa.Column("decided", UTCDateTime, nullable=False),
+        sa.Column("updated", UTCDateTime, nullable=False),
+        sa.Column("reason_code", sa.String(16)),
+        sa.Column("reason", JSON),
+    ]
+
+
 reservations = sa.Table(
     f"{PREFIX}reservations", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(255), nullable=False, unique=True),
-    sa.Column("rdl", sa.Text, nullable=False),
-    sa.Column("user", sa.String(255)),
-    sa.Column("queue", sa.String(255)),
-    sa.Column("value", sa.Float, nullable=False),
-    sa.Column("priority", sa.Integer, nullable=False),
-    sa.Column("submitted", UTCDateTime, nullable=False),
-    sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("agent", sa.String(64)),
-    sa.Column("decided", UTCDateTime, nullable=False),
-    sa.Column("updated", UTCDateTime, nullable=False),
-    sa.Column("reason_code", sa.String(16)),
-    sa.Column("reason", JSON),
+    *_record_columns(),
     # The plan_version at which this row last changed: lets a cached plan catch up row by row.
     sa.Column("version", sa.BigInteger, nullable=False, index=True),
     sa.CheckConstraint(f"state IN ({', '.join(repr(s) for s in STATES)})", name="reservation_state"),
@@ -133,22 +141,12 @@ history = sa.Table(
     f"{PREFIX}history", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(255), nullable=False, index=True),
-    sa.Column("rdl", sa.Text, nullable=False),
-    sa.Column("user", sa.String(255), index=True),
-    sa.Column("queue", sa.String(255)),
-    sa.Column("value", sa.Float, nullable=False),
-    sa.Column("priority", sa.Integer, nullable=False),
-    sa.Column("submitted", UTCDateTime, nullable=False),
-    sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("agent", sa.String(64)),
-    sa.Column("decided", UTCDateTime, nullable=False),
-    sa.Column("updated", UTCDateTime, nullable=False),
-    sa.Column("reason_code", sa.String(16)),
-    sa.Column("reason", JSON),
+    *_record_columns(),
     sa.Column("archived", UTCDateTime, nullable=False, index=True),
     sa.Column("leases", sa.Text, nullable=False),
 )
 sa.Index(f"{PREFIX}reservations_submitted", reservations.c.submitted)
+sa.Index(f"{PREFIX}history_user", history.c.user)
 
 # Statements on the hot path of a submission, built once: SQLAlchemy then reuses their compiled form.
 _READ_META = sa.select(meta.c.key, meta.c.value)

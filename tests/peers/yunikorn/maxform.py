@@ -8,20 +8,15 @@ the constructor.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.peers.yunikorn.validator import GO_ENV, MODULE_FILES, PeerUnavailable
+from tests.peers.yunikorn.validator import go_build
 
 MAXFORM_DIR = Path(__file__).resolve().parent / "maxform"
-TARGET = MAXFORM_DIR / "target"
 TAGS = {"1.4.0": "core14"}  # release -> build tag (the newest needs none)
 
 
@@ -39,27 +34,7 @@ class Leaf:
 
 def build(version: str) -> Path:
     """The peer built against yunikorn-core `version` (once per change of the sources)."""
-    if shutil.which("go") is None:
-        raise PeerUnavailable("go not found on PATH")
-    module = MODULE_FILES[version]
-    digest = hashlib.sha256()
-    for name in ("main.go", "core14.go", "core19.go", module, module.removesuffix(".mod") + ".sum"):
-        digest.update((MAXFORM_DIR / name).read_bytes())
-    binary = TARGET / f"maxform-{version}-{digest.hexdigest()[:12]}"
-    TARGET.mkdir(exist_ok=True)
-    with open(TARGET / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not binary.exists():
-            command = ["go", "build", "-o", str(binary)]
-            if module != "go.mod":
-                command.append(f"-modfile={module}")
-            if version in TAGS:
-                command.append(f"-tags={TAGS[version]}")
-            done = subprocess.run([*command, "."], cwd=MAXFORM_DIR, capture_output=True, text=True,
-                                  env={**os.environ, **GO_ENV}, timeout=900)
-            if done.returncode != 0:
-                raise PeerUnavailable(f"building the YuniKorn {version} max peer failed: {done.stderr.strip()[-600:]}")
-    return binary
+    return go_build(MAXFORM_DIR, "max peer", version, ("main.go", "core14.go", "core19.go"), TAGS.get(version))
 
 
 def leaves(document: str, cluster: Mapping[str, str], asks: Mapping[str, Mapping[str, str]],

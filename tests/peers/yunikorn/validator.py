@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VALIDATE_DIR = Path(__file__).resolve().parent / "validate"
-TARGET = VALIDATE_DIR / "target"
 MODULE_FILES = {"1.4.0": "core-1.4.0.mod", "1.9.0": "go.mod"}  # yunikorn-core release -> its module file
 OLDEST, NEWEST = "1.4.0", "1.9.0"
 # The proxy has no checksum database entries for these modules: go.sum (committed) holds their hashes instead.
@@ -44,25 +43,33 @@ class Verdict:
 
 def build(version: str) -> Path:
     """The validator built against yunikorn-core `version` (once per change of the sources)."""
+    return go_build(VALIDATE_DIR, "validator", version, ("main.go",))
+
+
+def go_build(folder: Path, what: str, version: str, sources: tuple[str, ...], tag: str | None = None) -> Path:
+    """A Go peer in `folder` built against yunikorn-core `version` with its module file (and build `tag`), once per
+    change of `sources` and the module files, under `folder/target/`; PeerUnavailable when it cannot be built."""
     if shutil.which("go") is None:
         raise PeerUnavailable("go not found on PATH")
     module = MODULE_FILES[version]
     digest = hashlib.sha256()
-    for name in ("main.go", module, module.removesuffix(".mod") + ".sum"):
-        digest.update((VALIDATE_DIR / name).read_bytes())
-    binary = TARGET / f"validate-{version}-{digest.hexdigest()[:12]}"
-    TARGET.mkdir(exist_ok=True)
-    with open(TARGET / ".lock", "w") as lock:  # several test processes build it once
+    for name in (*sources, module, module.removesuffix(".mod") + ".sum"):
+        digest.update((folder / name).read_bytes())
+    target = folder / "target"
+    binary = target / f"{folder.name}-{version}-{digest.hexdigest()[:12]}"
+    target.mkdir(exist_ok=True)
+    with open(target / ".lock", "w") as lock:  # several test processes build it once
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
-            command = ["go", "build", "-o", str(binary), "."]
+            command = ["go", "build", "-o", str(binary)]
             if module != "go.mod":
-                command[2:2] = [f"-modfile={module}"]
-            done = subprocess.run(command, cwd=VALIDATE_DIR, capture_output=True, text=True,
+                command.append(f"-modfile={module}")
+            if tag is not None:
+                command.append(f"-tags={tag}")
+            done = subprocess.run([*command, "."], cwd=folder, capture_output=True, text=True,
                                   env={**os.environ, **GO_ENV}, timeout=900)
             if done.returncode != 0:
-                raise PeerUnavailable(f"building the YuniKorn {version} validator failed: "
-                                      f"{done.stderr.strip()[-600:]}")
+                raise PeerUnavailable(f"building the YuniKorn {version} {what} failed: {done.stderr.strip()[-600:]}")
     return binary
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -40,6 +40,7 @@ from planner.store.facade import (
 from rdl import units
 from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.errors import RayonError, RDLErrors
+from rdl.forms import yarn_conf
 from rdl.shape import step_floor
 from rdl.source import read_text
 from rdl.table import format_table
@@ -104,17 +105,48 @@ def record_json(record: Record, store: Store, clock: Clock | None = None) -> dic
 
 
 @click.command("init", cls=RayonCommand)
-@click.option("--cluster", "cluster_path", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--cluster", "cluster_path", type=click.Path(exists=True, dir_okay=False),
               help="Cluster file (YAML) the plan is laid over.")
+@click.option("--from-yarn", "yarn_path", type=click.Path(exists=True, dir_okay=False),
+              help="Instead of --cluster: a YARN capacity-scheduler.xml; its reservable --queue becomes the cluster "
+                   "file (printed), with --capacity the whole cluster's.")
+@click.option("--queue", help="With --from-yarn: the reservable queue's full path, such as root.dedicated.")
+@click.option("--capacity", help="With --from-yarn: the whole cluster's capacity, as {memory: 4TiB, vcores: 2048}.")
+@click.option("--step", default="1s", show_default=True, help="With --from-yarn: the plan's step (YARN's is 1s).")
+@click.option("--horizon", default="7d", show_default=True, help="With --from-yarn: how far ahead the plan reaches.")
 @click.option("--force", is_flag=True, help="Start the store over, forgetting every reservation in it.")
 @state_option
-def init_command(cluster_path: str, force: bool, state_path: str | None) -> None:
+def init_command(cluster_path: str | None, yarn_path: str | None, queue: str | None, capacity: str | None, step: str,
+                 horizon: str, force: bool, state_path: str | None) -> None:
     """Create the plan store from a cluster file."""
-    text = read_text(cluster_path)
+    if (cluster_path is None) == (yarn_path is None):
+        raise click.UsageError("give either --cluster FILE or --from-yarn capacity-scheduler.xml")
+    if yarn_path is not None:
+        text, cluster_path = from_yarn(yarn_path, queue, capacity, step, horizon), f"{yarn_path}:{queue}"
+        click.echo(text, nl=False)
+    else:
+        assert cluster_path is not None
+        text = read_text(cluster_path)
     with opened(state_path, check_version=not force, create=True) as store:
         cluster = store.init(text, cluster_path, force=force)
         click.echo(f"initialised {store.where}: {cluster.steps} steps of {units.format_duration(cluster.step)} "
                    f"from {units.format_instant(cluster.start)}")
+
+
+def from_yarn(path: str, queue: str | None, capacity: str | None, step: str, horizon: str) -> str:
+    """The cluster file for a YARN reservable queue (rdl/forms/yarn_conf.py); bad input is a usage error."""
+    if queue is None or capacity is None:
+        raise click.UsageError("--from-yarn needs --queue (such as root.dedicated) and --capacity (the whole "
+                               "cluster's, such as {memory: 4TiB, vcores: 2048})")
+    try:
+        seconds = units.parse_duration(step), units.parse_duration(horizon)
+        properties = yarn_conf.read_properties(read_text(path), path)
+        now = datetime.now(UTC).replace(microsecond=0)
+        origin = now - timedelta(seconds=now.timestamp() % seconds[0])  # the plan starts at the step now is in
+        return yarn_conf.cluster_yaml(properties, queue, parse_vector(capacity, "--capacity"), origin,
+                                      seconds[0], seconds[1], path)
+    except (yarn_conf.YarnConfError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 @click.command("submit", cls=RayonCommand)

@@ -1,0 +1,68 @@
+//go:build !core19
+
+// The yunikorn-core 1.4 side of the shim: its scheduler interface names an allocation by a UUID and an ask by its
+// allocation key with a count (MaxAllocations); the stateaware starting timeout is a package variable.
+package main
+
+import (
+	"time"
+	_ "unsafe" // go:linkname
+
+	"github.com/apache/yunikorn-core/pkg/entrypoint"
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
+)
+
+const coreVersion = "v1.4.0"
+
+// startingTimeout is the core's own 5-minute stateaware starting timeout (pkg/scheduler/objects/application.go),
+// which no configuration reaches in 1.4: the scaled scenario sets it through the linker, before any application.
+//
+//go:linkname startingTimeout github.com/apache/yunikorn-core/pkg/scheduler/objects.startingTimeout
+var startingTimeout time.Duration
+
+func setStartingTimeout(d time.Duration) { startingTimeout = d }
+
+func askRequest(partition, app string, a ask) *si.AllocationRequest {
+	return &si.AllocationRequest{RmID: rmID, Asks: []*si.AllocationAsk{{AllocationKey: a.Key, ApplicationID: app,
+		PartitionName: partition, ResourceAsk: resource(a.Resources), MaxAllocations: 1, Priority: a.Priority}}}
+}
+
+func releaseRequest(partition, app, id string, preempted bool) *si.AllocationRequest {
+	kind := si.TerminationType_STOPPED_BY_RM
+	if preempted {
+		kind = si.TerminationType_PREEMPTED_BY_SCHEDULER
+	}
+	return &si.AllocationRequest{RmID: rmID, Releases: &si.AllocationReleasesRequest{
+		AllocationsToRelease: []*si.AllocationRelease{{PartitionName: partition, ApplicationID: app, UUID: id,
+			TerminationType: kind}}}}
+}
+
+func allocationID(alloc *si.Allocation) string        { return alloc.UUID }
+func releasedID(release *si.AllocationRelease) string { return release.UUID }
+
+type view struct {
+	context   *entrypoint.ServiceContext
+	partition string
+}
+
+func (v view) hasNode(id string) bool {
+	return v.context.Scheduler.GetClusterContext().GetNode(id, v.partition) != nil
+}
+
+func (v view) hasAsk(app, key string) bool {
+	a := v.context.Scheduler.GetClusterContext().GetApplication(app, v.partition)
+	return a == nil || a.GetAllocationAsk(key) != nil
+}
+
+func (v view) holds(app, id string) bool {
+	a := v.context.Scheduler.GetClusterContext().GetApplication(app, v.partition)
+	if a == nil {
+		return false
+	}
+	for _, alloc := range a.GetAllAllocations() {
+		if alloc.GetUUID() == id {
+			return true
+		}
+	}
+	return false
+}

@@ -215,13 +215,13 @@ func (s *shim) UpdateAllocation(response *si.AllocationResponse) error {
 	return nil
 }
 
-func (s *shim) UpdateNode(*si.NodeResponse) error { return nil }
+func (s *shim) UpdateNode(*si.NodeResponse) error   { return nil }
 func (s *shim) Predicates(*si.PredicatesArgs) error { return nil }
 func (s *shim) PreemptionPredicates(args *si.PreemptionPredicatesArgs) *si.PreemptionPredicatesResponse {
 	return &si.PreemptionPredicatesResponse{Success: true, Index: args.StartIndex} // no pod constraints here
 }
-func (s *shim) SendEvent([]*si.EventRecord)                                          {}
-func (s *shim) GetStateDump() (string, error)                                        { return "{}", nil }
+func (s *shim) SendEvent([]*si.EventRecord)                                              {}
+func (s *shim) GetStateDump() (string, error)                                            { return "{}", nil }
 func (s *shim) UpdateContainerSchedulingState(*si.UpdateContainerSchedulingStateRequest) {}
 
 // ---- our side: what we tell the core -------------------------------------------------------------------------------
@@ -321,6 +321,7 @@ func (s *shim) play(sc scenario) error {
 			s.push(a.Time, 2, func() error { return s.addAsk(app.ID, a) })
 		}
 	}
+	s.start = time.Now() // the scenario's time 0: the core registered, the nodes in
 	for s.now() < sc.End {
 		for _, e := range s.due(s.now()) {
 			if err := e.do(); err != nil {
@@ -358,7 +359,7 @@ func run(sc scenario) error {
 		PolicyGroup: "queues", Version: "0.0.1", Config: sc.Configs[0].YAML}, s); err != nil {
 		return err
 	}
-	s.emit(map[string]any{"event": "config", "at": 0.0, "ok": true, "core": coreVersion})
+	s.emit(map[string]any{"event": "config", "t": 0.0, "at": 0.0, "ok": true, "core": coreVersion})
 	nodes := &si.NodeRequest{RmID: rmID}
 	for _, n := range sc.Nodes {
 		nodes.Nodes = append(nodes.Nodes, &si.NodeInfo{NodeID: n.ID, Action: si.NodeInfo_CREATE,

@@ -9,6 +9,7 @@ import (
 	_ "unsafe" // go:linkname
 
 	"github.com/apache/yunikorn-core/pkg/entrypoint"
+	"github.com/apache/yunikorn-core/pkg/scheduler"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
 
@@ -19,6 +20,12 @@ const coreVersion = "v1.4.0"
 //
 //go:linkname startingTimeout github.com/apache/yunikorn-core/pkg/scheduler/objects.startingTimeout
 var startingTimeout time.Duration
+
+// schedule is one cycle of the core's scheduling loop (ClusterContext.schedule, what MultiStepSchedule runs without
+// its 100 ms pause); it tells whether the cycle did anything.
+//
+//go:linkname schedule github.com/apache/yunikorn-core/pkg/scheduler.(*ClusterContext).schedule
+func schedule(*scheduler.ClusterContext) bool
 
 func setStartingTimeout(d time.Duration) { startingTimeout = d }
 

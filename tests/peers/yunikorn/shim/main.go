@@ -286,7 +286,11 @@ func (s *shim) release(app, id string, preempted bool) error {
 
 // until waits for the core to have taken in what was sent (its event handling is asynchronous).
 func (s *shim) until(done func() bool, what string) error {
-	deadline := time.Now().Add(10 * time.Second)
+	return s.within(done, what, 10*time.Second)
+}
+
+func (s *shim) within(done func() bool, what string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
 	for !done() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the core never took in the %s", what)
@@ -298,9 +302,25 @@ func (s *shim) until(done func() bool, what string) error {
 
 func (s *shim) core() view { return view{s.context, s.partition} }
 
-// cycle runs one scheduling cycle and tells whether the core allocated or preempted anything in it.
+// cycle runs one scheduling cycle and tells whether the core allocated or preempted anything in it. The core's own
+// MultiStepSchedule pauses 100 ms after each cycle; this one waits only until the core's report of it has arrived.
 func (s *shim) cycle() bool {
-	s.context.Scheduler.MultiStepSchedule(1) // one cycle, then the core's own 100 ms pause for its event handling
+	if schedule(s.context.Scheduler.GetClusterContext()) {
+		_ = s.within(s.peek, "report of an allocation", 200*time.Millisecond) // a node reservation reports nothing
+	} else {
+		time.Sleep(time.Millisecond) // a preemption is reported without an allocation
+	}
+	return s.seen()
+}
+
+func (s *shim) peek() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activity > 0
+}
+
+// seen tells whether the core reported an allocation or a preemption since the last look, and forgets it.
+func (s *shim) seen() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	busy := s.activity > 0
@@ -332,7 +352,7 @@ func (s *shim) play(sc scenario) error {
 			continue
 		}
 		if at, ok := s.next(); ok && at > s.now() {
-			time.Sleep(min(time.Duration((at-s.now())*sc.Scale*float64(time.Second)), 50*time.Millisecond))
+			time.Sleep(min(time.Duration((at-s.now())*sc.Scale*float64(time.Second)), 10*time.Millisecond)) // the core tries preemption at its cycles
 		}
 	}
 	return nil

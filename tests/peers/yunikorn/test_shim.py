@@ -72,3 +72,35 @@ def test_stateaware_runs_the_design_example_as_the_1_4_core_does() -> None:
 
 def _states(trace: Trace, app: str) -> list[str]:
     return [state for _, a, state in trace.states if a == app and state != "New"]
+
+
+# ---- fifo and fair inside a reservation queue ----------------------------------------------------------------------
+
+
+def _queue_apps(policy: str) -> Scenario:
+    """Three applications in one reservation queue of 20 bundles (max = guaranteed), more work than room."""
+    apps = [App("A", "root.plan.r", 0.0, tasks("a", 0.0, 15, 120.0)),
+            App("B", "root.plan.r", 30.0, tasks("b", 30.0, 10, 120.0)),
+            App("C", "root.plan.r", 60.0, tasks("c", 60.0, 10, 60.0))]
+    return scenario((("r", 0, 30, [(0, 30, 20)]),), apps, 6, sort_policy=policy)
+
+
+def test_fifo_serves_the_oldest_application_first_as_the_core_does() -> None:
+    s = _queue_apps("fifo")
+    core, ours = both(s)
+    assert core.order() == ours.order()
+    assert [app for app, _ in ours.order()] == ["A"] * 15 + ["B"] * 5 + ["B"] * 5 + ["C"] * 10
+    assert _at_most(core, s, 20) and _at_most(ours, s, 20)
+
+
+def test_fair_serves_the_least_used_application_first_as_the_core_does() -> None:
+    s = _queue_apps("fair")
+    core, ours = both(s)
+    assert core.order() == ours.order()
+    # at 120 s A's fifteen end: C (using nothing) catches up with B (using five), then they alternate
+    assert "".join(app for app, _ in ours.order()) == "A" * 15 + "B" * 5 + "C" * 5 + "BC" * 5
+    assert _at_most(core, s, 20) and _at_most(ours, s, 20)
+
+
+def _at_most(trace: Trace, s: Scenario, count: int) -> bool:
+    return over_max(trace, s, [(0.0, s.end, "root.plan.r", bundles(count))]) == []

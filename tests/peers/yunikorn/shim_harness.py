@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from follower.follow import yunikorn
 from follower.follow.follower import Follower
 from follower.follow.rounds import Round
@@ -75,6 +77,7 @@ class Scenario:
     sort_policy: str = "fifo"
     preemption_delay: float = 30.0
     starting_timeout: float = 300.0
+    preempt_retry: float = 15.0  # the core's pause before an ask that failed to preempt tries again (ours: none)
     scale: float = 0.02
 
 
@@ -145,10 +148,11 @@ def core_scenario(scenario: Scenario) -> dict[str, Any]:
     """The scenario as the shim reads it: YuniKorn's resource names and units, one document per change point."""
     base = _base(scenario)
     return {
-        "scale": scenario.scale, "starting_timeout": scenario.starting_timeout, "end": scenario.end,
+        "scale": scenario.scale, "starting_timeout": scenario.starting_timeout,
+        "preempt_retry": scenario.preempt_retry, "end": scenario.end,
         "nodes": [{"id": name, "resources": _core_resources(resources)} for name, resources in scenario.nodes.items()],
-        "configs": [{"time": t, "yaml": yunikorn.document(round, base, sort_policy=scenario.sort_policy)}
-                    for t, round in scenario.rounds],
+        "configs": [{"time": t, "yaml": _with_delay(yunikorn.document(round, base, sort_policy=scenario.sort_policy),
+                                                    scenario)} for t, round in scenario.rounds],
         "applications": [{"id": app.id, "queue": app.queue, "user": app.user, "submit": app.submit,
                           "tags": dict(app.tags),
                           "asks": [{"key": task.key, "time": task.time, "resources": _core_resources(task.resources),
@@ -194,11 +198,29 @@ def _core_resources(resources: Mapping[str, float]) -> dict[str, int]:
 
 
 def _base(scenario: Scenario) -> dict[str, Any]:
-    """The cluster's own `queues.yaml` (the queues outside the plan), with the scaled preemption delay on root."""
+    """The cluster's own `queues.yaml`: the queues outside the plan, preemption on."""
+    queues = [_core_queue(name, spec) for name, spec in scenario.queues.items()]
+    return {"partitions": [{"name": "default", "preemption": {"enabled": True},
+                            "queues": [{"name": "root", "submitacl": "*", "queues": queues}]}]}
+
+
+def _with_delay(document: str, scenario: Scenario) -> str:
+    """The document with the scaled preemption delay on every leaf: 1.4 reads `preemption.delay` on leaves only, and
+    a leaf created by a later document did not take it from its parents here."""
     delay = f"{max(scenario.preemption_delay * scenario.scale, 0.001):.3f}s"
-    return {"partitions": [{"name": "default", "preemption": {"enabled": True}, "queues": [
-        {"name": "root", "submitacl": "*", "properties": {"preemption.delay": delay},
-         "queues": [_core_queue(name, spec) for name, spec in scenario.queues.items()]}]}]}
+    config = yaml.safe_load(document)
+
+    def walk(queue: dict[str, Any]) -> None:
+        children = queue.get("queues") or []
+        if not children and queue["name"] != "root":
+            queue.setdefault("properties", {})["preemption.delay"] = delay
+        for child in children:
+            walk(child)
+
+    for partition in config["partitions"]:
+        for queue in partition["queues"]:
+            walk(queue)
+    return str(yaml.safe_dump(config, sort_keys=False))
 
 
 def _core_queue(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:

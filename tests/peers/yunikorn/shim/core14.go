@@ -29,9 +29,19 @@ func schedule(*scheduler.ClusterContext) bool
 
 func setStartingTimeout(d time.Duration) { startingTimeout = d }
 
+// preemptAttemptFrequency is how long the core waits before an ask that failed to preempt may try again (15 s in
+// pkg/scheduler/objects/preemption.go, not configurable): scaled with the scenario like the other timers.
+//
+//go:linkname preemptAttemptFrequency github.com/apache/yunikorn-core/pkg/scheduler/objects.preemptAttemptFrequency
+var preemptAttemptFrequency time.Duration
+
+func setPreemptRetry(d time.Duration) { preemptAttemptFrequency = d }
+
 func askRequest(partition, app string, a ask) *si.AllocationRequest {
 	return &si.AllocationRequest{RmID: rmID, Asks: []*si.AllocationAsk{{AllocationKey: a.Key, ApplicationID: app,
-		PartitionName: partition, ResourceAsk: resource(a.Resources), MaxAllocations: 1, Priority: a.Priority}}}
+		PartitionName: partition, ResourceAsk: resource(a.Resources), MaxAllocations: 1, Priority: a.Priority,
+		// what the Kubernetes shim asks for a pod by default (no preemption annotation, preemptionPolicy not Never)
+		PreemptionPolicy: &si.PreemptionPolicy{AllowPreemptSelf: true, AllowPreemptOther: true}}}}
 }
 
 func releaseRequest(partition, app, id string, preempted bool) *si.AllocationRequest {

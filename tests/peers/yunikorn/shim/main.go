@@ -30,12 +30,14 @@ import (
 const rmID = "rayon-shim"
 
 type scenario struct {
-	Scale           float64       `json:"scale"`            // real seconds per scenario second
-	StartingTimeout float64       `json:"starting_timeout"` // scenario seconds, 0: the core's own
-	End             float64       `json:"end"`              // scenario seconds
-	Nodes           []node        `json:"nodes"`
-	Configs         []config      `json:"configs"`
-	Applications    []application `json:"applications"`
+	Scale           float64           `json:"scale"`            // real seconds per scenario second
+	StartingTimeout float64           `json:"starting_timeout"` // scenario seconds, 0: the core's own
+	PreemptRetry    float64           `json:"preempt_retry"`    // scenario seconds, 0: the core's own
+	End             float64           `json:"end"`              // scenario seconds
+	ExtraConfig     map[string]string `json:"extra_config"`     // the core's settings beside queues.yaml (log.level, ...)
+	Nodes           []node            `json:"nodes"`
+	Configs         []config          `json:"configs"`
+	Applications    []application     `json:"applications"`
 }
 
 type node struct {
@@ -87,6 +89,7 @@ type shim struct {
 	answered  map[string]chan bool
 	durations map[string]float64 // allocation key -> task duration
 	live      map[string]string  // allocation id -> application, while it runs
+	extra     map[string]string
 }
 
 func (s *shim) now() float64 { return time.Since(s.start).Seconds() / s.scale }
@@ -228,7 +231,7 @@ func (s *shim) UpdateContainerSchedulingState(*si.UpdateContainerSchedulingState
 
 func (s *shim) applyConfig(c config) error {
 	err := s.proxy.UpdateConfiguration(&si.UpdateConfigurationRequest{RmID: rmID, PolicyGroup: "queues",
-		Config: c.YAML})
+		Config: c.YAML, ExtraConfig: s.extra})
 	record := map[string]any{"event": "config", "at": c.Time, "ok": err == nil}
 	if err != nil {
 		record["error"] = err.Error()
@@ -365,9 +368,13 @@ func run(sc scenario) error {
 	if sc.StartingTimeout > 0 {
 		setStartingTimeout(time.Duration(sc.StartingTimeout * sc.Scale * float64(time.Second)))
 	}
+	if sc.PreemptRetry > 0 {
+		setPreemptRetry(time.Duration(sc.PreemptRetry * sc.Scale * float64(time.Second)))
+	}
 	log.InitializeLogger(zap.NewNop(), &zap.Config{Level: zap.NewAtomicLevelAt(zapcore.FatalLevel)})
 	s := &shim{scale: sc.Scale, out: json.NewEncoder(os.Stdout), answered: map[string]chan bool{},
-		durations: map[string]float64{}, live: map[string]string{}, start: time.Now()}
+		durations: map[string]float64{}, live: map[string]string{}, start: time.Now(),
+		extra: sc.ExtraConfig}
 	s.context = entrypoint.StartAllServicesWithParams(true, false)
 	defer s.context.StopAll()
 	s.proxy = s.context.RMProxy
@@ -376,7 +383,7 @@ func run(sc scenario) error {
 		return fmt.Errorf("the scenario needs a configuration at time 0")
 	}
 	if _, err := s.proxy.RegisterResourceManager(&si.RegisterResourceManagerRequest{RmID: rmID,
-		PolicyGroup: "queues", Version: "0.0.1", Config: sc.Configs[0].YAML}, s); err != nil {
+		PolicyGroup: "queues", Version: "0.0.1", Config: sc.Configs[0].YAML, ExtraConfig: sc.ExtraConfig}, s); err != nil {
 		return err
 	}
 	s.emit(map[string]any{"event": "config", "t": 0.0, "at": 0.0, "ok": true, "core": coreVersion})

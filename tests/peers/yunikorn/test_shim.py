@@ -181,3 +181,23 @@ def test_the_1_4_core_never_preempts_a_queue_without_a_guarantee() -> None:
     core, ours = both(s)
     assert core.preemptions == [] and {a[1] for a in core.allocations} == {"BE"}
     assert len(ours.preemptions) == 70 and guaranteed_reached(ours, s, "root.plan.a", bundles(30), 180.0) is not None
+
+
+def test_stateaware_holds_the_next_application_until_the_starting_timeout_as_the_core_does() -> None:
+    """A single-container App1 stays Starting; App2 waits for App1's starting timeout (120 s here, scaled for the
+    core), then starts; tagged `application.stateaware.disable`, App3 does not hold App4 back at all."""
+    long = 3600.0
+    apps = [App("App1", "root.plan.r", 0.0, (Task("D1", 0.0, ONE, long),)),
+            App("App2", "root.plan.r", 30.0, (Task("D2", 30.0, ONE, long),)),
+            App("App3", "root.plan.q", 0.0, (Task("D3", 0.0, ONE, long),),
+                tags={"application.stateaware.disable": "true"}),
+            App("App4", "root.plan.q", 30.0, (Task("D4", 30.0, ONE, long),))]
+    s = scenario((("r", 0, 30, [(0, 30, 20)]), ("q", 0, 30, [(0, 30, 20)])), apps, 4, sort_policy="stateaware",
+                 starting_timeout=120.0)
+    core, ours = both(s)
+    for trace in (core, ours):
+        at = {app: t for t, app, _, _ in trace.allocations}
+        assert 120.0 <= at["App2"] <= 120.0 + 15.0, at
+        assert 30.0 <= at["App4"] <= 30.0 + 15.0, at
+        running = [t for t, app, state in trace.states if app == "App1" and state == "Running"]
+        assert running and 120.0 <= running[0] <= 135.0

@@ -37,8 +37,10 @@ from tests.peers.yunikorn.validator import GO_ENV, PeerUnavailable
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 TARGET = SHIM_DIR / "target"
-MODULE_FILES = {"1.4.0": "go.mod"}  # yunikorn-core release -> its module file (1.4: the last core with stateaware)
-CORE = "1.4.0"
+# yunikorn-core release -> its module file and build tag: 1.4.0 is the oldest the proxy serves and still has stateaware,
+# 1.9.0 the newest (since 1.6 an ask is an si.Allocation: core19.go)
+MODULE_FILES = {"1.4.0": ("go.mod", None), "1.9.0": ("core-1.9.0.mod", "core19")}
+CORE, NEWEST = "1.4.0", "1.9.0"
 EPSILON = 1e-6
 
 
@@ -89,6 +91,7 @@ class Trace:
     releases: list[tuple[float, str, str]] = field(default_factory=list)  # (t, app, container id): task ended
     preemptions: list[tuple[float, str, str]] = field(default_factory=list)  # (t, app, container id)
     states: list[tuple[float, str, str]] = field(default_factory=list)  # (t, app, state)
+    core: str | None = None  # the yunikorn-core release that ran it (None: ours)
 
     def order(self) -> list[tuple[str, str]]:
         """(application, task) of every allocation, in the order made."""
@@ -125,7 +128,7 @@ def build(version: str = CORE) -> Path:
     """The shim built against yunikorn-core `version` (once per change of its sources)."""
     if shutil.which("go") is None:
         raise PeerUnavailable("go not found on PATH")
-    module = MODULE_FILES[version]
+    module, tag = MODULE_FILES[version]
     digest = hashlib.sha256()
     for path in [*sorted(SHIM_DIR.glob("*.go")), SHIM_DIR / module, SHIM_DIR / (module.removesuffix(".mod") + ".sum")]:
         digest.update(path.read_bytes())
@@ -137,6 +140,8 @@ def build(version: str = CORE) -> Path:
             command = ["go", "build", "-o", str(binary), "."]
             if module != "go.mod":
                 command[2:2] = [f"-modfile={module}"]
+            if tag is not None:
+                command[2:2] = ["-tags", tag]
             done = subprocess.run(command, cwd=SHIM_DIR, capture_output=True, text=True,
                                   env={**os.environ, **GO_ENV}, timeout=900)
             if done.returncode != 0:
@@ -181,6 +186,8 @@ def run_core(scenario: Scenario, version: str = CORE) -> Trace:
             trace.preemptions.append((t, record["app"], record["id"]))
         elif event == "state":
             trace.states.append((t, record["app"], record["state"]))
+        elif event == "config" and "core" in record:
+            trace.core = record["core"]
     return trace
 
 

@@ -54,6 +54,15 @@ func releaseRequest(partition, app, id string, preempted bool) *si.AllocationReq
 			TerminationType: kind}}}}
 }
 
+// rejectedAsks are the asks the core refused: (application, allocation key, reason).
+func rejectedAsks(response *si.AllocationResponse) [][3]string {
+	out := [][3]string{}
+	for _, r := range response.Rejected {
+		out = append(out, [3]string{r.ApplicationID, r.AllocationKey, r.Reason})
+	}
+	return out
+}
+
 func allocationID(alloc *si.Allocation) string        { return alloc.UUID }
 func releasedID(release *si.AllocationRelease) string { return release.UUID }
 

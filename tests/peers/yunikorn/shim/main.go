@@ -211,9 +211,8 @@ func (s *shim) UpdateAllocation(response *si.AllocationResponse) error {
 		// the shim kills the victim at once and says so, as the Kubernetes shim does once the pod is gone
 		s.push(s.now(), 3, func() error { return s.release(released.ApplicationID, id, true) })
 	}
-	for _, rejected := range response.Rejected {
-		s.emit(map[string]any{"event": "ask_rejected", "app": rejected.ApplicationID, "ask": rejected.AllocationKey,
-			"reason": rejected.Reason})
+	for _, rejected := range rejectedAsks(response) {
+		s.emit(map[string]any{"event": "ask_rejected", "app": rejected[0], "ask": rejected[1], "reason": rejected[2]})
 	}
 	return nil
 }

@@ -217,3 +217,15 @@ def test_stateaware_holds_the_next_application_until_the_starting_timeout_as_the
         assert 30.0 <= at["App4"] <= 30.0 + 15.0, at
         running = [t for t, app, state in trace.states if app == "App1" and state == "Running"]
         assert running and 120.0 <= running[0] <= 135.0
+
+
+def test_siblings_share_what_is_over_their_guarantees_in_proportion_to_them(core: str) -> None:
+    """Parents sort their children fair, by use against the guarantee above it too: two queues guaranteed 10 and 30
+    bundles, both asking for 80, end with 25 and 75 of the cluster's 100 (ours once gave 50 and 50)."""
+    queues = {"be1": {"guaranteed": bundles(10)}, "be2": {"guaranteed": bundles(30)}}
+    apps = [App("X", "root.be1", 0.0, tasks("x", 0.0, 80, 3600.0)),
+            App("Y", "root.be2", 0.0, tasks("y", 0.0, 80, 3600.0))]
+    real, ours = both(scenario((), apps, 2, queues=queues), core)
+    for trace in (real, ours):
+        served = [a[1] for a in trace.allocations]
+        assert (served.count("X"), served.count("Y")) == (25, 75)

@@ -159,6 +159,12 @@ def _reservations(policy: str = "fifo", queues: Mapping[str, Any] = BEST_EFFORT)
     return scenario(RESERVATIONS, apps, 9, queues=queues, sort_policy=policy)
 
 
+def _dips(trace: Trace, s: Scenario, queue: str, guaranteed: Mapping[str, float], since: float) -> list[float]:
+    """The times after `since` at which `queue` held less than `guaranteed` of some resource."""
+    return [t for t, used in trace.usage(s) if t > since
+            and any(used.get(queue, {}).get(k, 0.0) < v - 1e-6 for k, v in guaranteed.items())]
+
+
 def _maxima(s: Scenario) -> list[tuple[float, float, str, dict[str, float]]]:
     """(from, until, queue, max) of every reservation queue, from the follower's rounds."""
     out = []
@@ -180,6 +186,8 @@ def test_each_reservation_queue_gets_its_guarantee_back_through_preemption_on_bo
         assert reached_a is not None and 180.0 + delay <= reached_a <= 180.0 + delay + 30.0, reached_a
         assert reached_b is not None and 300.0 + delay <= reached_b <= 300.0 + delay + 30.0, reached_b
         assert over_max(trace, s, _maxima(s)) == []
+        assert _dips(trace, s, "root.plan.a", bundles(30), reached_a) == []  # held to the end of the run (9 min),
+        assert _dips(trace, s, "root.plan.b", bundles(40), reached_b) == []  # inside both leases
         assert {app for _, app, _ in trace.preemptions} == {"BE"}
         assert len(trace.preemptions) == 70  # exactly what the reservations asked for: nothing more is taken
 

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/yunikorn-core/pkg/common"
 	"github.com/apache/yunikorn-core/pkg/entrypoint"
 	"github.com/apache/yunikorn-core/pkg/log"
+	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/api"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 	"go.uber.org/zap"
@@ -30,11 +31,12 @@ import (
 const rmID = "rayon-shim"
 
 type scenario struct {
-	Scale           float64           `json:"scale"`            // real seconds per scenario second
-	StartingTimeout float64           `json:"starting_timeout"` // scenario seconds, 0: the core's own
-	PreemptRetry    float64           `json:"preempt_retry"`    // scenario seconds, 0: the core's own
-	End             float64           `json:"end"`              // scenario seconds
-	ExtraConfig     map[string]string `json:"extra_config"`     // the core's settings beside queues.yaml (log.level, ...)
+	Scale           float64           `json:"scale"`             // real seconds per scenario second
+	StartingTimeout float64           `json:"starting_timeout"`  // scenario seconds, 0: the core's own
+	PreemptRetry    float64           `json:"preempt_retry"`     // scenario seconds, 0: the core's own
+	ReserveDelay    float64           `json:"reservation_delay"` // scenario seconds, 0: the core's own (2 s)
+	End             float64           `json:"end"`               // scenario seconds
+	ExtraConfig     map[string]string `json:"extra_config"`      // the core's settings beside queues.yaml (log.level, ...)
 	Nodes           []node            `json:"nodes"`
 	Configs         []config          `json:"configs"`
 	Applications    []application     `json:"applications"`
@@ -366,6 +368,9 @@ func run(sc scenario) error {
 	}
 	if sc.StartingTimeout > 0 {
 		setStartingTimeout(time.Duration(sc.StartingTimeout * sc.Scale * float64(time.Second)))
+	}
+	if sc.ReserveDelay > 0 { // how long an ask waits before the core reserves a node for it
+		objects.SetReservationDelay(time.Duration(sc.ReserveDelay * sc.Scale * float64(time.Second)))
 	}
 	if sc.PreemptRetry > 0 {
 		setPreemptRetry(time.Duration(sc.PreemptRetry * sc.Scale * float64(time.Second)))

@@ -8,8 +8,9 @@ by `follower.follow.yunikorn.document`, bytes and millicores) and plays it throu
 through our scheduler with the same follower rounds applied by `Follower.apply`. Both answer the same `Trace`.
 
 The core reads the wall clock: the shim runs the scenario in real time times `scale` (real seconds per scenario
-second), and the documents carry the preemption delay scaled the same way (`preemption.delay` on the root queue,
-inherited by every leaf); the stateaware starting timeout, a constant in 1.4, is scaled by the shim.
+second), and the documents carry the preemption delay scaled the same way (`preemption.delay` on every leaf); the
+stateaware starting timeout, the preemption retry and the reservation delay, constants of the core, are scaled by
+the shim.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class Scenario:
     preemption_delay: float = 30.0
     starting_timeout: float = 300.0
     preempt_retry: float = 15.0  # the core's pause before an ask that failed to preempt tries again (ours: none)
+    reservation_delay: float = 2.0  # how long an ask waits before the core reserves a node for it (ours: none)
     scale: float = 0.02
 
 
@@ -154,7 +156,7 @@ def core_scenario(scenario: Scenario) -> dict[str, Any]:
     base = _base(scenario)
     return {
         "scale": scenario.scale, "starting_timeout": scenario.starting_timeout,
-        "preempt_retry": scenario.preempt_retry, "end": scenario.end,
+        "preempt_retry": scenario.preempt_retry, "reservation_delay": scenario.reservation_delay, "end": scenario.end,
         "nodes": [{"id": name, "resources": _core_resources(resources)} for name, resources in scenario.nodes.items()],
         "configs": [{"time": t, "yaml": _with_delay(yunikorn.document(round, base, sort_policy=scenario.sort_policy),
                                                     scenario)} for t, round in scenario.rounds],

@@ -4,7 +4,9 @@ Parents rank their children fairly, as YuniKorn's parent queues do (its docs: "a
 always use the fair policy to sort the child queues"): a child below its guarantee comes first,
 compared by its shares of its guarantee, largest share first (YuniKorn `resources.go`,
 `getShares`/`compareShares`); children at or above their guarantee follow, compared the same way
-by their weighted shares of the cluster (YARN Fair Scheduler's use-to-weight ratio). Ties by name.
+by their shares of what they guarantee (above it too, as YuniKorn's `CompUsageRatioSeparately`) and
+of the cluster for what they do not, divided by their weight (YARN's use-to-weight ratio). Ties by
+name.
 """
 
 from __future__ import annotations
@@ -88,14 +90,20 @@ class Queue:
 
 
 def fair_key(queue: Queue, capacity: Resources) -> tuple[Any, ...]:
-    """How a parent ranks this child: below-guarantee first, then shares largest first, then name."""
+    """How a parent ranks this child: below-guarantee first, then shares largest first, then name.
+
+    Above its guarantee a child keeps being measured against it (YuniKorn's fair queue sort compares
+    `used / guaranteed` whether below or above, `CompUsageRatioSeparately`), so siblings share what
+    is left over in proportion to their guarantees; a resource the child does not guarantee counts
+    as `used / cluster capacity`. Both divided by the weight."""
     guaranteed = queue.settings.guaranteed
     shares = [queue.used.get(name) / amount for name, amount in guaranteed.items() if amount > 0]
     if shares and max(shares) < 1.0 - EPSILON:
         return (0, tuple(sorted(shares, reverse=True)), queue.name)
     weight = queue.settings.weight
-    cluster = [queue.used.get(name) / total / weight for name, total in capacity.items() if total > 0]
-    return (1, tuple(sorted(cluster, reverse=True)), queue.name)
+    over = [queue.used.get(name) / (guaranteed.get(name) or total) / weight for name, total in capacity.items()
+            if total > 0 or guaranteed.get(name) > 0]
+    return (1, tuple(sorted(over, reverse=True)), queue.name)
 
 
 class QueueTree:

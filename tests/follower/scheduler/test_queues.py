@@ -47,6 +47,25 @@ def test_children_above_guarantee_compare_weighted_shares_of_the_cluster_and_tie
     assert ranked(light, heavy, twin) == ["a-twin", "heavy", "light"]
 
 
+def test_children_above_guarantee_keep_being_measured_against_it() -> None:
+    """YuniKorn's fair queue sort (`CompUsageRatioSeparately`): used / guaranteed, above the guarantee too."""
+    small = leaf("small", {"memory": 120.0}, {"memory": 100.0})  # 1.2 of its guarantee (0.12 of the cluster)
+    big = leaf("big", {"memory": 330.0}, {"memory": 300.0})      # 1.1 of its guarantee (0.33 of the cluster)
+    assert ranked(small, big) == ["big", "small"]
+
+
+def test_what_is_left_over_guarantees_goes_in_proportion_to_them_as_the_real_core_shares_it() -> None:
+    """Two siblings guaranteed 1 and 3 of 8 slots, both asking for all 8: 2 and 6, as yunikorn-core 1.4.0 and
+    1.9.0 share it (tests/peers/yunikorn/test_shim.py), not 4 and 4."""
+    config = {**TWO, "queues": {"x": {"guaranteed": {"memory": 1024, "vcores": 1}},
+                                "y": {"guaranteed": {"memory": 3072, "vcores": 3}}}}
+    scheduler = cluster(config, nodes=1)
+    app(scheduler, "in-x", 0.0, queue="x", count=8)
+    app(scheduler, "in-y", 0.0, queue="y", count=8)
+    got = served(scheduler, 1.0)
+    assert (got.count("in-x"), got.count("in-y")) == (2, 6)
+
+
 def test_scheduling_brings_queues_up_to_their_guarantees_before_sharing_the_rest() -> None:
     config = {**TWO, "queues": {"prod": {"guaranteed": {"memory": 6144, "vcores": 6}}, "adhoc": {}}}
     scheduler = cluster(config, nodes=1)

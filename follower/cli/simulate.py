@@ -168,6 +168,12 @@ def refuse_to_overwrite(out: Path, force: bool) -> None:
         raise RayonError(f"{out / 'report.md'} exists", hint="pass --force to overwrite it, or choose another --out")
 
 
+# The quick grid: the reservation study on one synthetic and one real scenario at one slack factor, without the
+# MILP (minutes per run on the traces), and the fairness study on one small scenario.
+QUICK = {"reservations": "synthetic_mix,alibaba_2days", "agents": "none,static,gree,gree-l", "slacks": "3",
+         "fairness": "uwfq_power_small"}
+
+
 @click.command("evaluate", cls=RayonCommand)
 @click.option("--out", type=click.Path(file_okay=False), default="evaluation", show_default=True,
               help="Folder for report.md and its figures.")
@@ -183,8 +189,11 @@ def refuse_to_overwrite(out: Path, force: bool) -> None:
               help="Scenarios of the fairness study (empty: skip).")
 @click.option("--policies", default=",".join(POLICIES), show_default=True, help="Policies compared.")
 @click.option("--workers", type=click.IntRange(min=1), help="Simulations at once (default: the CPU count).")
-def evaluate_command(out: str, force: bool, scenarios_dir: str | None, reservations: str, agents: str, slacks: str,
-                     fairness: str, policies: str, workers: int | None) -> None:
+@click.option("--quick", is_flag=True, help="A small grid in a few minutes (options given still win): "
+              f"{', '.join(f'--{k} {v}' for k, v in QUICK.items())}.")
+@click.pass_context
+def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,
+                     agents: str, slacks: str, fairness: str, policies: str, workers: int | None, quick: bool) -> None:
     """Run the comparison grids and write a Markdown report with tables and figures.
 
     Every scenario is loaded before the first simulation; any that does not load is named and
@@ -193,10 +202,17 @@ def evaluate_command(out: str, force: bool, scenarios_dir: str | None, reservati
     \b
     Examples:
       rayon evaluate                                   # the default grid, into evaluation/
-      rayon evaluate --out docs/evaluation --force     # regenerate the committed report
+      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (an hour or more)
+      rayon evaluate --quick --out /tmp/report         # a few minutes: the point, not the whole grid
       rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report
       rayon evaluate --scenarios ~/rayon/examples/scenarios   # an installed rayon, the repository's scenarios
     """
+    if quick:  # the quick grid's values, for every grid option left at its default
+        given = {name: value for name, value in QUICK.items()
+                 if ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT}
+        reservations = given.get("reservations", reservations)
+        agents, slacks = given.get("agents", agents), given.get("slacks", slacks)
+        fairness = given.get("fairness", fairness)
     folder = scenarios_folder(scenarios_dir)
     try:
         grid = Grid(reservations=_scenario_paths(reservations, folder), agents=_names(agents, "agent", agent_names()),

@@ -134,3 +134,14 @@ def test_without_the_examples_folder_names_say_where_to_point(tmp_path: Path, mo
     assert result.exit_code == 2
     assert f"no scenarios folder: {tmp_path / 'absent'} does not exist" in result.stderr
     assert "--scenarios DIR" in result.stderr
+
+
+def test_quick_takes_the_small_grid_for_what_is_not_given(small: str, tmp_path: Path) -> None:
+    out = tmp_path / "q"
+    result = CliRunner().invoke(main, ["evaluate", "--quick", "--scenarios", str(Path(small).parent), "--reservations",
+                                       "small", "--fairness", "", "--workers", "1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "4 simulations" in result.stderr  # the quick agents at the quick slack, on the scenario given
+    text = (out / "report.md").read_text()
+    assert all(f"| small | 3 | {agent} |" in text for agent in ("none", "static", "gree", "gree-l"))
+    assert "milp" not in text and "| small | 1.5 |" not in text

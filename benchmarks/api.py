@@ -161,6 +161,14 @@ def main() -> None:
             drive(server.url, users, list_pages).report("list", " (pages of 100 of the user's own)")
 
 
+WRK_LATENCY = """
+-- every run prints its figures on one line, for run_wrk
+function done(summary, latency, requests)
+  io.write(string.format("WRK %d %d %f %f %d\\n", summary.requests, summary.duration, latency:percentile(50),
+                         latency:percentile(99), summary.errors.status))
+end
+"""
+
 WRK_SCRIPT = """
 local made = 0
 function setup(thread) thread:set("id", made); made = made + 1 end
@@ -178,17 +186,7 @@ function request()
   next_line = next_line % #lines + 1
   return wrk.format("POST", wrk.path, nil, lines[next_line])
 end
-function done(summary, latency, requests)
-  io.write(string.format("WRK %d %d %f %f %d\\n", summary.requests, summary.duration, latency:percentile(50),
-                         latency:percentile(99), summary.errors.status))
-end
-"""
-WRK_LATENCY = """
-function done(summary, latency, requests)
-  io.write(string.format("WRK %d %d %f %f %d\\n", summary.requests, summary.duration, latency:percentile(50),
-                         latency:percentile(99), summary.errors.status))
-end
-"""
+""" + WRK_LATENCY
 
 
 def run_wrk(url: str, seconds: float, connections: int, script: Path, *args: str) -> str:

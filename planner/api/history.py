@@ -10,13 +10,10 @@ from pydantic import BaseModel, Field
 
 from planner.api.auth import Principal
 from planner.api.context import Service, caller, service
-from planner.api.errors import ApiError
 from planner.api.models import RecordOut
-from planner.api.native import ERRORS, MAX_INT, MAX_PAGE, record_json
-from planner.store.facade import STATES
+from planner.api.native import ERRORS, MAX_INT, MAX_PAGE, listed_user, record_json
 from planner.store.rendering import allocation_json
 from rdl import units
-from rdl.errors import did_you_mean
 
 router = APIRouter(prefix="/v1")
 
@@ -43,14 +40,9 @@ def history(request: Request, name: str | None = None, user: str | None = None, 
             who: Principal = Depends(caller), svc: Service = Depends(service)) -> JSONResponse:
     """Reservations that expired, were cancelled, rejected or dropped a horizon ago, kept for the store's
     retention; the latest moved first, a page at a time; users see their own only."""
-    if user is not None and not who.may_act_for(user):
-        raise ApiError(403, "forbidden", f"you are `{who.user}`: only admins read another user's history")
-    if state is not None and state not in STATES:
-        raise ApiError(422, "input", f"unknown state `{state}`; choose one of {', '.join(STATES)}",
-                       did_you_mean(state, STATES))
+    whose = listed_user(who, user, state, "read another user's history")
     view = svc.view()
-    found, total = svc.store.history(name=name, user=user if who.admin else who.user, state=state, offset=offset,
-                                     limit=limit)
+    found, total = svc.store.history(name=name, user=whose, state=state, offset=offset, limit=limit)
     following = offset + len(found)
     items: list[dict[str, AnyType]] = [
         {**record_json(a.record, view.instants, with_rdl=True), "archived": units.format_instant(a.archived),

@@ -155,6 +155,18 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
     return answer(decision, view.instants, dry_run, 201 if created else 200)
 
 
+def listed_user(who: Principal, user: str | None, state: str | None, doing: str) -> str | None:
+    """Whose reservations a listing shows (the caller's own, unless an admin: None, everyone's, or `user`), once
+    `user` and `state` are checked: 403 for another user's unless an admin (`doing` says what was asked), 422 for
+    an unknown state."""
+    if user is not None and not who.may_act_for(user):
+        raise ApiError(403, "forbidden", f"you are `{who.user}`: only admins {doing}")
+    if state is not None and state not in STATES:
+        raise ApiError(422, "input", f"unknown state `{state}`; choose one of {', '.join(STATES)}",
+                       did_you_mean(state, STATES))
+    return user if who.admin else who.user
+
+
 def record_json(record: Record, instants: Instants, with_rdl: bool = False,
                 holdings: dict[str, Holding] | None = None) -> dict[str, AnyType]:
     """A stored reservation: its decision record as it stands (given `holdings`, what its leases add up to)."""
@@ -196,13 +208,9 @@ def list_reservations(request: Request, user: str | None = None, state: str | No
     summed up as `holds` (first start, last end, how many), as YARN lists without
     `include-resource-allocations`: a malleable reservation holds hundreds of leases.
     """
-    if user is not None and not who.may_act_for(user):
-        raise ApiError(403, "forbidden", f"you are `{who.user}`: only admins list another user's reservations")
-    if state is not None and state not in STATES:
-        raise ApiError(422, "input", f"unknown state `{state}`; choose one of {', '.join(STATES)}",
-                       did_you_mean(state, STATES))
+    whose = listed_user(who, user, state, "list another user's reservations")
     view = svc.view()
-    found = svc.store.page(view.cluster, user=user if who.admin else who.user, state=state,
+    found = svc.store.page(view.cluster, user=whose, state=state,
                            start=instant(start, "from"), end=instant(end, "to"), offset=offset, limit=limit,
                            with_leases=allocations)
     following = offset + len(found.records)

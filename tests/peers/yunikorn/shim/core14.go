@@ -8,8 +8,8 @@ import (
 	"time"
 	_ "unsafe" // go:linkname
 
-	"github.com/apache/yunikorn-core/pkg/entrypoint"
 	"github.com/apache/yunikorn-core/pkg/scheduler"
+	"github.com/apache/yunikorn-core/pkg/scheduler/objects"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
 
@@ -66,29 +66,5 @@ func rejectedAsks(response *si.AllocationResponse) [][3]string {
 func allocationID(alloc *si.Allocation) string        { return alloc.UUID }
 func releasedID(release *si.AllocationRelease) string { return release.UUID }
 
-type view struct {
-	context   *entrypoint.ServiceContext
-	partition string
-}
-
-func (v view) hasNode(id string) bool {
-	return v.context.Scheduler.GetClusterContext().GetNode(id, v.partition) != nil
-}
-
-func (v view) hasAsk(app, key string) bool {
-	a := v.context.Scheduler.GetClusterContext().GetApplication(app, v.partition)
-	return a == nil || a.GetAllocationAsk(key) != nil
-}
-
-func (v view) holds(app, id string) bool {
-	a := v.context.Scheduler.GetClusterContext().GetApplication(app, v.partition)
-	if a == nil {
-		return false
-	}
-	for _, alloc := range a.GetAllAllocations() {
-		if alloc.GetUUID() == id {
-			return true
-		}
-	}
-	return false
-}
+// heldID names an allocation the core holds as the shim names it.
+func heldID(alloc *objects.Allocation) string { return alloc.GetUUID() }

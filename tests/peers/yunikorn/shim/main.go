@@ -419,3 +419,31 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// view reads what the core holds now, in one partition.
+type view struct {
+	context   *entrypoint.ServiceContext
+	partition string
+}
+
+func (v view) hasNode(id string) bool {
+	return v.context.Scheduler.GetClusterContext().GetNode(id, v.partition) != nil
+}
+
+func (v view) hasAsk(app, key string) bool {
+	a := v.context.Scheduler.GetClusterContext().GetApplication(app, v.partition)
+	return a == nil || a.GetAllocationAsk(key) != nil
+}
+
+func (v view) holds(app, id string) bool {
+	a := v.context.Scheduler.GetClusterContext().GetApplication(app, v.partition)
+	if a == nil {
+		return false
+	}
+	for _, alloc := range a.GetAllAllocations() {
+		if heldID(alloc) == id {
+			return true
+		}
+	}
+	return false
+}

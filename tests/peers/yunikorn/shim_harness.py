@@ -15,11 +15,7 @@ the shim.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -34,10 +30,9 @@ from follower.follow.follower import Follower
 from follower.follow.rounds import Round
 from follower.scheduler import Scheduler
 from follower.scheduler.applications import AppState
-from tests.peers.yunikorn.validator import GO_ENV, PeerUnavailable
+from tests.peers.yunikorn.validator import go_build
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
-TARGET = SHIM_DIR / "target"
 # yunikorn-core release -> its module file and build tag: 1.4.0 is the oldest the proxy serves and still has stateaware,
 # 1.9.0 the newest (since 1.6 an ask is an si.Allocation: core19.go)
 MODULE_FILES = {"1.4.0": ("go.mod", None), "1.9.0": ("core-1.9.0.mod", "core19")}
@@ -128,27 +123,9 @@ class Trace:
 
 def build(version: str = CORE) -> Path:
     """The shim built against yunikorn-core `version` (once per change of its sources)."""
-    if shutil.which("go") is None:
-        raise PeerUnavailable("go not found on PATH")
     module, tag = MODULE_FILES[version]
-    digest = hashlib.sha256()
-    for path in [*sorted(SHIM_DIR.glob("*.go")), SHIM_DIR / module, SHIM_DIR / (module.removesuffix(".mod") + ".sum")]:
-        digest.update(path.read_bytes())
-    binary = TARGET / f"shim-{version}-{digest.hexdigest()[:12]}"
-    TARGET.mkdir(exist_ok=True)
-    with open(TARGET / ".lock", "w") as lock:  # several test processes build it once
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not binary.exists():
-            command = ["go", "build", "-o", str(binary), "."]
-            if module != "go.mod":
-                command[2:2] = [f"-modfile={module}"]
-            if tag is not None:
-                command[2:2] = ["-tags", tag]
-            done = subprocess.run(command, cwd=SHIM_DIR, capture_output=True, text=True,
-                                  env={**os.environ, **GO_ENV}, timeout=900)
-            if done.returncode != 0:
-                raise PeerUnavailable(f"building the YuniKorn {version} shim failed: {done.stderr.strip()[-600:]}")
-    return binary
+    sources = tuple(path.name for path in sorted(SHIM_DIR.glob("*.go")))
+    return go_build(SHIM_DIR, "shim", version, sources, tag, module)
 
 
 def core_scenario(scenario: Scenario) -> dict[str, Any]:

@@ -46,12 +46,14 @@ def build(version: str) -> Path:
     return go_build(VALIDATE_DIR, "validator", version, ("main.go",))
 
 
-def go_build(folder: Path, what: str, version: str, sources: tuple[str, ...], tag: str | None = None) -> Path:
-    """A Go peer in `folder` built against yunikorn-core `version` with its module file (and build `tag`), once per
-    change of `sources` and the module files, under `folder/target/`; PeerUnavailable when it cannot be built."""
+def go_build(folder: Path, what: str, version: str, sources: tuple[str, ...], tag: str | None = None,
+             module: str | None = None) -> Path:
+    """A Go peer in `folder` built against yunikorn-core `version` with its module file (`module`, default the one
+    MODULE_FILES names) and build `tag`, once per change of `sources` and the module files, under
+    `folder/target/`; PeerUnavailable when it cannot be built."""
     if shutil.which("go") is None:
         raise PeerUnavailable("go not found on PATH")
-    module = MODULE_FILES[version]
+    module = module or MODULE_FILES[version]
     digest = hashlib.sha256()
     for name in (*sources, module, module.removesuffix(".mod") + ".sum"):
         digest.update((folder / name).read_bytes())

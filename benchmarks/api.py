@@ -1,7 +1,7 @@
 """Submissions and listings per second through the HTTP API (`rayon serve` on loopback, SQLite), under load.
 
     python benchmarks/api.py [--threads 8] [--count 500] [--lists 100] [--seed 11] [--no-explain] [--week] [--verbose]
-    python benchmarks/api.py --wrk 10 [--threads 8] [--count 3000] [--no-explain]
+    python benchmarks/api.py --wrk 10 [--threads 8] [--count 3000] [--no-explain] [--workers 2]
 
 Starts `rayon serve` on a fresh SQLite plan and drives it from client threads in this
 process, each thread with its own user's token: first every thread submits `--count` reservations
@@ -19,11 +19,15 @@ With `--wrk SECONDS` the load comes from wrk (Debian's `wrk`, C, not itself the 
 Python threads: first its ceiling, the server's empty `GET /v1/health` with the same `--threads`
 connections, then submissions of the same load (each connection its own slice of it) for SECONDS each,
 so that the ratio of the two shows what deciding and committing cost beside serving a request at all.
+Each phase also prints the CPU time the server's processes spent per request (from Linux /proc): the cost,
+which other load on the machine does not blur as it blurs the rate. `--workers N` starts `rayon serve
+--workers N` (N processes on one port and one store).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import shutil
@@ -117,6 +121,7 @@ def main() -> None:
     parser.add_argument("--week", action="store_true", help="admission.py's heavier mix on a one-week plan")
     parser.add_argument("--verbose", action="store_true", help="print every answer other than 2xx")
     parser.add_argument("--wrk", type=float, metavar="SECONDS", help="drive the server with wrk for SECONDS per phase")
+    parser.add_argument("--workers", type=int, default=1, help="with --wrk: the server's worker processes")
     args = parser.parse_args()
     if args.wrk:
         with_wrk(args)
@@ -189,15 +194,56 @@ end
 """ + WRK_LATENCY
 
 
-def run_wrk(url: str, seconds: float, connections: int, script: Path, *args: str) -> str:
-    """One wrk run (two threads: the machine's cores) with a script; its figures as one printable line."""
+def settle(url: str, workers: int) -> None:
+    """Wait for the server to answer (its workers start after the parent listens), and a second more for the
+    other workers to be up as well."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/v1/health", timeout=5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    time.sleep(1 if workers > 1 else 0)
+
+
+def family(pid: int) -> list[int]:
+    """The process and its children (a server's worker processes), by their parent ids in Linux /proc."""
+    found = [pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float | None:
+    """User and system CPU time the processes have used so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = [Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() for pid in pids]
+    except OSError:
+        return None
+    return sum(int(f[11]) + int(f[12]) for f in fields) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14, 15
+
+
+def run_wrk(url: str, seconds: float, connections: int, script: Path, *args: str, pids: list[int]) -> str:
+    """One wrk run (two threads: the machine's cores) with a script; its figures as one printable line, with the CPU
+    time the server's processes (`pids`) spent per request: the cost that other load on the machine does not blur."""
     command = ["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds:g}s", "-s", str(script),
                url, *(["--", *args] if args else [])]
+    before = cpu_seconds(pids)
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    after = cpu_seconds(pids)
     line = next(part for part in out.splitlines() if part.startswith("WRK "))
     requests, micros, p50, p99, non_2xx = (float(x) for x in line.split()[1:])
+    spent = None if before is None or after is None else (after - before) * 1e3 / requests
+    cpu = "" if spent is None else f"   server CPU {spent:5.2f} ms/request"
     return (f"{requests / (micros / 1e6):8,.0f} requests/s   p50 {p50 / 1000:6.2f} ms   p99 {p99 / 1000:6.2f} ms   "
-            f"{requests:,.0f} requests in {micros / 1e6:.1f} s{f', {non_2xx:,.0f} not 2xx' if non_2xx else ''}")
+            f"{requests:,.0f} requests in {micros / 1e6:.1f} s{f', {non_2xx:,.0f} not 2xx' if non_2xx else ''}{cpu}")
 
 
 def with_wrk(args: argparse.Namespace) -> None:
@@ -216,14 +262,17 @@ def with_wrk(args: argparse.Namespace) -> None:
         (folder / "submit.lua").write_text(WRK_SCRIPT)
         (folder / "latency.lua").write_text(WRK_LATENCY)
         total = sum(len(share) for share in load.shares)
-        print(f"wrk, {args.threads} connections, {args.wrk:g} s per phase; SQLite on loopback, explain "
+        print(f"wrk, {args.threads} connections, {args.wrk:g} s per phase; {args.workers} server process"
+              f"{'es' if args.workers > 1 else ''}, SQLite on loopback, explain "
               f"{'off' if args.no_explain else 'on'}; {total:,} reservations of the concurrency test load ready")
-        with running(state, token_file, tokens) as server:
-            print(f"  ceiling  {run_wrk(server.url + '/v1/health', args.wrk, args.threads, folder / 'latency.lua')}"
-                  "   (GET /v1/health: serving a request at all)")
+        with running(state, token_file, tokens, "--workers", str(args.workers)) as server:
+            settle(server.url, args.workers)
+            pids = family(server.process.pid)
+            ceiling = run_wrk(server.url + "/v1/health", args.wrk, args.threads, folder / "latency.lua", pids=pids)
+            print(f"  ceiling  {ceiling}   (GET /v1/health: serving a request at all)")
             path = "/v1/reservations" + ("?explain=false" if args.no_explain else "")
             figures = run_wrk(server.url + path, args.wrk, args.threads, folder / "submit.lua", str(lines),
-                              str(args.threads), tokens["bench"])
+                              str(args.threads), tokens["bench"], pids=pids)
             print(f"  submit   {figures}")
             scraped = httpx.get(server.url + "/metrics").text
             batches = {name: float(value) for name, value in re.findall(r"^rayon_store_batch_size_(sum|count) (\S+)$",

@@ -6,6 +6,7 @@ is put together here: `GET /v1/queues` always, and the YuniKorn `queues.yaml` ke
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any as AnyType
 
 import click
@@ -13,6 +14,7 @@ import click
 from follower.follow import configmap
 from follower.follow.service import FollowTo, QueuePublisher
 from planner.cli import serve as planner_serve
+from planner.store.facade import Store
 from rdl.cli import ParsedParam, RayonCommand
 
 FOLLOW_TO = click.Option(["--follow-to", "follow_to"], type=ParsedParam("target", FollowTo.parse, FollowTo),
@@ -29,9 +31,15 @@ def _serve(ctx: click.Context, config_path: str | None, **_: AnyType) -> None:
     given = planner_serve.options(ctx, config_path)
     target = given.extra.get("follow_to")
     assert target is None or isinstance(target, FollowTo)
-    # Credentials are looked for now: a server that could never write its ConfigMap does not start.
+    if target is not None and target.configmap:
+        configmap.connect(target.configmap)  # credentials are looked for now: a server that could never write
+    planner_serve.run(given, partial(publishers, target))  # its ConfigMap does not start
+
+
+def publishers(target: FollowTo | None, store: Store) -> list[QueuePublisher]:
+    """The follower's queues over the store, published to `target` (each worker process connects its own)."""
     applier = configmap.connect(target.configmap) if target is not None and target.configmap else None
-    planner_serve.run(given, lambda store: [QueuePublisher(store, target, applier=applier)])
+    return [QueuePublisher(store, target, applier=applier)]
 
 
 serve = RayonCommand("serve", params=[*planner_serve.serve.params, FOLLOW_TO], callback=_serve,

@@ -138,6 +138,13 @@ class WallClock:
             log.warning("clock: the plan could not be advanced (%s)", exc)
 
     def _work(self) -> None:
+        """The work after a tick (the follower's round, scheduled replans): the keeper's alone, as the clock is."""
+        try:
+            if not self.keeping():
+                return
+        except (StoreError, OSError) as exc:
+            log.warning("clock: cannot tell whether this server keeps the clock (%s)", exc)
+            return
         for work in self._on_tick:
             try:
                 work()

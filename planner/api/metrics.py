@@ -2,16 +2,19 @@
 
 Built on prometheus-client: one registry per app. What a request or the store does is counted as it
 happens (decisions, admission and commit latencies); what the plan holds is read from the store when
-Prometheus scrapes (`PlanCollector`), so the gauges are as fresh as the scrape. Per process: several
+Prometheus scrapes (`PlanCollector`), so the gauges are as fresh as the scrape. Per server: several
 servers on one PostgreSQL plan each count their own decisions and latencies (sum them in Prometheus),
-while their plan gauges all describe the one plan. No token is needed, as for /v1/ready: the metrics
-name no reservation and no user.
+while their plan gauges all describe the one plan. The worker processes of one `rayon serve --workers N`
+are one server: they count into prometheus-client's shared files (its multiprocess mode, switched on by
+`PROMETHEUS_MULTIPROC_DIR`, which the parent sets), and any of them answers a scrape with the sums. No
+token is needed, as for /v1/ready: the metrics name no reservation and no user.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -29,6 +32,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from planner.api.jobs import ENDED, Jobs
@@ -47,6 +51,7 @@ COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 DIALECTS = ("native", "yarn")
 TEXT = "text/plain"
 OPENMETRICS = "application/openmetrics-text"
+SHARED_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client's switch to its multiprocess mode, and where it counts
 
 
 class Metrics:
@@ -82,13 +87,18 @@ class Metrics:
             self.series.labels(outcome)
         self.advances = Counter("rayon_clock_advances", "Times this server moved the plan's clock on.",
                                 registry=self.registry)
-        for standard in (ProcessCollector, PlatformCollector, GCCollector):
-            standard(registry=self.registry)
+        self.scraped = self.registry  # what a scrape reads
+        if os.environ.get(SHARED_DIR):  # one of several worker processes: a scrape sums them all
+            self.scraped = CollectorRegistry()
+            MultiProcessCollector(self.scraped)
+        else:  # the process's own figures describe the whole server only when it is the only process
+            for standard in (ProcessCollector, PlatformCollector, GCCollector):
+                standard(registry=self.registry)
 
     def watch(self, store: Store, jobs: Jobs) -> None:
         """Report the plan in this store and these jobs at every scrape, and time the store's commits."""
-        self.registry.register(PlanCollector(store))
-        self.registry.register(JobCollector(jobs))
+        self.scraped.register(PlanCollector(store))
+        self.scraped.register(JobCollector(jobs))
         store.time_commits(self.commits.observe)
         store.count_batches(self.batches.observe)
 
@@ -114,7 +124,7 @@ class Metrics:
     def exposition(self, accept: str | None) -> tuple[bytes, str]:
         """Every metric, in the format the scraper accepts (Prometheus text unless it asks for OpenMetrics)."""
         encode, content_type = choose_encoder(accept or "")
-        return encode(self.registry), content_type
+        return encode(self.scraped), content_type
 
 
 class PlanCollector(Collector):

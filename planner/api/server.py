@@ -3,20 +3,29 @@
 On SIGTERM (or SIGINT) the server stops accepting connections, lets the requests in flight finish
 (for up to GRACE_SECONDS), then cancels a replan still running (its worker's process group is ended;
 the plan stays as it was: a replan commits whole or not at all) and closes the store.
+
+With several worker processes (`rayon serve --workers N`, `run_workers`) uvicorn's own supervisor runs
+them on the one listening socket: it restarts a worker that dies, and on SIGTERM passes the signal on
+to each (each ends as above) and returns once all have ended.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import signal
 import socket
+import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.supervisors import Multiprocess
 
 from planner.api.context import Service
+from planner.api.metrics import SHARED_DIR
 
 GRACE_SECONDS = 10  # for the requests in flight at a SIGTERM to finish; a decision takes milliseconds
 
@@ -53,3 +62,20 @@ def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
     finally:
         service: Service = app.state.service
         service.close()  # done already by the app's shutdown, unless a second Ctrl-C cut it short
+
+
+def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int) -> None:
+    """Serve the app `factory` builds in each of `count` worker processes, all on the listening socket, until a
+    signal ends them; returns once every worker has ended.
+
+    `factory` must pickle (the workers are fresh interpreters); each worker builds its own app over the one
+    plan store. Their metrics are counted in files of a folder made here and removed at the end."""
+    shared = tempfile.mkdtemp(prefix="rayon-metrics-")
+    os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
+    try:
+        config = uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
+                                access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        os.environ.pop(SHARED_DIR, None)
+        shutil.rmtree(shared, ignore_errors=True)

@@ -37,9 +37,12 @@ from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
 from rdl.source import read_text
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from planner.api.extension import Extension
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+MAX_WORKERS = 64
 PATHS = ("state", "tokens")  # configuration keys whose relative paths count from the configuration file's folder
 NULL = "tag:yaml.org,2002:null"
 log = logging.getLogger("rayon.serve")
@@ -114,6 +117,7 @@ class Options:
     clock: ClockMode
     replan_every: float | None
     replan_time_limit: float
+    workers: int = 1
     extra: Mapping[str, object] = field(default_factory=dict)  # options a command built on this one adds
 
 
@@ -208,6 +212,9 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
               "the jobs show in GET /v1/jobs.")
 @click.option("--replan-time-limit", type=click.FloatRange(0.5, MAX_TIME_LIMIT), default=DEFAULT_REPLAN_LIMIT,
               show_default=True, help="Seconds each scheduled replan's solver may take.")
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=1, show_default=True,
+              help="Worker processes serving the one plan on the one port, for more requests per second on "
+              "several cores; one of them keeps the clock.")
 @click.pass_context
 def serve(ctx: click.Context, config_path: str | None, **_: object) -> None:  # the options: `options(ctx)`
     """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
@@ -219,17 +226,19 @@ def serve(ctx: click.Context, config_path: str | None, **_: object) -> None:  # 
     run(options(ctx, config_path))
 
 
-def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = lambda _store: ()) -> None:
+def no_extensions(_store: Store) -> Sequence[Extension]:
+    """Nothing added above the API."""
+    return ()
+
+
+def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_extensions) -> None:
     """Serve with these options until SIGTERM; `extensions` (given the store) add what layers above the API
-    serve too (the follower's queues: follower/cli/serve.py)."""
+    serve too (the follower's queues: follower/cli/serve.py). With several workers `extensions` must pickle."""
     from planner.api import server
-    from planner.api.app import create_app
 
     tokens = load_tokens(given.tokens_path)
     store = open_store(given.state_path)
-    app = create_app(given.state_path, tokens, max_body=given.max_body, store=store, clock=given.clock,
-                     extensions=extensions(store), replan_every=given.replan_every,
-                     replan_time_limit=given.replan_time_limit)
+    app = None if given.workers > 1 else build_app(given, extensions, tokens, store)
     sock = bind(given.host, given.port)
     where = sock.getsockname()
     url_host = f"[{where[0]}]" if ":" in where[0] else where[0]
@@ -240,10 +249,31 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = lam
     clock = given.clock
     moving = {"manual": "moves only with `rayon advance`", "wall": "follows the wall clock",
               "fast": f"runs {clock.rate:g} times faster than real time"}[clock.kind]
-    log.info("rayon serve: plan store %s; plan clock %s (%s); %s; listening on http://%s:%d", store.where,
-             units.format_instant(store.now()), moving, tokens_for(tokens), url_host, where[1])
+    processes = f"{given.workers} worker processes; " if app is None else ""
+    log.info("rayon serve: plan store %s; plan clock %s (%s); %s; %slistening on http://%s:%d", store.where,
+             units.format_instant(store.now()), moving, tokens_for(tokens), processes, url_host, where[1])
+    if app is None:
+        store.close()  # each worker opens its own
+        server.run_workers(partial(worker_app, given, extensions), sock, given.log_level, given.workers)
+        return  # SIGHUP: the supervisor replaces the workers one by one, and the new ones read the token file
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
     server.run(app, sock, given.log_level)
+
+
+def build_app(given: Options, extensions: Callable[[Store], Sequence[Extension]], tokens: TokenRegistry,
+              store: Store) -> FastAPI:
+    """The app these options serve, over this store, answering these tokens."""
+    from planner.api.app import create_app
+
+    return create_app(given.state_path, tokens, max_body=given.max_body, store=store, clock=given.clock,
+                      extensions=extensions(store), replan_every=given.replan_every,
+                      replan_time_limit=given.replan_time_limit)
+
+
+def worker_app(given: Options, extensions: Callable[[Store], Sequence[Extension]]) -> FastAPI:
+    """One worker process's app (`--workers`): its own logging, tokens and store, as the parent checked them."""
+    logs.configure(given.log_format, given.log_level, given.access_log)
+    return build_app(given, extensions, load_tokens(given.tokens_path), open_store(given.state_path))
 
 
 @click.command("token", cls=RayonCommand)

@@ -11,7 +11,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from planner.store import migrate, schema
+from planner.store import keeper, migrate, schema
 from planner.store.errors import StoreError
 
 DEFAULT_STATE = Path("~/.local/state/rayon/plan.db")
@@ -36,6 +36,7 @@ class Database:
         self.ready = False  # the tables are known to exist: sessions stop looking for them
         self.on_commit: Callable[[float], None] | None = None  # told each write's commit time (Store.time_commits)
         self._keeper: Connection | None = None  # PostgreSQL: the session holding the keeper's advisory lock
+        self._file_keeper: keeper.FileKeeper | None = None  # SQLite: the lock file beside the store
 
     @classmethod
     def open(cls, target: str | Path, create: bool = True) -> Database:
@@ -52,10 +53,12 @@ class Database:
         """Whether this process keeps the plan's clock (one process per plan does, chosen by the database).
 
         PostgreSQL: whoever holds a session-level advisory lock on its own connection; when that process dies its
-        connection closes and the lock is free for the next one that asks. SQLite: a plan served from one file has
-        one server, which keeps it."""
+        connection closes and the lock is free for the next one that asks. SQLite: whoever holds the lock on the
+        file beside the store (`keeper.py`), freed the same way when its process dies (`rayon serve --workers`)."""
         if self.engine.dialect.name != "postgresql":
-            return True
+            if self._file_keeper is None:
+                self._file_keeper = keeper.FileKeeper.beside(self.engine.url.database)
+            return self._file_keeper.holds()
         try:
             if self._keeper is not None:
                 self._keeper.execute(sa.text("SELECT 1"))  # still connected: still held
@@ -74,10 +77,12 @@ class Database:
 
     def release(self) -> None:
         """Give up keeping the plan's clock (closing the session frees the lock)."""
-        keeper, self._keeper = self._keeper, None
-        if keeper is not None:
+        held, self._keeper = self._keeper, None
+        if held is not None:
             with contextlib.suppress(sa.exc.DBAPIError):
-                keeper.close()
+                held.close()
+        if self._file_keeper is not None:
+            self._file_keeper.release()
 
     @contextlib.contextmanager
     def transaction(self, write: bool) -> Iterator[Connection]:

@@ -1,0 +1,145 @@
+"""`rayon serve --workers N`: several processes on one port and one SQLite plan, counted as one server, one of
+them keeping the clock; SIGTERM ends them all (Linux: processes and locks are found through /proc)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from planner.store.facade import Store
+from tests.planner.api.support import (
+    Load,
+    Server,
+    descendants,
+    exists,
+    make_tokens,
+    start,
+    stop,
+    stored_violations,
+    submit,
+)
+from tests.planner.support import cluster_text
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds processes through /proc")
+WORKERS = 2
+
+
+def workers_of(server: Server, count: int = WORKERS) -> list[int]:
+    """The server's worker processes, once it has `count` of them (multiprocessing's own helper is no worker)."""
+    deadline = time.monotonic() + 30
+    while len(found := [pid for pid in descendants(server.process.pid) if b"spawn_main" in command(pid)]) < count:
+        assert time.monotonic() < deadline, f"the server started {len(found)} of {count} workers"
+        time.sleep(0.05)
+    return found
+
+
+def command(pid: int) -> bytes:
+    """A process's command line (empty once it has gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def keeper(state: Path, other_than: int | None = None) -> int:
+    """The process holding the keeper's lock on the plan file (from the kernel's table of locks), once one other
+    than `other_than` holds it."""
+    lock, deadline = state.parent / f"{state.name}.keeper", time.monotonic() + 30
+    while True:
+        inode = lock.stat().st_ino if lock.exists() else None
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode) and int(fields[4]) != other_than:
+                return int(fields[4])
+        assert time.monotonic() < deadline, "no worker keeps the clock"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Server, Load]]:
+    """A server of WORKERS processes over a SQLite plan sized for a small concurrent load."""
+    load = Load.make(4, 40)
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(load.cluster, "cluster.yaml")
+    tokens = make_tokens(tmp_path / "tokens.yaml", {f"u{thread}": "user" for thread in range(4)})
+    server = start(state, tmp_path / "tokens.yaml", tokens, "--workers", str(WORKERS))
+    try:
+        yield server, load
+    finally:
+        if server.process.poll() is None:
+            stop(server)
+
+
+def test_worker_processes_share_one_sqlite_plan_without_over_committing_and_count_as_one(
+        served: tuple[Server, Load]) -> None:
+    server, load = served
+    assert len(workers_of(server)) == WORKERS
+    answers: dict[str, bool] = {}
+
+    def run(thread: int) -> None:
+        with server.client(f"u{thread}") as client:
+            for name, text in load.shares[thread]:
+                answer = submit(client, text)
+                assert answer.status_code in (200, 201), answer.text
+                answers[name] = answer.json()["accepted"]
+
+    threads = [threading.Thread(target=run, args=(thread,)) for thread in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 160 and 0 < sum(answers.values()) < 160
+    with Store.open(server.state) as store:
+        assert {r.name for r in store.list(state="accepted")} == {name for name, ok in answers.items() if ok}
+    assert stored_violations(server.state) == []
+    scraped = httpx.get(server.url + "/metrics").text  # whichever worker answers, it sums them all
+    counted = sum(float(value) for value in re.findall(r"^rayon_decisions_total\{[^}]*\} (\S+)$", scraped, re.M))
+    assert counted == 160
+
+
+def test_sigterm_ends_every_worker_and_the_server_exits_0(served: tuple[Server, Load]) -> None:
+    server, _ = served
+    workers_of(server)
+    started = descendants(server.process.pid)  # the workers, and multiprocessing's helper
+    server.process.terminate()
+    assert server.process.wait(timeout=30) == 0
+    deadline = time.monotonic() + 10
+    while any(exists(pid) for pid in started):
+        assert time.monotonic() < deadline, "a process of the server outlived it"
+        time.sleep(0.05)
+
+
+def test_one_worker_keeps_the_clock_and_another_takes_over_when_it_dies(tmp_path: Path) -> None:
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(cluster_text({"vcores": 8}, steps=24 * 60), "cluster.yaml")
+    queues = tmp_path / "queues.yaml"
+    server = start(state, tmp_path / "tokens.yaml", make_tokens(tmp_path / "tokens.yaml"), "--workers",
+                   str(WORKERS), "--clock", "fast:600", "--follow-to", f"yunikorn:{queues}")  # 10 minutes a second
+    try:
+        workers = workers_of(server)
+        holder = keeper(state)
+        time.sleep(2)
+        assert holder in workers and queues.exists()  # the keeper publishes the follower's round too
+        with Store.open(state) as store:
+            moves = [e.decision for e in store.log() if e.action == "advance" and e.reservation is None]
+            assert moves and all(m and m["from"] != m["to"] for m in moves)  # one keeper: no second, idle move
+            before = store.now()
+        os.kill(holder, signal.SIGKILL)
+        keeper(state, other_than=holder)  # the other worker, or the one started in its place
+        time.sleep(2)
+        with Store.open(state) as store:
+            assert store.now() > before + timedelta(minutes=10)
+    finally:
+        if server.process.poll() is None:
+            stop(server)

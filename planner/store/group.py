@@ -20,47 +20,57 @@ Outcome = TypeVar("Outcome")
 
 @dataclass
 class _Slot(Generic[Item, Outcome]):
-    """One caller's item, and its outcome once a batch has run it."""
+    """One caller's item, its outcome once a batch has run it, and the event that wakes its caller: when the
+    outcome is there, or when its turn to lead the next batch has come."""
 
     item: Item
     done: bool = False
     outcome: Outcome | None = None
     error: BaseException | None = None
+    woken: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
 class Batches(Generic[Item, Outcome]):
     """Runs items in batches through `run`, which returns one outcome or exception per item, in order (an
-    exception raised by `run` itself is every item's); `sizes` counts the batches run, by size."""
+    exception raised by `run` itself is every item's); `sizes` counts the batches run, by size.
+
+    Each waiting caller sleeps on its own event and is woken once, with its outcome or to lead: a batch's end
+    wakes its own callers and the next leader, not every caller waiting."""
 
     run: Callable[[Sequence[Item]], Sequence[Outcome | BaseException]]
     sizes: dict[int, int] = field(default_factory=dict)
     on_batch: Callable[[int], None] | None = None  # told each batch's size as it starts
     _waiting: list[_Slot[Item, Outcome]] = field(default_factory=list)
     _leading: bool = False
-    _turn: threading.Condition = field(default_factory=threading.Condition)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, item: Item) -> Outcome:
         """Run `item` in the next batch and return its outcome (or raise its exception)."""
         slot: _Slot[Item, Outcome] = _Slot(item)
-        with self._turn:
+        with self._guard:
             self._waiting.append(slot)
-            while not slot.done:
-                if self._leading:
-                    self._turn.wait()
-                    continue
-                self._leading = True
-                batch, self._waiting = self._waiting, []
-                self._turn.release()
-                try:
-                    self._run(batch)
-                finally:
-                    self._turn.acquire()
-                    self._leading = False
-                    self._turn.notify_all()
+            leads, self._leading = not self._leading, True
+        if not leads:
+            slot.woken.wait()  # a batch ran it, or the batch before it ended and it leads the next one
+        if not slot.done:
+            self._lead()
         if slot.error is not None:
             raise slot.error
         return slot.outcome  # type: ignore[return-value]  # set with done, unless an error was
+
+    def _lead(self) -> None:
+        """Run every item waiting as one batch (the leader's own among them), then hand the lead on."""
+        with self._guard:
+            batch, self._waiting = self._waiting, []
+        try:
+            self._run(batch)
+        finally:
+            with self._guard:
+                if self._waiting:
+                    self._waiting[0].woken.set()  # not done: it leads next
+                else:
+                    self._leading = False
 
     def _run(self, batch: list[_Slot[Item, Outcome]]) -> None:
         """Run one batch and give each slot its outcome; nothing escapes, so every waiting caller is answered."""
@@ -79,3 +89,4 @@ class Batches(Generic[Item, Outcome]):
             else:
                 slot.outcome = outcome
             slot.done = True
+            slot.woken.set()

@@ -1,13 +1,14 @@
 """GREE against GREE-L on malleable production jobs: preemptions, acceptance, SLA attainment, over several seeds.
 
     python benchmarks/malleable.py [--scenario examples/scenarios/synthetic_malleable.yaml] [--seeds 42 1 2 ...]
-                                   [--max-policy plan|strict|unlimited]
+                                   [--max-policy plan|strict|unlimited] [--jobs N] [--rate R] [--production P]
 
 For each seed and agent it prints the headline figures of the run, and two figures that say when
 the agent put the guarantees: the mean delay from a production job's submission to its first lease,
 and how many accepted jobs had finished before their first lease began (running on idle capacity
 lent to their queue), so that their reservation never claimed anything back. `--max-policy` runs
-the scenario with another follower max policy (`strict`: a reservation runs inside its leases only).
+the scenario with another follower max policy (`strict`: a reservation runs inside its leases only);
+`--jobs`, `--rate` and `--production` override those keys of a synthetic workload (a busier cluster).
 """
 
 from __future__ import annotations
@@ -52,8 +53,14 @@ def main() -> None:
     parser.add_argument("--scenario", default=str(ROOT / "examples" / "scenarios" / "synthetic_malleable.yaml"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2, 3, 4, 5, 6, 7])
     parser.add_argument("--max-policy", default=None, help="the follower's max policy (default: the scenario's)")
+    parser.add_argument("--jobs", type=int, default=None, help="synthetic workloads: how many jobs")
+    parser.add_argument("--rate", type=float, default=None, help="synthetic workloads: arrivals per hour")
+    parser.add_argument("--production", type=float, default=None, help="synthetic workloads: production share")
     args = parser.parse_args()
     base = load_scenario(args.scenario)
+    overrides = {key: getattr(args, key) for key in ("jobs", "rate", "production") if getattr(args, key) is not None}
+    if overrides:
+        base = replace(base, workload=replace(base.workload, params=replace(base.workload.params, **overrides)))
     if args.max_policy:
         follower = {**base.follower.data, "max_policy": args.max_policy}
         base = replace(base, follower=Section(follower, None, base.follower.file))

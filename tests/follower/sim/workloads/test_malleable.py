@@ -7,6 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from follower.sim.workloads.deadlines import ProductionRule
+from follower.sim.workloads.google import GoogleParams, read_google
 from follower.sim.workloads.job import NONE, PRODUCTION, Job
 from follower.sim.workloads.malleable import even_tasks, lease_steps, task_atom, window_steps
 from follower.sim.workloads.synthetic import SyntheticParams, generate_synthetic
@@ -15,7 +17,7 @@ from rdl.cluster import NodeGroup
 from rdl.errors import RDLErrors
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Atom, Resources
-from tests.follower.sim.workloads.conftest import START, cluster_of
+from tests.follower.sim.workloads.conftest import START, cluster_of, trace
 
 EXECUTOR = Resources.of({"memory": 4096, "vcores": 2})
 NODES = (NodeGroup("worker", 4, Resources.of({"memory": 65536, "vcores": 32})),)
@@ -128,3 +130,24 @@ def test_the_synthetic_share_of_malleable_jobs_changes_nothing_else() -> None:
     assert all(job.executors and job.driver == NONE and sum(job.tasks) == pytest.approx(job.runtime * job.executors)
                for job in made)
     assert not any(job.malleable for job in rigid.jobs)
+
+
+@pytest.mark.parametrize("name", ["google_wta_homo.csv", "google_wta_hetero.csv"])
+@pytest.mark.parametrize("step", ["1s", "1m"])
+def test_malleable_google_workflows_reserve_their_tasks_and_validate(name: str, step: str) -> None:
+    params = GoogleParams(file=str(trace(name)), time_scale=15.0, malleable=True,
+                          production=ProductionRule(fraction=1.0))
+    workload = read_google(params, seed=1)
+    assert workload.production and all(job.malleable for job in workload.jobs)
+    cluster = cluster_of((NodeGroup("executor", 8, Resources.of({"memory": 4096, "vcores": 4})),), step=step,
+                         horizon="2h")
+    seconds = float(cluster.step)
+    texts = [job.to_rdl(START, cluster.resource_names, seconds) for job in workload.production]
+    reservations = parse_text("\n".join(texts), name)
+    validate(reservations, cluster)
+    assert all(r.body.gang == 1 for r in reservations)  # type: ignore[attr-defined]
+
+
+def test_google_malleable_jobs_have_no_driver() -> None:
+    with pytest.raises(ValueError, match="leave out `driver_memory`"):
+        GoogleParams(malleable=True, driver_memory=1024.0)

@@ -121,7 +121,8 @@ class Job:
         """A malleable job's tasks (see `task_atom`); otherwise one lease for the declared duration: a gang of
         identical containers, or one bundle of them all."""
         if self.malleable:
-            assert self.deadline is not None
+            if self.deadline is None:
+                raise ValueError(f"job `{self.id}` is best effort: a malleable job's leases need its deadline")
             return task_atom(self.tasks, self.executors, _only(self.executor, names), self.declared, self.runtime,
                              window_steps(self.submit, self.deadline, step), step)
         lease = float(math.ceil(self.declared))

@@ -1,5 +1,9 @@
 """Seeded synthetic workloads: a production/best-effort mix, and the UWFQ paper's two micro scenarios.
 
+A share `malleable` of the mix's jobs with executors are malleable (MapReduce-like: no driver,
+each executor's run cut into equal tasks of about `task_length`), drawn from each job's own
+generator so that the other draws stay as they were (docs/workloads.md).
+
 Every generator takes an explicit seed and draws from its own `random.Random(seed)` in a
 fixed order, so the same parameters and seed give the same jobs, byte for byte.
 

@@ -3,6 +3,8 @@ and they are what makes GREE and GREE-L plan (and run) differently."""
 
 from __future__ import annotations
 
+import io
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -14,7 +16,6 @@ from follower.sim.scenario import Scenario, load_scenario, parse_scenario
 from planner.core.check import check_plan
 from planner.core.decision import allocation_json
 from rdl.tree import Atom
-from tests.follower.sim.test_engine import run
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "scenarios"
 MALLEABLE = EXAMPLES / "synthetic_malleable.yaml"
@@ -52,6 +53,13 @@ workload:
 """
 
 
+def events_of(scenario: Scenario) -> list[dict[str, object]]:
+    """The run's event log, one dict per event."""
+    trace = io.StringIO()
+    Simulation(scenario, trace=trace).run()
+    return [json.loads(line) for line in trace.getvalue().splitlines()]
+
+
 def run_time_on(vcores: int) -> float:
     """How long the one job (8 executors × 2 tasks of 1 min) runs on a node of `vcores` one-vcore executors."""
     simulation = Simulation(parse_scenario(ONE_JOB.format(vcores=vcores), "one.yaml"))
@@ -77,7 +85,7 @@ def test_every_task_runs_to_its_end_exactly_once_despite_failures_and_preemption
 
 
 def test_a_malleable_job_holds_no_more_than_its_nodes_and_gives_every_container_back() -> None:
-    _, events = run(parse_scenario(MIX, "mix.yaml"))
+    events = events_of(parse_scenario(MIX, "mix.yaml"))
     held: dict[str, tuple[str, str, dict[str, float]]] = {}
     used: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     gone: list[str] = []
@@ -111,7 +119,7 @@ def test_a_gang_job_stays_a_gang_and_keeps_its_containers_to_the_end() -> None:
         atom = job.to_reservation(scenario.start, ("memory", "vcores"), 60.0).body
         assert isinstance(atom, Atom)
         assert atom.lease == math.ceil(job.declared) and atom.work == atom.gang * atom.lease  # one lease of it all
-    _, events = run(scenario)
+    events = events_of(scenario)
     released = {event["application"] for event in events if event["event"] == "release"}
     assert not released & {job.id for job in rigid}
 

@@ -18,13 +18,15 @@ What happens, in simulated seconds from the scenario's start:
   hand it back (without the pad, a lease placed at the very end of its window would make the job
   miss its deadline by the delay);
 - a job is Spark-like: a driver container first, then its executors. A job whose trace gives
-  per-task times (Google) runs them in order, each idle executor taking the next (a lost
-  executor's task starts over). Otherwise its work is `executors × runtime` executor-seconds
-  done at one unit per running executor (with its driver up), so a job that gets fewer
-  executors runs longer and one that gets all of them takes exactly its `runtime`; a job
-  without executors runs `runtime` on its driver; a lost or preempted container loses no
-  finished work (tasks are short beside containers). A job killed by the follower (its
-  reservation ended and `on_expiry: kill`) ends there, unfinished;
+  per-task times (Google, malleable jobs) runs them in order, each idle executor taking the next
+  (a lost executor's task starts over); a malleable job's reservation holds its tasks' work rather
+  than a gang (`Job.atom`), and it gives back each executor that finds no task left to start.
+  Otherwise its work is `executors × runtime` executor-seconds done at one unit per running
+  executor (with its driver up), so a job that gets fewer executors runs longer and one that
+  gets all of them takes exactly its `runtime`; a job without executors runs `runtime` on its
+  driver; a lost or preempted container loses no finished work (tasks are short beside
+  containers). A job killed by the follower (its reservation ended and `on_expiry: kill`) ends
+  there, unfinished;
 - nodes fail (seeded, `rate` per node per day, or as listed) and come back after `repair`.
 
 Determinism: no wall clock, no globals, one `random.Random(seed)`; events at one instant run in
@@ -206,7 +208,7 @@ class Simulation:
     def _reserve(self, job: Job, record: JobRecord) -> bool:
         """Submit the job's reservation to the planner; True when accepted."""
         reservation = replace(job, declared=job.declared + self.scheduler.config.preemption_delay).to_reservation(
-            self.start, self.resource_names)
+            self.start, self.resource_names, self.step)
         decision = self.planner.reserve(reservation, self._datetime(self.env.now))
         record.reservation = job.id
         record.accepted = decision.accepted
@@ -361,11 +363,29 @@ class Simulation:
             self._at(self.env.now + seconds, partial(self._task_done, run, executor, run.version))
         if not run.pending and not run.running:
             self._maybe_finish(run, run.version)
+        elif not run.pending and run.job.malleable:
+            self._release_idle(run)
+
+    def _release_idle(self, run: RunningJob) -> None:
+        """A malleable job with no task left to start gives back its idle executors and asks for no more."""
+        now = self.env.now
+        idle = sorted(run.executors - run.running.keys())
+        for executor in idle:
+            container = self.scheduler.containers[executor]
+            self._trace(now, run.job.id, "release", container.queue, container.node, container.resources,
+                        container=executor)
+            run.executors.discard(executor)
+            self.scheduler.release(executor, now)
+        asks = [ask for ask in self.scheduler.application(run.job.id).asks if ask.startswith("executor")]
+        for ask_id in asks:
+            self.scheduler.remove_ask(run.job.id, ask_id, now)
+        if idle or asks:
+            self._kick()
 
     def _task_done(self, run: RunningJob, executor: str, token: int) -> None:
         if run.ended or run.running.get(executor, (0.0, -1))[1] != token:
             return  # the executor was lost meanwhile: its task went back to the queue
-        del run.running[executor]
+        run.done.append(run.running.pop(executor)[0])
         self._start_tasks(run)
 
     def _maybe_finish(self, run: RunningJob, version: int) -> None:

@@ -29,6 +29,7 @@ class RunningJob:
     executors_asked: bool = False
     pending: deque[float] = field(default_factory=deque)
     running: dict[str, tuple[float, int]] = field(default_factory=dict)  # executor -> (task seconds, token)
+    done: list[float] = field(default_factory=list)  # the tasks that ran to their end, in the order they did
     ended: bool = False
 
     @property

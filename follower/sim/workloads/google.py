@@ -45,6 +45,11 @@ class GoogleParams:
     queue: str = field(default="default", metadata=text())
     production_queue: str = field(default="production", metadata=text())
     strict: bool = field(default=False, metadata=flag())
+    malleable: bool = field(default=False, metadata=flag())  # reserve the tasks' work, not a gang (no driver)
+
+    def __post_init__(self) -> None:
+        if self.malleable and self.driver_memory:
+            raise ValueError("malleable jobs run their tasks on executors alone: leave out `driver_memory`")
 
 
 @dataclass
@@ -126,4 +131,4 @@ def _job(workflow_id: str, flow: _Workflow, submit: float, user: str, params: Go
                driver=driver, executors=executors, executor=params.executor, runtime=runtime, declared=runtime,
                deadline=params.slack.deadline(submit, runtime, rng) if production else None,
                queue=params.production_queue if production else params.queue,
-               tags=(("user_id", flow.user), ("workflow_id", workflow_id)), tasks=tasks)
+               tags=(("user_id", flow.user), ("workflow_id", workflow_id)), tasks=tasks, malleable=params.malleable)

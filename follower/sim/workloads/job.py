@@ -3,7 +3,9 @@
 A job is a driver container and `executors` identical executor containers. Once all its
 containers run it takes `runtime` seconds (the truth); it declared `declared` seconds (the
 estimate a reservation asks for). A production job also has a deadline and submits a
-reservation for its declared duration inside `[submit, deadline]` before it starts.
+reservation inside `[submit, deadline]` before it starts: a rigid job one gang for its declared
+duration, a malleable one its tasks' work on as many executors as the plan gives it
+(`follower.sim.workloads.malleable`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from follower.sim.workloads.malleable import task_atom, window_steps
 from follower.sim.workloads.report import ImportReport
-from rdl.cluster import NodeGroup
+from rdl.cluster import DEFAULT_STEP, NodeGroup
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Absolute, Atom, Reservation, Resources
 
@@ -54,6 +57,7 @@ class Job:
     queue: str = "default"
     tags: tuple[tuple[str, str], ...] = ()
     tasks: tuple[float, ...] = ()  # per-task seconds, when the trace has them; executors take them in order
+    malleable: bool = False  # reserves its tasks' work rather than one gang (needs tasks, no driver container)
 
     def __post_init__(self) -> None:
         problem = next(self._problems(), None)
@@ -79,6 +83,8 @@ class Job:
             yield "executors need resources: give `executor`"
         if self.containers == 0:
             yield "a job needs at least one container with resources"
+        if self.malleable and (not self.tasks or not self.executors or self.containers > self.executors):
+            yield "a malleable job runs its tasks on its executors alone: give it tasks, executors and no driver"
 
     @property
     def is_production(self) -> bool:
@@ -98,8 +104,9 @@ class Job:
         """The value of one tag (trace fields kept for reference: raw user, queue number, ...)."""
         return dict(self.tags).get(name, default)
 
-    def to_reservation(self, start: datetime, resource_names: Iterable[str]) -> Reservation:
-        """The reservation this production job submits: its containers for its declared duration by its deadline."""
+    def to_reservation(self, start: datetime, resource_names: Iterable[str],
+                       step: float = DEFAULT_STEP) -> Reservation:
+        """The reservation this production job submits by its deadline, on a plan of `step` seconds from `start`."""
         if self.deadline is None:
             raise ValueError(f"job `{self.id}` is best effort: it has no deadline to reserve for")
         names = set(resource_names)
@@ -107,11 +114,17 @@ class Job:
         if missing:
             raise ValueError(f"job `{self.id}` needs {', '.join(missing)}, which the cluster does not have")
         arrival = start + timedelta(seconds=self.submit)
-        return Reservation(name=self.id, body=self.atom(names), user=self.user, queue=self.queue,
+        return Reservation(name=self.id, body=self.atom(names, step), user=self.user, queue=self.queue,
                            arrival=Absolute(arrival), deadline=Absolute(start + timedelta(seconds=self.deadline)))
 
-    def atom(self, names: set[str]) -> Atom:
-        """One lease for the declared duration: a gang of identical containers, or one bundle of them all."""
+    def atom(self, names: set[str], step: float = DEFAULT_STEP) -> Atom:
+        """A malleable job's tasks (see `task_atom`); otherwise one lease for the declared duration: a gang of
+        identical containers, or one bundle of them all."""
+        if self.malleable:
+            if self.deadline is None:
+                raise ValueError(f"job `{self.id}` is best effort: a malleable job's leases need its deadline")
+            return task_atom(self.tasks, self.executors, _only(self.executor, names), self.declared, self.runtime,
+                             window_steps(self.submit, self.deadline, step), step)
         lease = float(math.ceil(self.declared))
         shapes = {shape for shape in (self.driver, self.executor) if any(v > 0 for v in shape.values())}
         if self.executors == 0:
@@ -123,9 +136,9 @@ class Job:
             bundle, gang = _only(self.total, names), 1
         return Atom(bundle=bundle, work=gang * lease, gang=gang, parallelism=gang, lease=lease)
 
-    def to_rdl(self, start: datetime, resource_names: Iterable[str]) -> str:
+    def to_rdl(self, start: datetime, resource_names: Iterable[str], step: float = DEFAULT_STEP) -> str:
         """The reservation as RDL text (see `to_reservation`)."""
-        return format_reservation(self.to_reservation(start, resource_names))
+        return format_reservation(self.to_reservation(start, resource_names, step))
 
 
 def _only(bundle: Resources, names: set[str]) -> Resources:

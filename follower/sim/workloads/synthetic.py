@@ -1,5 +1,9 @@
 """Seeded synthetic workloads: a production/best-effort mix, and the UWFQ paper's two micro scenarios.
 
+A share `malleable` of the mix's jobs with executors are malleable (MapReduce-like: no driver,
+each executor's run cut into equal tasks of about `task_length`), drawn from each job's own
+generator so that the other draws stay as they were (docs/workloads.md).
+
 Every generator takes an explicit seed and draws from its own `random.Random(seed)` in a
 fixed order, so the same parameters and seed give the same jobs, byte for byte.
 
@@ -18,9 +22,9 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from follower.sim.workloads.deadlines import Slack
+from follower.sim.workloads.deadlines import Slack, job_random
 from follower.sim.workloads.fields import (
     MAX_COUNT,
     duration,
@@ -32,6 +36,7 @@ from follower.sim.workloads.fields import (
     text,
 )
 from follower.sim.workloads.job import BEST_EFFORT, NONE, PRODUCTION, Job, Workload
+from follower.sim.workloads.malleable import even_tasks
 from rdl.tree import Resources
 
 GiB = 1024.0
@@ -56,8 +61,12 @@ class SyntheticParams:
     slack: Slack = field(default=Slack(), metadata=nested(Slack))
     production_queue: str = field(default="production", metadata=text())
     best_effort_queue: str = field(default="default", metadata=text())
+    malleable: float = field(default=0.0, metadata=number(minimum=0.0, maximum=1.0))  # share of jobs with executors
+    task_length: float = field(default=300.0, metadata=duration())  # about how long a malleable job's tasks run
 
     def __post_init__(self) -> None:
+        if not self.task_length > 0:
+            raise ValueError("task_length must be positive")
         if not 0 < self.min_runtime <= self.runtime <= self.max_runtime:
             raise ValueError("runtimes must satisfy 0 < min_runtime ≤ runtime ≤ max_runtime")
 
@@ -69,8 +78,17 @@ def generate_synthetic(params: SyntheticParams, seed: int, name: str = "syntheti
     jobs, now = [], 0.0
     for index in range(params.jobs):
         now += rng.expovariate(params.rate / 3600.0)
-        jobs.append(_synthetic_job(params, rng, f"syn-{index:0{width}d}", round(now, 3)))
+        job = _synthetic_job(params, rng, f"syn-{index:0{width}d}", round(now, 3))
+        jobs.append(_malleable(job, params, seed))
     return Workload.of(name, jobs)
+
+
+def _malleable(job: Job, params: SyntheticParams, seed: int) -> Job:
+    """The job made malleable (a seeded share `params.malleable` of those with executors): its work cut into
+    tasks of about `task_length`, no driver. The draw is the job's own, so the other draws do not shift."""
+    if not job.executors or job_random(seed, job.id).random() >= params.malleable:
+        return job
+    return replace(job, driver=NONE, malleable=True, tasks=even_tasks(job.runtime, job.executors, params.task_length))
 
 
 def _synthetic_job(params: SyntheticParams, rng: random.Random, job_id: str, submit: float) -> Job:

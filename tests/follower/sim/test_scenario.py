@@ -53,7 +53,7 @@ def test_every_example_scenario_loads_and_its_production_reservations_validate(p
     assert cluster.capacity == node_capacity(scenario.node_groups(workload))
     assert (cluster.start, cluster.step, cluster.horizon) == (scenario.start, scenario.cluster.step,
                                                               scenario.cluster.horizon)
-    texts = [job.to_rdl(cluster.start, cluster.resource_names) for job in workload.production]
+    texts = [job.to_rdl(cluster.start, cluster.resource_names, cluster.step) for job in workload.production]
     if texts:
         validate(parse_text("\n".join(texts), str(path)), cluster)
     load_config(scenario.scheduler.data)  # the queue scheduler accepts its section

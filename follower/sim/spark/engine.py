@@ -33,7 +33,7 @@ class TaskRun:
 
 @dataclass(frozen=True, slots=True)
 class JobResult:
-    """One job as it ran: submitted, ended, its work and critical path."""
+    """One job as it ran: submitted, ended, its work (as run and as estimated) and critical path."""
 
     id: str
     user: str
@@ -41,6 +41,7 @@ class JobResult:
     submit: float
     end: float
     work: float
+    estimate: float
     critical_path: float
 
     @property
@@ -159,7 +160,8 @@ class _Engine:
     def result(job: JobRun) -> JobResult:
         spec = job.spec
         end = job.finished if job.finished is not None else float("nan")
-        return JobResult(spec.id, spec.user, spec.kind, job.submitted, end, spec.work, spec.critical_path)
+        return JobResult(spec.id, spec.user, spec.kind, job.submitted, end, spec.work, spec.estimate,
+                         spec.critical_path)
 
 
 def simulate(jobs: Sequence[JobSpec], policy: Policy, cluster: Cluster) -> RunResult:

@@ -1,8 +1,9 @@
 """The Spark model's event loop: jobs arrive, stages become task sets, tasks take slots, a policy decides.
 
-One heap of `(time, order, seq, event)`; at each instant every event is handled first (task ends
-before arrivals), then one round of offers gives the free slots to the task sets in the policy's
-order, as Spark's `TaskSchedulerImpl.resourceOffers` does. Deterministic: no clock, no randomness.
+One heap of `(time, order, seq, event)` (at one instant, task ends before arrivals). After each
+event, one round of offers gives the free slots to the task sets in the policy's order, sorted once
+for the round, as Spark's `TaskSchedulerImpl.resourceOffers` does when a finished task frees its
+executor's cores or a new task set revives offers. Deterministic: no clock, no randomness.
 """
 
 from __future__ import annotations
@@ -86,13 +87,11 @@ class _Engine:
             else:
                 self.followers[spec.follows].append(spec.id)
         while self.heap:
-            now = self.heap[0][0]
-            while self.heap and self.heap[0][0] == now:
-                _, order, _, event = heapq.heappop(self.heap)
-                if order == TASK_END:
-                    self.end_task(event, now)  # type: ignore[arg-type]
-                else:
-                    self.submit_job(str(event), now)
+            now, order, _, event = heapq.heappop(self.heap)
+            if order == TASK_END:
+                self.end_task(event, now)  # type: ignore[arg-type]
+            else:
+                self.submit_job(str(event), now)
             self.offer(now)
         return RunResult(tuple(self.result(job) for job in self.jobs.values()), tuple(self.tasks), self.rounds)
 

@@ -124,7 +124,8 @@ def _row(scenario: str, partitioning: bool, by_policy: dict[str, Cell], policies
     row += [f"{reduction(by_policy['uwfq'].small, by_policy[p].small):+.0f}" for p in others]
     if "uwfq" in by_policy and "fair" in by_policy:
         tool = [measured.get((scenario, cut, p)) for p in ("uwfq", "fair")]
-        row += [f"up to {PAPER_REDUCTION:.0f}", f"{reduction(by_policy['uwfq'].overall, by_policy['fair'].overall):+.0f}",
+        overall = reduction(by_policy["uwfq"].overall, by_policy["fair"].overall)
+        row += [f"up to {PAPER_REDUCTION:.0f}", f"{overall:+.0f}",
                 f"{reduction(tool[0], tool[1]):+.0f}" if tool[0] and tool[1] else "-"]
     return row
 

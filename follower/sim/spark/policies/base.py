@@ -24,14 +24,14 @@ class Policy(ABC):
     def key(self, stage: StageRun, now: float) -> tuple[Any, ...]:
         """Lower keys are served first."""
 
-    def stage_submitted(self, stage: StageRun, now: float) -> None:
+    def stage_submitted(self, stage: StageRun, now: float) -> None:  # noqa: B027 (an optional hook: empty unless a policy needs it)
         """A stage's parents are done and its task set joins the queue."""
 
-    def task_started(self, stage: StageRun, now: float) -> None:
+    def task_started(self, stage: StageRun, now: float) -> None:  # noqa: B027 (an optional hook: empty unless a policy needs it)
         """One of the stage's tasks took a slot."""
 
-    def task_finished(self, stage: StageRun, now: float) -> None:
+    def task_finished(self, stage: StageRun, now: float) -> None:  # noqa: B027 (an optional hook: empty unless a policy needs it)
         """One of the stage's tasks freed its slot."""
 
-    def job_finished(self, job: JobRun, now: float) -> None:
+    def job_finished(self, job: JobRun, now: float) -> None:  # noqa: B027 (an optional hook: empty unless a policy needs it)
         """The job's last task ended."""

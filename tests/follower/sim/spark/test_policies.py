@@ -105,3 +105,8 @@ def _stage(policy: Uwfq, job_id: str, user: str, seq: int, estimate: float, now:
     stage = StageRun(JobRun(JobSpec(job_id, user, now, (StageSpec((estimate,)),), estimate), seq, now), 0, seq, now)
     policy.stage_submitted(stage, now)
     return stage
+
+
+def test_fifo_serves_the_earliest_job_first_whatever_its_size() -> None:
+    jobs = [one_stage("big", "u", 0.0, [1.0] * 10), one_stage("small", "v", 0.5, [1.0] * 2)]
+    assert ends(simulate(jobs, POLICIES.get("fifo")(2), TWO_SLOTS)) == {"big": 5.0, "small": 6.0}

@@ -20,15 +20,17 @@ def test_reduction_is_how_much_lower_uwfq_is() -> None:
 
 def test_rows_put_uwfq_s_reductions_beside_the_paper_s_and_the_tool_s() -> None:
     cells = [Cell("s", True, "fair", 10.0, 20.0, 3, 6), Cell("s", True, "uwfq", 4.0, 15.0, 3, 6)]
-    headers, table = rows(cells, measured={("s", "runtime", "fair"): 50.0, ("s", "runtime", "uwfq"): 10.0})
+    measured = {("s", "runtime", "DEFAULT_FAIR"): 50.0, ("s", "runtime", "CUSTOM_USERCLUSTERFAIR"): 10.0}
+    headers, table = rows(cells, measured=measured)
     assert headers[-4:] == ["uwfq vs fair small %", "paper small %", "uwfq vs fair all %", "tool all %"]
     assert table == [["s", "runtime", "6 (3)", "10.0 / 20.0", "4.0 / 15.0", "+60", "up to 74", "+25", "+80"]]
 
 
 def test_the_grid_runs_every_policy_and_partitioning() -> None:
     cells = run_grid([EXAMPLES / "4_large.yaml"])
+    policies = ("fifo", "fair", "userfair", "jobfq", "uwfq")
     assert {(cell.policy, cell.partitioning) for cell in cells} == {
-        (policy, partitioning) for policy in ("fair", "userfair", "jobfq", "uwfq") for partitioning in (True, False)}
+        (policy, partitioning) for policy in policies for partitioning in (True, False)}
     assert markdown(cells).count("| 4_large |") == 2
 
 

@@ -22,7 +22,7 @@ PARTITIONINGS = {"both": (True, False), "on": (True,), "off": (False,)}
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print a Markdown report section instead.")
 def spark_command(scenarios: tuple[str, ...], policies: tuple[str, ...], partitioning: str, seeds: int,
                   as_markdown: bool) -> None:
-    """Compare Spark FAIR, user pools, job fair queuing and UWFQ on a task-level Spark model.
+    """Compare Spark FIFO and FAIR, user pools, job fair queuing and UWFQ on a task-level Spark model.
 
     SCENARIO files or folders (default: the repository's examples/spark/) are the UWFQ tool's
     workloads; every scenario × policy × partitioning runs and a table of small-job and all-job mean

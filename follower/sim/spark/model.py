@@ -12,6 +12,10 @@ class StageSpec:
     tasks: tuple[float, ...]
     parents: tuple[int, ...] = ()
 
+    def __post_init__(self) -> None:
+        if not self.tasks or min(self.tasks) < 0:
+            raise ValueError(f"a stage needs at least one task and no negative task time, got {self.tasks!r}")
+
     @property
     def work(self) -> float:
         """Core-seconds the stage's tasks take in all."""
@@ -34,6 +38,11 @@ class JobSpec:
     estimate: float
     kind: str = ""
     follows: str | None = None
+
+    def __post_init__(self) -> None:
+        for index, stage in enumerate(self.stages):
+            if any(not 0 <= parent < index for parent in stage.parents):
+                raise ValueError(f"job {self.id}: stage {index} may wait only for earlier stages, got {stage.parents}")
 
     @property
     def work(self) -> float:

@@ -121,21 +121,33 @@ def _scenario(data: dict[str, Any], path: Path) -> Scenario:
     place = str(path)
     classes = {str(name): _number(work, f"classes.{name}", place) for name, work in (data.get("classes") or {}).items()}
     streams = tuple(_stream(entry, classes, place) for entry in data.get("streams") or ())
-    trace = _trace(path.parent / data["trace"], place) if data.get("trace") else ()
-    cluster = Cluster(**{key: int(value) for key, value in (data.get("cluster") or {}).items()})
+    trace = _trace(path.parent / str(data["trace"]), place) if data.get("trace") else ()
     if not streams and not trace:
         raise SparkScenarioError("the scenario has no jobs: give `streams` or a `trace`", place=place)
-    return Scenario(str(data.get("name", path.stem)), str(data.get("about", "")), cluster, classes, streams, trace,
-                    int(data.get("input_tasks", 32)), _number(data.get("result_task", 0.05), "result_task", place),
-                    _number(data.get("skew", 0.5), "skew", place), _number(data.get("small", 0.5), "small", place))
+    small = _number(data.get("small", 0.5), "small", place)
+    if not 0 < small <= 1:
+        raise SparkScenarioError(f"`small` is a quantile of job work, above 0 and at most 1, got {small:g}",
+                                 place=place)
+    return Scenario(str(data.get("name", path.stem)), str(data.get("about", "")), _cluster(data, place), classes,
+                    streams, trace, _count(data.get("input_tasks", 32), "input_tasks", place),
+                    _number(data.get("result_task", 0.05), "result_task", place),
+                    _number(data.get("skew", 0.5), "skew", place), small)
+
+
+def _cluster(data: dict[str, Any], place: str) -> Cluster:
+    given = data.get("cluster") or {}
+    if not isinstance(given, dict) or set(given) - {"executors", "cores"}:
+        raise SparkScenarioError(f"`cluster` takes `executors` and `cores`, got {given!r}", place=place)
+    return Cluster(**{key: _count(value, f"cluster.{key}", place) for key, value in given.items()})
 
 
 def _stream(entry: Any, classes: Mapping[str, float], place: str) -> Stream:
-    if not isinstance(entry, dict) or set(entry) - set(STREAM_KEYS):
-        raise SparkScenarioError(f"a stream is a mapping of {', '.join(STREAM_KEYS)}; got {entry!r}", place=place)
-    stream = Stream(str(entry["user"]), str(entry["class"]), int(entry.get("count", 1)),
-                    float(entry.get("start", 0.0)), str(entry.get("mode", "para")),
-                    float(entry.get("per_minute", 0.0)))
+    if not isinstance(entry, dict) or set(entry) - set(STREAM_KEYS) or not {"user", "class"} <= set(entry):
+        raise SparkScenarioError(f"a stream is a mapping with `user` and `class`, and maybe "
+                                 f"{', '.join(STREAM_KEYS[2:])}; got {entry!r}", place=place)
+    stream = Stream(str(entry["user"]), str(entry["class"]), _count(entry.get("count", 1), "count", place),
+                    _number(entry.get("start", 0.0), "start", place), str(entry.get("mode", "para")),
+                    _number(entry.get("per_minute", 0.0), "per_minute", place))
     if stream.job not in classes:
         raise SparkScenarioError(f"stream of `{stream.user}` names class `{stream.job}`, which `classes` does not "
                                  f"list ({', '.join(classes)})", place=place)
@@ -160,3 +172,9 @@ def _number(value: Any, what: str, place: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise SparkScenarioError(f"`{what}` must be a number of at least 0, got {value!r}", place=place)
     return float(value)
+
+
+def _count(value: Any, what: str, place: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SparkScenarioError(f"`{what}` must be a whole number of at least 1, got {value!r}", place=place)
+    return value

@@ -97,3 +97,10 @@ def test_a_child_stage_waits_for_every_parent() -> None:
     result = simulate([job], POLICIES.get("uwfq")(cluster.slots), cluster)
     assert [task.start for task in result.tasks if task.stage == 2] == [3.0]
     assert result.jobs[0].response == 4.0
+
+
+def test_a_stage_without_tasks_or_waiting_for_a_later_stage_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one task"):
+        StageSpec(())
+    with pytest.raises(ValueError, match="only for earlier stages"):
+        JobSpec("j", "u", 0.0, (StageSpec((1.0,), parents=(1,)), StageSpec((1.0,))), 2.0)

@@ -39,6 +39,11 @@ def test_poisson_streams_spread_their_jobs_and_seq_streams_chain_them() -> None:
     ("classes: {a: -1}\nstreams: [{user: u, class: a}]\n", "`classes.a` must be a number"),
     ("classes: {a: 1}\n", "has no jobs"),
     ("- a\n", "a scenario is a mapping"),
+    ("classes: {a: 1}\nstreams: [{user: u}]\n", "with `user` and `class`"),
+    ("classes: {a: 1}\nstreams: [{user: u, class: a, count: 0}]\n", "`count` must be a whole number"),
+    ("cluster: {nodes: 3}\nclasses: {a: 1}\nstreams: [{user: u, class: a}]\n", "takes `executors` and `cores`"),
+    ("small: 2\nclasses: {a: 1}\nstreams: [{user: u, class: a}]\n", "`small` is a quantile"),
+    ("trace: none.csv\n", "cannot read the trace"),
 ])
 def test_a_bad_scenario_is_an_error_naming_the_file_and_the_fix(tmp_path: Path, text: str, message: str) -> None:
     file = tmp_path / "bad.yaml"

@@ -19,7 +19,7 @@ import numpy as np
 
 from follower.sim.spark.engine import simulate
 from follower.sim.spark.policies import POLICIES
-from follower.sim.spark.scenario import Scenario, load_scenario
+from follower.sim.spark.scenario import Scenario, SparkScenarioError, load_scenario
 from rdl.table import format_table
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "spark"
@@ -45,9 +45,13 @@ class Cell:
 
 def scenario_files(paths: Iterable[str | Path] = ()) -> list[Path]:
     """The scenario files named, folders expanded to their `*.yaml`; the repository's examples when none."""
+    given = [Path(p) for p in paths] or [EXAMPLES]
     files: list[Path] = []
-    for path in [Path(p) for p in paths] or [EXAMPLES]:
+    for path in given:
         files += sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+    if not files:
+        raise SparkScenarioError("no Spark scenario files (*.yaml) found; name scenario files or folders, for "
+                                 "example the repository's examples/spark/", place=", ".join(map(str, given)))
     return files
 
 
@@ -58,17 +62,15 @@ def small_limit(estimates: Sequence[float], quantile: float) -> float:
 
 def measure(scenario: Scenario, policy: str, partitioning: bool, seeds: Sequence[int]) -> Cell:
     """Run the scenario under the policy once per seed and average the mean responses."""
-    small, overall = [], []
+    small, overall, counts = [], [], (0, 0)
     for seed in seeds:
         jobs = scenario.jobs(partitioning, seed)
         result = simulate(jobs, POLICIES.get(policy)(scenario.cluster.slots), scenario.cluster)
         limit = small_limit([job.estimate for job in jobs], scenario.small)
         small.append(statistics.fmean(job.response for job in result.jobs if job.estimate <= limit))
         overall.append(statistics.fmean(job.response for job in result.jobs))
-    jobs = scenario.jobs(partitioning, seeds[0])
-    limit = small_limit([job.estimate for job in jobs], scenario.small)
-    return Cell(scenario.name, partitioning, policy, statistics.fmean(small), statistics.fmean(overall),
-                sum(job.estimate <= limit for job in jobs), len(jobs))
+        counts = (sum(job.estimate <= limit for job in jobs), len(jobs))
+    return Cell(scenario.name, partitioning, policy, statistics.fmean(small), statistics.fmean(overall), *counts)
 
 
 def run_grid(files: Sequence[str | Path], policies: Sequence[str] = tuple(POLICIES.names),

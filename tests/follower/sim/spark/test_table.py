@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from follower.cli.spark import spark_command
-from follower.sim.spark.table import Cell, markdown, reduction, rows, run_grid
+from follower.sim.spark.scenario import SparkScenarioError
+from follower.sim.spark.table import Cell, markdown, reduction, rows, run_grid, scenario_files
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "spark"
 
@@ -39,3 +40,8 @@ def test_rayon_spark_prints_the_markdown_section() -> None:
                                                 "uwfq", "--partitioning", "on", "--markdown"])
     assert result.exit_code == 0, result.output
     assert "| 4_large | runtime | 16 (16) |" in result.output
+
+
+def test_a_folder_without_scenarios_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SparkScenarioError, match="no Spark scenario files"):
+        scenario_files([tmp_path])

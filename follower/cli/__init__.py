@@ -57,6 +57,8 @@ COMMANDS = (
                 "get queue capacity from the plan, run, and are measured."),
     LazyCommand("evaluate", "follower.cli.simulate:evaluate_command", "Run the comparison grids and write a "
                 "Markdown report with tables and figures."),
+    LazyCommand("spark", "follower.cli.spark:spark_command", "Compare Spark FIFO and FAIR, user pools, job fair "
+                "queuing and UWFQ on a task-level Spark model."),
 )
 
 

@@ -16,6 +16,7 @@ from follower.scheduler.errors import (
     SchedulerError,
     UnknownError,
 )
+from follower.sim.spark.scenario import SparkScenarioError
 from follower.sim.workloads.report import LineIssue, TraceError
 from planner.api.auth import TokenError
 from planner.plot import PlotError
@@ -39,6 +40,7 @@ SAMPLES: list[RayonError] = [
     FollowerError("the plan does not cover 2030", hint="advance the plan"),
     KubernetesError("cannot reach the Kubernetes API server", "is the cluster up?", EXIT_INTERNAL),
     TraceError(LineIssue("ricc.swf", 12, "malformed", "7 fields, expected 18")),
+    SparkScenarioError("unknown key `clasess`", place="examples/spark/s.yaml"),
     UnknownName("agent", "gree-k", ("gree", "gree-l", "milp")),
     TokenError("tokens.txt:2", "not a hash"),
     PlotError("unknown resource `gpu`"),

@@ -17,7 +17,8 @@ from follower.cli.lazy import LazyCommand, LazyGroup
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULES = ("rdl.cli", "planner.cli.plan", "planner.cli.store", "planner.cli.history", "planner.cli.serve",
-           "planner.plot", "follower.cli.follow", "follower.cli.serve", "follower.cli.simulate")
+           "planner.plot", "follower.cli.follow", "follower.cli.serve", "follower.cli.simulate",
+           "follower.cli.spark")
 HEAVY = ("numpy", "sqlalchemy", "fastapi", "pulp", "matplotlib", "simpy", "highspy", "ortools", "planner",
          "follower.sim")  # networkx is not among them: `check` computes critical paths with it
 

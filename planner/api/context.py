@@ -19,7 +19,7 @@ from planner.api.errors import ApiError
 from planner.api.jobs import Jobs
 from planner.api.metrics import Metrics
 from planner.core.compile import Clock
-from planner.store.facade import Store
+from planner.store.facade import Store, plan_key
 from planner.store.records import Owner
 from planner.store.rendering import Instants
 from rdl import units
@@ -64,6 +64,16 @@ class Service:
     def view(self, name: str | None = None) -> View:
         """The plan's clock, its cluster (parsed again only when it changed), and the named reservation's owner."""
         meta, owner = self.store.meta_and_owner(name)
+        return self._view(meta, owner)
+
+    def recent_view(self, fresh: bool = False) -> tuple[View, tuple[str, str, str]]:
+        """The plan as this server's store last read it, without reading it again (no owner; `fresh`: read now),
+        and its plan key: what a submission is checked against before its batch decides it (`Store.submit`'s
+        `validated_on`)."""
+        meta = self.store.meta() if fresh else self.store.recent_meta()
+        return self._view(meta, None), plan_key(meta)
+
+    def _view(self, meta: dict[str, str], owner: Owner | None) -> View:
         key = (meta["plan_id"], meta["rebuild_version"])  # what the store's own cache of the cluster is keyed by
         cached = self._cluster
         if cached is None or cached[0] != key:

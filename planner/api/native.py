@@ -41,7 +41,7 @@ from planner.api.models import (
 )
 from planner.core.compile import Clock
 from planner.core.decision import Decision
-from planner.store.facade import STATES, StoreError
+from planner.store.facade import STATES, StoreError, plan_key
 from planner.store.records import Holding, LogEntry, Record
 from planner.store.rendering import Instants, decision_json
 from rdl import units
@@ -141,15 +141,34 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
     agent = online_agent(agent)
     reservation, text = bodies.read_one(raw, request.headers.get("content-type"), form, consequence)
     reservation = for_caller(reservation, who)
-    # No lock here: submissions arriving together are decided and committed together (group commit), and the
-    # store checks the name's owner again inside the write (`owner=mine(who)`), across servers too.
-    view = svc.view(reservation.name)
-    if view.owner is not None and not who.may_act_for(view.owner.user):
-        raise ApiError(403, "forbidden", f"the name `{reservation.name}` belongs to another user's reservation",
-                       f"choose another name\n{consequence}")
-    bodies.validated(reservation, view.cluster, view.now, text, consequence)
-    decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain,
-                                validated=True, owner=mine(who))
+    forbidden = ApiError(403, "forbidden", f"the name `{reservation.name}` belongs to another user's reservation",
+                         f"choose another name\n{consequence}")
+    # No lock here: submissions arriving together are decided and committed together (group commit). A dry run
+    # writes nothing, so it reads the name's owner itself; a submission is checked against the plan as this
+    # server last read it, and the store checks the owner inside the write (`owner=`), across servers too, and
+    # validates again if the plan it decides on has moved on meanwhile (`validated_on=`).
+    if dry_run:
+        view, key = svc.view(reservation.name), None
+        if view.owner is not None and not who.may_act_for(view.owner.user):
+            raise forbidden
+    else:
+        view, key = svc.recent_view()
+    try:
+        bodies.validated(reservation, view.cluster, view.now, text, consequence)
+    except ApiError:
+        if key is None:
+            raise
+        view, key = svc.recent_view(fresh=True)  # refused on a plan since replaced? Only the current one may
+        bodies.validated(reservation, view.cluster, view.now, text, consequence)
+    try:
+        decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain,
+                                    validated=True, owner=mine(who), validated_on=key)
+    except StoreError as error:
+        if error.code == "forbidden":  # the answer a caller gets for another user's name, whoever finds it
+            raise forbidden from None
+        raise
+    if key is not None and plan_key(svc.store.recent_meta())[:2] != key[:2]:
+        view = svc.view()  # the plan was replaced under this request: its answer speaks the new plan's times
     svc.metrics.admitted("native", started, decision, committed=not dry_run)
     created = decision.accepted and not dry_run
     return answer(decision, view.instants, dry_run, 201 if created else 200)

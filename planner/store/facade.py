@@ -169,7 +169,8 @@ class Store:
 
     def submit(self, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT, actor: str | None = None,
                submitted: datetime | None = None, dry_run: bool = False, explain: bool = True,
-               validated: bool = False, owner: str | None = None) -> Decision:
+               validated: bool = False, owner: str | None = None,
+               validated_on: tuple[str, str, str] | None = None) -> Decision:
         """Decide one reservation and commit the decision (reservation, leases, log row) before answering.
 
         Submissions arriving together are decided and committed together (group commit, planner/store/group.py):
@@ -178,13 +179,15 @@ class Store:
         the batch commits only if the plan is still the version it was decided on, else it is decided again on
         the new plan. After DECIDE_ATTEMPTS - 1 such tries the last one decides holding the writer's lock, as
         every writer waits its turn: a busy plan delays a decision, never refuses it. `validated`: the caller
-        has validated it against this store's cluster already (no second pass). `owner`: refuse (`forbidden`)
-        a name another user's reservation holds, checked inside the write (so across servers too).
+        has validated it against this store's cluster already (no second pass); `validated_on`: against the plan
+        of this `plan_key` (a recent one: `recent_meta`), so it is validated again if the plan it is decided on
+        has another. `owner`: refuse (`forbidden`) a name another user's reservation holds, checked inside the
+        write (so across servers too).
         """
-        ticket = _Ticket(reservation, agent, actor, submitted, explain, validated, owner)
+        ticket = _Ticket(reservation, agent, actor, submitted, explain, validated, owner, validated_on)
         if dry_run:
-            _, planner, window = self._snapshot()
-            return axis.decision_on_store(_decide(planner, ticket)[0], window)
+            _, planner, window, key = self._snapshot()
+            return axis.decision_on_store(_decide(planner, ticket, key)[0], window)
         return self._submissions(ticket)
 
     def _submit_batch(self, tickets: Sequence[_Ticket]) -> builtins.list[Decision | BaseException]:
@@ -194,8 +197,8 @@ class Store:
         for attempt in range(DECIDE_ATTEMPTS):
             last = attempt == DECIDE_ATTEMPTS - 1
             if not last:
-                version, planner, _ = self._snapshot()
-                decided = [refused.get(i) or _attempt(planner, t) for i, t in enumerate(tickets)]
+                version, planner, _, key = self._snapshot()
+                decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
                     if last:  # decided holding the writer's lock, on the cache's plan (it learns once committed)
@@ -208,7 +211,8 @@ class Store:
                         if not last:
                             continue  # decided beside names it may not take: decide again without them
                     if last:
-                        decided = [refused.get(i) or _attempt(planner, t) for i, t in enumerate(tickets)]
+                        key = plan_key(meta)
+                        decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
                     rows, stored = self._commit(connection, meta, planner, tickets, decided)
                 self._cache.committed(meta["plan_id"], rows.version, planner)
                 return stored
@@ -232,13 +236,20 @@ class Store:
             stored.append(on_store)
         return rows, stored
 
-    def _snapshot(self) -> tuple[tuple[str, int], Planner, int]:
-        """A private copy of the current plan, the version it is of (deciding on it needs no lock), and the step
-        of the store's axis at which its window begins."""
+    def _snapshot(self) -> tuple[tuple[str, int], Planner, int, tuple[str, str, str]]:
+        """A private copy of the current plan, the version it is of (deciding on it needs no lock), the step
+        of the store's axis at which its window begins, and its `plan_key`."""
         with self._lock, self._db.session(write=False) as (connection, meta):
             planner = self._cache.planner(connection, meta)
             window = axis.window_start(planner.plan, self._cache.cluster(connection, meta))
-            return (meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy()), window
+            return ((meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy()), window,
+                    plan_key(meta))
+
+    def recent_meta(self) -> dict[str, str]:
+        """The meta rows as this Store last read them (at its latest transaction, so perhaps a moment old when
+        other processes write too), or read now if it has read none: what a request may check its input against
+        without a read of its own (`submit`'s `validated_on` catches a plan that changed meanwhile)."""
+        return self._db.last_meta or self.meta()
 
     def cancel(self, name: str, actor: str | None = None, after: datetime | None = None,
                owner: str | None = None) -> Record:
@@ -566,6 +577,7 @@ class _Ticket:
     explain: bool
     validated: bool
     owner: str | None = None  # refuse the name if another user's reservation holds it
+    validated_on: tuple[str, str, str] | None = None  # the plan_key it was validated against
 
 
 def _others_names(connection: Connection, tickets: Sequence[_Ticket]) -> dict[int, StoreError]:
@@ -580,18 +592,25 @@ def _others_names(connection: Connection, tickets: Sequence[_Ticket]) -> dict[in
     return refused
 
 
-def _decide(planner: Planner, ticket: _Ticket) -> tuple[Decision, datetime]:
-    """A submission decided on `planner`'s plan without changing it, and the time it is submitted at."""
+def plan_key(meta: dict[str, str]) -> tuple[str, str, str]:
+    """What a submission's validation depends on: the plan, the version its cluster was last changed at, its clock."""
+    return meta["plan_id"], meta["rebuild_version"], meta["now"]
+
+
+def _decide(planner: Planner, ticket: _Ticket, key: tuple[str, str, str]) -> tuple[Decision, datetime]:
+    """A submission decided on `planner`'s plan (whose `plan_key` is `key`) without changing it, and the time it
+    is submitted at."""
     when = ticket.submitted or planner.plan.now
+    validated = ticket.validated and ticket.validated_on in (None, key)
     return planner.submit(ticket.reservation, ticket.agent, when, dry_run=True, explain=ticket.explain,
-                          validated=ticket.validated), when
+                          validated=validated), when
 
 
-def _attempt(planner: Planner, ticket: _Ticket) -> tuple[Decision, datetime] | Exception:
+def _attempt(planner: Planner, ticket: _Ticket, key: tuple[str, str, str]) -> tuple[Decision, datetime] | Exception:
     """A submission decided on `planner`'s plan, which keeps it if accepted (for the next one in its batch), or the
     error that refused it (that submission's alone: the batch goes on)."""
     try:
-        decision, when = _decide(planner, ticket)
+        decision, when = _decide(planner, ticket, key)
     except Exception as error:  # handed back to that submission's caller
         return error
     if decision.accepted:

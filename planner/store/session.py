@@ -36,6 +36,7 @@ class Database:
         self.ready = False  # the tables are known to exist: sessions stop looking for them
         self.on_commit: Callable[[float], None] | None = None  # told each write's commit time (Store.time_commits)
         self._keeper: Connection | None = None  # PostgreSQL: the session holding the keeper's advisory lock
+        self.last_meta: dict[str, str] | None = None  # the meta rows as the latest session of this process read them
         self._file_keeper: keeper.FileKeeper | None = None  # SQLite: the lock file beside the store
 
     @classmethod
@@ -107,6 +108,7 @@ class Database:
             meta = schema.read_meta(connection)
             self.check_schema(meta)
             self.ready = True
+            self.last_meta = meta
             yield connection, meta
 
     @contextlib.contextmanager

@@ -6,17 +6,19 @@ own reservation (its atoms' labels and bundles), for the simulator to replay.
 
 YARN is asked for each reservation as our plan's step grid sees it: the arrival rounded up to a step and the
 deadline down (our agents place on whole steps inside the window; YARN's would place from the arrival's exact
-millisecond, off the plan's steps, where no lease of ours can say it). What YARN cannot say is dropped or refused,
-and noted: an atom's parallelism cap `h` below its container count is
-dropped (YARN runs as many containers of a request at once as fit), names of stages, `user` and `value` have no
-YARN field; a reservation with no YARN form at all (a bundle other than memory and vcores, say) is rejected as
-`invalid` with the reason. Every answer YARN gives that is no lease of whole gangs is noted too (the checker
-then says what is wrong with the plan).
+millisecond, off the plan's steps, where no lease of ours can say it), and its bundles rounded up to whole MB and
+vcores (YARN counts no fractions). What YARN cannot say is dropped or refused, and noted: an atom's parallelism
+cap `h` below its container count is dropped (YARN runs as many containers of a request at once as fit); names
+of stages, `user` and `value` have no YARN field; a reservation with no YARN form at all (a bundle other than
+memory and vcores, say), or one YARN's own checks refuse (a window that, on whole steps, is shorter than a
+stage), is rejected as `invalid` with the reason. Every answer YARN gives that is no lease of whole gangs is
+noted too (the checker then says what is wrong with the plan).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -26,8 +28,9 @@ from planner.core.compile import Clock
 from planner.core.decision import Decision, Reason
 from planner.core.plan import Allocation
 from rdl.cluster import Cluster
-from rdl.forms.yarn import to_yarn
-from rdl.tree import Absolute, Atom, Expr, Reservation, Window, labelled_atoms
+from rdl.errors import RDLErrors
+from rdl.forms.yarn import from_yarn, to_yarn
+from rdl.tree import Absolute, Atom, Expr, Reservation, Resources, Window, labelled_atoms
 from tests.peers.yarn import agent_harness as harness
 
 AGENTS = {"yarn-greedy": "greedy", "yarn-greedy-right": "greedy-right", "yarn-aligned": "aligned"}
@@ -42,19 +45,21 @@ def yarn_decisions(agent: str, cluster: Cluster,
         raise ValueError(f"unknown YARN agent `{agent}`; use one of {', '.join(AGENTS)}")
     shaped: dict[str, Reservation] = {}
     refused: dict[str, str] = {}
-    capped = aligned = 0
+    changed: Counter[str] = Counter()
     for reservation in reservations:
-        copy, dropped = yarn_form(reservation, cluster)
-        aligned += copy.arrival != reservation.arrival or copy.deadline != reservation.deadline
+        copy, changes = yarn_form(reservation, cluster)
         try:
-            to_yarn(copy)
+            from_yarn(to_yarn(copy))  # YARN's form, then YARN's own checks (ReservationInputValidator's)
         except ValueError as error:
             refused[reservation.name] = str(error)
             continue
-        shaped[reservation.name], capped = copy, capped + dropped
-    notes = [f"{capped} reservations: a parallelism cap `h` dropped (YARN cannot say it)"] if capped else []
-    notes += [f"{aligned} reservations: window narrowed to whole plan steps for YARN"] if aligned else []
-    notes += [f"{name}: no YARN form: {why}" for name, why in refused.items()]
+        except RDLErrors as errors:
+            refused[reservation.name] = "; ".join(e.headline() for e in errors.errors)
+            continue
+        shaped[reservation.name] = copy
+        changed.update(changes)
+    notes = [f"{count} reservations: {CHANGES[change]}" for change, count in sorted(changed.items())]
+    notes += [f"{name}: not sent to YARN: {why}" for name, why in refused.items()]
     answered, problems = _answers(agent, cluster, list(shaped.values()), {r.name: r for r in reservations})
     clock = Clock(cluster.start, cluster.step, cluster.steps)
     records = []
@@ -66,36 +71,48 @@ def yarn_decisions(agent: str, cluster: Cluster,
     return records, notes + problems
 
 
-def yarn_form(reservation: Reservation, cluster: Cluster) -> tuple[Reservation, int]:
-    """The reservation in YARN's plan queue, its window on whole steps of the cluster's plan, with every `h` below
-    the atom's container count dropped; and whether one was."""
-    body, dropped = _uncapped(reservation.body)
+CHANGES = {"bundle": "bundle rounded up to whole MB and vcores for YARN (it counts no fractions)",
+           "h": "a parallelism cap `h` dropped (YARN cannot say it)",
+           "window": "window narrowed to whole plan steps for YARN"}
+
+
+def yarn_form(reservation: Reservation, cluster: Cluster) -> tuple[Reservation, set[str]]:
+    """The reservation as YARN is asked for it, in its plan's queue, and what had to change (keys of CHANGES): the
+    window on whole steps of the cluster's plan, bundles rounded up to whole MB and vcores (YARN rounds requests
+    up too), every `h` below the atom's container count dropped."""
+    changes: set[str] = set()
+    body = _yarn_atoms(reservation.body, changes)
     arrival, deadline = reservation.arrival, reservation.deadline
     if isinstance(arrival, Absolute):
         arrival = Absolute(_on_step(cluster, arrival.instant, math.ceil))
     if isinstance(deadline, Absolute):
         deadline = Absolute(_on_step(cluster, deadline.instant, math.floor))
-    return replace(reservation, body=body, queue=QUEUE, arrival=arrival, deadline=deadline), int(dropped)
+    if arrival != reservation.arrival or deadline != reservation.deadline:
+        changes.add("window")
+    return replace(reservation, body=body, queue=QUEUE, arrival=arrival, deadline=deadline), changes
 
 
 def _on_step(cluster: Cluster, instant: datetime, rounding: Callable[[float], int]) -> datetime:
     """The instant rounded (up or down) to a step boundary of the cluster's plan."""
-    steps = rounding((instant - cluster.start) / timedelta(seconds=cluster.step) + (-1e-9 if rounding is math.ceil
-                                                                                    else 1e-9))
-    return cluster.start + timedelta(seconds=steps * cluster.step)
+    steps = (instant - cluster.start) / timedelta(seconds=cluster.step)
+    whole = rounding(steps - 1e-9 if rounding is math.ceil else steps + 1e-9)
+    return cluster.start + timedelta(seconds=whole * cluster.step)
 
 
-def _uncapped(node: Expr) -> tuple[Expr, bool]:
+def _yarn_atoms(node: Expr, changes: set[str]) -> Expr:
+    """The tree with each atom as YARN can hold it; what changed is added to `changes`."""
     if isinstance(node, Atom):
+        whole = Resources.of({name: math.ceil(value - 1e-9) for name, value in node.bundle.items()})
+        if whole != node.bundle:
+            changes.add("bundle")
         containers = node.work / node.lease if node.lease else None
-        if node.parallelism is None or node.parallelism == containers:
-            return node, False
-        return replace(node, parallelism=None), True
+        capped = node.parallelism is not None and node.parallelism != containers
+        if capped:
+            changes.add("h")
+        return replace(node, bundle=whole, parallelism=None if capped else node.parallelism)
     if isinstance(node, Window):
-        child, dropped = _uncapped(node.child)
-        return replace(node, child=child), dropped
-    found = [_uncapped(child) for child in node.children]
-    return replace(node, children=tuple(c for c, _ in found)), any(d for _, d in found)  # type: ignore[call-arg]
+        return replace(node, child=_yarn_atoms(node.child, changes))
+    return replace(node, children=tuple(_yarn_atoms(c, changes) for c in node.children))  # type: ignore[call-arg]
 
 
 def _answers(agent: str, cluster: Cluster, shaped: list[Reservation],

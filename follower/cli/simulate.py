@@ -67,8 +67,13 @@ def _summary_rows(result: Result) -> list[list[Any]]:
     def seconds(value: float | None) -> str:
         return "–" if value is None else f"{value:.0f}"
 
+    replayed = summary.get("replayed")
+    replay_rows = [] if replayed is None else [
+        [f"  {replayed['agent']} accepted up front", replayed["accepted_by_agent"]],
+        ["  no longer fitted when replayed", replayed["diverged"]]]
     return [
         ["production jobs", production["jobs"]],
+        *replay_rows,
         ["  accepted", production["accepted"]],
         ["  met deadline", production["met_deadline"]],
         ["  still open at the end", production["open"]],

@@ -7,6 +7,8 @@ What happens, in simulated seconds from the scenario's start:
   ordinary application in the best-effort queue (see `follower.sim.setup`); with `--agent static`
   (`static-half`), it runs in a static production queue guaranteed the peak of production demand
   (half of it), as YARN's CapacityScheduler would be set up without reservations;
+  another system's agent (YARN's own: `yarn-greedy`, ...) decides the whole stream up front and its
+  answers are replayed at each arrival, when they still fit the plan (follower.sim.peers);
 - every plan step the follower turns the plan into queue capacities (`Follower.round/apply`);
   when reservations need more than the nodes left, it scales them down and asks for a
   re-plan, which adapts the plan to the capacity the cluster has now (`planner.replan.adapt`);

@@ -86,12 +86,11 @@ def main() -> None:
     agents = [name.strip() for name in args.agents.split(",") if name.strip()]
     peers = [name for name in agents if name in PEER_AGENTS]
     usable, why_not = available_peer_agents()
-    if why_not and peers:
-        print(f"{why_not}: {', '.join(peers)} not run", file=sys.stderr)
     if args.out is not None:
-        if len(peers) != 1 or why_not:
-            sys.exit(f"--out writes one YARN agent's decisions: give exactly one of {', '.join(PEER_AGENTS)} "
-                     "(and java and mvn on PATH)")
+        if len(peers) != 1:
+            sys.exit(f"--out writes one YARN agent's decisions: give exactly one of {', '.join(PEER_AGENTS)}")
+        if why_not:
+            sys.exit(f"{why_not}: no decisions written")
         document, violations = decide(peers[0], scenario, workload)
         write_decisions(args.out, document)
         print(f"{args.out}: {peers[0]} on {len(document['decisions'])} reservations, "
@@ -109,8 +108,7 @@ def main() -> None:
             try:
                 document, violations = decide(agent, scenario, workload)
             except PeerUnavailable as error:
-                print(f"YARN's agents skipped: {error}", file=sys.stderr)
-                usable = ()
+                why_not, usable = f"YARN's agents skipped: {error}", ()
                 continue
             planning = ReplayAgent(agent, answers_from_json(document["decisions"]))
             notes += [f"{agent}: {note}" for note in document["notes"]]
@@ -122,6 +120,9 @@ def main() -> None:
         print(f"  {agent}: {rows[-1][-1]} s", file=sys.stderr)
     print(format_table(["agent", "prod jobs", "accepted", "met", "SLA", "preemptions", "BE mean resp (s)",
                         "dropped", "agent accepted", "diverged", "replans refused", "violations", "wall (s)"], rows))
+    skipped = [name for name in peers if name not in usable]
+    if skipped:
+        print(f"  {', '.join(skipped)} not run. {why_not}")
     for note in notes[:SHOWN_NOTES]:
         print(f"  {note}")
     if len(notes) > SHOWN_NOTES:

@@ -32,6 +32,7 @@ from rdl.tree import Reservation
 
 YARN_AGENTS = ("yarn-greedy", "yarn-greedy-right", "yarn-aligned")  # YARN 3.4.1's own agents (see docs/yarn.md)
 PEER_AGENTS = YARN_AGENTS
+PEER = "peer"  # the code of an error about replayed decisions
 YARN_TOOLS = ("java", "mvn")  # what the YARN harness needs to build and run YARN's agents
 
 
@@ -41,12 +42,6 @@ class DecisionSource(Protocol):
 
     def __call__(self, agent: str, cluster: Cluster,
                  reservations: Sequence[Reservation]) -> tuple[list[dict[str, AnyType]], list[str]]: ...
-
-
-class PeerError(RayonError):
-    """Replayed decisions that cannot be used for this run (made for another stream, unreadable)."""
-
-    code = "peer"
 
 
 def missing_tools(tools: Sequence[str] = YARN_TOOLS) -> str | None:
@@ -89,17 +84,18 @@ def write_decisions(path: Path, document: Mapping[str, AnyType]) -> None:
 
 
 def read_decisions(path: Path, scenario: Scenario, workload: Workload) -> ReplayAgent:
-    """The agent a decisions file replays, once checked to answer this scenario's stream; PeerError otherwise."""
+    """The agent a decisions file replays, once checked to answer this scenario's stream; a RayonError (code
+    `peer`) when it cannot be read or answers another stream."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         agent, stream, records = str(document["agent"]), str(document["stream"]), document["decisions"]
         answers = answers_from_json(records)
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise PeerError(f"cannot read the decisions: {error}", place=str(path),
+        raise RayonError(f"cannot read the decisions: {error}", code=PEER, place=str(path),
                         hint="make them with `python benchmarks/peers/yarn_rows.py SCENARIO --out FILE`") from error
     if stream != stream_digest(production_reservations(scenario, workload)):
-        raise PeerError(f"these decisions answer another stream (scenario `{document.get('scenario')}`, seed "
+        raise RayonError(f"these decisions answer another stream (scenario `{document.get('scenario')}`, seed "
                         f"{document.get('seed')}), not scenario `{scenario.name}` with seed {scenario.seed}",
-                        place=str(path), hint="recompute them for this scenario and seed: python "
+                        code=PEER, place=str(path), hint="recompute them for this scenario and seed: python "
                         f"benchmarks/peers/yarn_rows.py {scenario.file} --agents {agent} --out {path}")
     return ReplayAgent(agent, answers)

@@ -90,6 +90,8 @@ class ReplayAgent:
                                                    "made for another stream (recompute them for this one)"))
         if not answer.accepted:
             return Outcome(None, answer.reason or Reason("capacity", f"{self.name} rejected it"))
+        if not answer.leases:  # an answer that could not be read as leases (the checker says what it was)
+            return Outcome(None, Reason("invalid", f"{self.name} accepted it, but its answer holds no lease"))
         allocations, problem = on_plan(plan, reservation, answer.leases)
         problem = problem or misfit(plan, reservation, allocations)
         if problem is None:

@@ -12,12 +12,13 @@ from click.testing import CliRunner
 
 from follower.cli import main
 from follower.sim.engine import Simulation, simulate
-from follower.sim.peers import PeerError, decisions_document, read_decisions, replay_agent, write_decisions
+from follower.sim.peers import decisions_document, read_decisions, replay_agent, write_decisions
 from follower.sim.planning import production_reservations
 from follower.sim.scenario import parse_scenario
 from planner.admission import Planner
 from rdl import parse_cluster
 from rdl.cluster import Cluster
+from rdl.errors import RayonError
 from rdl.tree import Reservation
 
 SCENARIO = """
@@ -94,8 +95,9 @@ def test_a_decisions_file_for_another_stream_is_refused(scenario, tmp_path):
     write_decisions(path, decisions_document("stand-in", scenario, reservations, records, notes))
     assert read_decisions(path, scenario, workload).name == "stand-in"
     later = replace(scenario, start=scenario.start.replace(hour=1))
-    with pytest.raises(PeerError, match="another stream"):
+    with pytest.raises(RayonError, match="another stream") as refused:
         read_decisions(path, later, later.load_workload())
+    assert refused.value.code == "peer" and "yarn_rows.py" in (refused.value.hint or "")
 
 
 def test_simulate_replays_a_decisions_file_and_asks_for_one_for_a_yarn_agent(scenario, tmp_path):

@@ -14,6 +14,7 @@ from follower.sim.scenario import Scenario, parse_scenario
 from planner.agents.replay import Lease
 from planner.core.check import check_plan
 from planner.core.decision import Decision
+from tests.peers.yarn import agent_harness as harness
 from tests.peers.yarn.rows import yarn_decisions
 
 pytestmark = pytest.mark.peer
@@ -48,6 +49,11 @@ workload:
 
 @pytest.fixture(scope="module")
 def scenario() -> Scenario:
+    """The scenario, once the YARN peer is built (skipped, saying why, where it cannot be)."""
+    try:
+        harness.build()
+    except harness.PeerUnavailable as unavailable:
+        pytest.skip(f"the YARN peer cannot run here: {unavailable}")
     return parse_scenario(SCENARIO, "yarn-rows.yaml")
 
 

@@ -85,6 +85,12 @@ def test_a_reservation_without_an_answer_is_invalid(planner, stream):
     assert not made.accepted and made.reason.code == "invalid" and "another stream" in made.reason.message
 
 
+def test_an_acceptance_holding_no_lease_is_not_taken(planner, stream):
+    agent = ReplayAgent("other", {"a": Answer(True)})
+    made = planner.submit(stream["a"], agent, explain=False)
+    assert not made.accepted and "holds no lease" in made.reason.message and agent.diverged == {}
+
+
 def test_decision_records_read_back_as_answers(planner, stream):
     made = planner.submit(stream["a"], "gree-l")
     answers = answers_from_json([made.to_json(planner.plan.clock)])

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from follower.cli import main
 from follower.sim.engine import Simulation, simulate
-from follower.sim.peers import decisions_document, read_decisions, replay_agent, write_decisions
+from follower.sim.peers import available_peer_agents, decisions_document, read_decisions, replay_agent, write_decisions
 from follower.sim.planning import production_reservations
 from follower.sim.scenario import parse_scenario
 from planner.admission import Planner
@@ -114,3 +114,9 @@ def test_simulate_replays_a_decisions_file_and_asks_for_one_for_a_yarn_agent(sce
     assert json.loads(done.output)["agent"] == "yarn-greedy"
     refused = CliRunner().invoke(main, ["simulate", str(path), "--agent", "yarn-greedy"])
     assert refused.exit_code == 2 and "benchmarks/peers/yarn_rows.py" in refused.output
+
+
+def test_yarn_rows_are_available_only_with_java_and_maven(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    names, why = available_peer_agents()
+    assert names == () and why == "YARN's agents skipped: java and mvn not found on PATH"

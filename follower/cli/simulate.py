@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,11 @@ from follower.sim.evaluate import (
     evaluate,
 )
 from follower.sim.metrics import Result
+from follower.sim.peers import PEER_AGENTS, read_decisions
 from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES
+from follower.sim.workloads.job import Workload
+from planner.agents.replay import ReplayAgent
 from rdl.cli import RayonCommand
 from rdl.errors import RayonError, RDLErrors
 from rdl.progress import progress
@@ -63,8 +67,13 @@ def _summary_rows(result: Result) -> list[list[Any]]:
     def seconds(value: float | None) -> str:
         return "–" if value is None else f"{value:.0f}"
 
+    replayed = summary.get("replayed")
+    replay_rows = [] if replayed is None else [
+        [f"  {replayed['agent']} accepted up front", replayed["accepted_by_agent"]],
+        ["  no longer fitted when replayed", replayed["diverged"]]]
     return [
         ["production jobs", production["jobs"]],
+        *replay_rows,
         ["  accepted", production["accepted"]],
         ["  met deadline", production["met_deadline"]],
         ["  still open at the end", production["open"]],
@@ -84,8 +93,12 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 
 @click.command("simulate", cls=RayonCommand)
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
-@click.option("--agent", type=click.Choice(agent_names()), help="Planning agent; `none` plans nothing "
-              "(the time-agnostic baseline). Default: the scenario's.")
+@click.option("--agent", type=click.Choice((*agent_names(), *PEER_AGENTS)), help="Planning agent; `none` plans "
+              "nothing (the time-agnostic baseline); yarn-* replay YARN's own agents' decisions, made beforehand "
+              "(see --decisions). Default: the scenario's.")
+@click.option("--decisions", type=click.Path(exists=True, dir_okay=False), help="Replay another system's "
+              "decisions on this scenario's production reservations (a decisions file from "
+              "benchmarks/peers/yarn_rows.py; docs/yarn.md); each must still fit the plan when its job arrives.")
 @click.option("--policy", type=click.Choice(SIMULATION_POLICIES), help="Application sorting in the queues "
               "(`userfair`: one queue per user, equal shares). Default: the scenario's.")
 @click.option("--seed", type=click.IntRange(min=0), help="Random seed (default: the scenario's).")
@@ -95,8 +108,8 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 @click.option("--trace-out", type=click.Path(dir_okay=False, writable=True),
               help="Write one JSON line per event (time, application, event, queue, node, resources).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when it is a terminal).")
-def simulate_command(scenario: str, agent: str | None, policy: str | None, seed: int | None, trace: str | None,
-                     as_json: bool, trace_out: str | None, progress: bool | None) -> None:
+def simulate_command(scenario: str, agent: str | None, decisions: str | None, policy: str | None, seed: int | None,
+                     trace: str | None, as_json: bool, trace_out: str | None, progress: bool | None) -> None:
     """Simulate SCENARIO: jobs arrive, reserve, get queue capacity from the plan, run, and are measured.
 
     \b
@@ -105,6 +118,7 @@ def simulate_command(scenario: str, agent: str | None, policy: str | None, seed:
       rayon simulate examples/scenarios/synthetic_mix.yaml --agent none --json
       rayon simulate examples/scenarios/ricc_week.yaml --policy drf --trace-out events.jsonl
       rayon simulate examples/scenarios/ricc_2days.yaml --trace /data/traces/ricc_2010.swf.gz
+      rayon simulate examples/scenarios/tiny.yaml --decisions tiny-yarn-greedy.json
 
     A trace file named relative to the scenario that is not next to it is looked up in the
     folder $RAYON_TRACES names.
@@ -113,12 +127,13 @@ def simulate_command(scenario: str, agent: str | None, policy: str | None, seed:
     show = sys.stderr.isatty() if progress is None else progress
     try:
         workload = chosen.load_workload()
+        replayed = _replayed(chosen, workload, agent, decisions, seed)
         total = chosen.duration or max((job.submit for job in workload.jobs), default=0.0)
         with ExitStack() as stack:
             events = stack.enter_context(Path(trace_out).open("w", encoding="utf-8")) if trace_out else None
             advance = stack.enter_context(progress_bar(total, show))
-            result = simulate(chosen, agent=agent, policy=policy, seed=seed, trace=events, progress=advance,
-                              workload=workload)
+            result = simulate(chosen, agent=None if replayed else agent, policy=policy, seed=seed, trace=events,
+                              progress=advance, workload=workload, planning_agent=replayed)
             advance(total)
     except (SchedulerError, FollowerError, OSError, ValueError) as error:
         raise RayonError(str(error), place=scenario) from error
@@ -127,6 +142,26 @@ def simulate_command(scenario: str, agent: str | None, policy: str | None, seed:
         return
     click.echo(f"{result.scenario}: agent {result.agent}, policy {result.policy}, seed {result.seed}")
     click.echo(format_table(["measure", "value"], _summary_rows(result)))
+
+
+def _replayed(scenario: Scenario, workload: Workload, agent: str | None, decisions: str | None,
+              seed: int | None) -> ReplayAgent | None:
+    """The agent replaying --decisions (checked to answer this run's stream), or None; a yarn-* agent without
+    decisions is an error saying how to make them."""
+    if decisions is None:
+        if agent in PEER_AGENTS:
+            raise RayonError(f"`{agent}` is YARN's own agent: its decisions are made beforehand, by YARN in a JVM, "
+                             "not by rayon", place=scenario.file,
+                             hint=f"python benchmarks/peers/yarn_rows.py {scenario.file} --agents {agent} --out "
+                             f"{agent}.json, then add --decisions {agent}.json")
+        return None
+    if seed is not None and seed != scenario.seed:
+        scenario, workload = replace(scenario, seed=seed), replace(scenario, seed=seed).load_workload()
+    replayed = read_decisions(Path(decisions), scenario, workload)
+    if agent is not None and agent != replayed.name:
+        raise RayonError(f"--agent {agent}, but {decisions} holds {replayed.name}'s decisions", place=scenario.file,
+                         hint="leave out --agent: the decisions file names its agent")
+    return replayed
 
 
 def _names(text: str, what: str, known: tuple[str, ...] | None = None) -> tuple[str, ...]:

@@ -7,6 +7,8 @@ What happens, in simulated seconds from the scenario's start:
   ordinary application in the best-effort queue (see `follower.sim.setup`); with `--agent static`
   (`static-half`), it runs in a static production queue guaranteed the peak of production demand
   (half of it), as YARN's CapacityScheduler would be set up without reservations;
+  another system's agent (YARN's own: `yarn-greedy`, ...) decides the whole stream up front and its
+  answers are replayed at each arrival, when they still fit the plan (follower.sim.peers);
 - every plan step the follower turns the plan into queue capacities (`Follower.round/apply`);
   when reservations need more than the nodes left, it scales them down and asks for a
   re-plan, which adapts the plan to the capacity the cluster has now (`planner.replan.adapt`);
@@ -51,13 +53,14 @@ from follower.scheduler.applications import Allocation, Preemption
 from follower.scheduler.errors import PlacementRejected
 from follower.scheduler.scheduler import Scheduler
 from follower.sim.metrics import JobRecord, Result, Usage, summarize
-from follower.sim.planning import SimulatedPlanner, simulation_agent
+from follower.sim.planning import SimulatedPlanner, job_reservation, simulation_agent
 from follower.sim.running import RunningJob, estimated_work
 from follower.sim.scenario import NO_AGENT, STATIC_AGENTS, Scenario
 from follower.sim.setup import SIMULATION_POLICIES, STATIC_QUEUE, follower_from, peak_production, scheduler_config
 from follower.sim.tracing import EventLog
 from follower.sim.workloads.job import Job, Workload, node_names
 from planner.agents.base import Agent
+from planner.agents.replay import ReplayAgent, replay_summary
 
 DRIVER_PRIORITY = 1
 EXECUTOR_PRIORITY = 0
@@ -118,6 +121,8 @@ class Simulation:
         self._account(self.env.now)
         summary = summarize((run.record for run in self.jobs.values()), self.usage, self.scheduler.preemptions,
                             float(self.env.now))
+        if isinstance(self.planner.agent, ReplayAgent):  # answers decided up front: say how often they misfit
+            summary["replayed"] = replay_summary(self.planner.agent)
         return Result(self.scenario.name, self.scenario.agent, self.scenario.policy, self.scenario.seed, summary,
                       [run.record for run in self.jobs.values()], self.events, float(self.env.now),
                       time.perf_counter() - began)
@@ -207,8 +212,8 @@ class Simulation:
 
     def _reserve(self, job: Job, record: JobRecord) -> bool:
         """Submit the job's reservation to the planner; True when accepted."""
-        reservation = replace(job, declared=job.declared + self.scheduler.config.preemption_delay).to_reservation(
-            self.start, self.resource_names, self.step)
+        reservation = job_reservation(job, self.planner.plan.cluster, self.start,
+                                      self.scheduler.config.preemption_delay)
         decision = self.planner.reserve(reservation, self._datetime(self.env.now))
         record.reservation = job.id
         record.accepted = decision.accepted
@@ -458,9 +463,12 @@ class Simulation:
 
 def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = None, seed: int | None = None,
              trace: TextIO | None = None, progress: Callable[[float], None] | None = None,
-             workload: Workload | None = None) -> Result:
-    """Run `scenario` (options override its defaults; `workload`, if given, is its already loaded jobs)."""
+             workload: Workload | None = None, planning_agent: Agent | None = None) -> Result:
+    """Run `scenario` (options override its defaults; `workload`, if given, is its already loaded jobs;
+    `planning_agent`, if given, plans instead of the named agent, and names the run: a ReplayAgent, say)."""
     chosen = scenario.with_options(agent=agent, policy=policy, seed=seed, policies=SIMULATION_POLICIES)
+    if planning_agent is not None:
+        chosen = replace(chosen, agent=planning_agent.name)
     if workload is not None and seed is not None and seed != scenario.seed:
         workload = None  # generated with the scenario's seed: load again with the new one
-    return Simulation(chosen, workload=workload, trace=trace, progress=progress).run()
+    return Simulation(chosen, workload=workload, trace=trace, progress=progress, agent=planning_agent).run()

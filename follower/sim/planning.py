@@ -9,6 +9,10 @@ from datetime import datetime
 
 import numpy as np
 
+from follower.scheduler.config import load_config
+from follower.sim.scenario import Scenario
+from follower.sim.setup import scheduler_config
+from follower.sim.workloads.job import Job, Workload
 from planner.admission import Planner
 from planner.agents.base import Agent
 from planner.agents.registry import DEFAULT_AGENT, get_agent
@@ -20,6 +24,21 @@ from rdl.shape import step_ceil
 from rdl.tree import Reservation
 
 MILP_TIME_LIMIT = 2.0  # seconds the `milp` agent may spend on one arrival's decision (greedy start included)
+
+
+def job_reservation(job: Job, cluster: Cluster, start: datetime, preemption_delay: float) -> Reservation:
+    """The reservation a production job submits on arrival: its declared run time padded by the scheduler's
+    preemption delay (see follower.sim.engine), on the plan's step grid."""
+    padded = dataclasses.replace(job, declared=job.declared + preemption_delay)
+    return padded.to_reservation(start, cluster.resource_names, float(cluster.step))
+
+
+def production_reservations(scenario: Scenario, workload: Workload) -> list[Reservation]:
+    """Every reservation the simulator's production jobs will submit, in arrival order (the order the simulator
+    submits them in): for agents that decide a whole stream up front (planner.agents.replay)."""
+    cluster = scenario.plan_cluster(workload)
+    delay = load_config(scheduler_config(scenario)).preemption_delay
+    return [job_reservation(job, cluster, scenario.start, delay) for job in workload.production]
 
 
 def simulation_agent(name: str) -> Agent:

@@ -174,10 +174,11 @@ def pool_size(workers: int | None) -> int:
     return workers or os.cpu_count() or 1
 
 
-def _costliest_first(runs: Sequence[Run]) -> list[int]:
-    """Indices of `runs`, the MILP's first: the pool starts the longest runs early, so none is left to run alone at
-    the end (the longest-processing-time-first rule)."""
-    return sorted(range(len(runs)), key=lambda index: runs[index].agent != MILP)
+def run_order(runs: Sequence[Run]) -> list[int]:
+    """Indices of `runs` in the order to start them: the MILP's first, so that no long run is left to run alone at
+    the end (the longest-processing-time-first rule); and the first seed of every cell before the second, so that
+    the progress learns early what each kind of run costs."""
+    return sorted(range(len(runs)), key=lambda index: (runs[index].agent != MILP, runs[index].replicate, index))
 
 
 def run_grid(grid: Grid, workers: int | None = None,
@@ -187,14 +188,14 @@ def run_grid(grid: Grid, workers: int | None = None,
     count = pool_size(workers)
     done: dict[int, Outcome] = {}
     if count <= 1:
-        for index, run in enumerate(runs):
-            done[index] = run_one(run, grid.milp_time_limit)
+        for index in run_order(runs):
+            done[index] = run_one(runs[index], grid.milp_time_limit)
             if progress is not None:
                 progress(done[index])
     else:
         with ProcessPoolExecutor(max_workers=count) as pool:
             futures = {pool.submit(run_one, runs[index], grid.milp_time_limit): index
-                       for index in _costliest_first(runs)}
+                       for index in run_order(runs)}
             for future in as_completed(futures):
                 done[futures[future]] = future.result()
                 if progress is not None:
@@ -292,8 +293,7 @@ def _seeds_text(grid: Grid, made: Sequence[Cell]) -> str:
     if grid.seeds == 1:
         text = "One seed per cell (each scenario's own): the figures have no interval."
     else:
-        others = "s+1" if grid.seeds == 2 else f"s+1 … s+{grid.seeds - 1}"
-        text = (f"Each cell ran {grid.seeds} seeds: the scenario's own seed s and {others}. "
+        text = (f"Each cell ran {grid.seeds} seeds: {_seed_list(grid.seeds)}, where s is the scenario's own seed. "
                 "A seed draws the synthetic jobs, and for a trace which jobs are production and their deadlines, "
                 f"and node failures. The tables give mean ± the half-width of a 95 % Student t interval over the "
                 f"seeds (`follower/sim/spread.py`); every seed's figures are in `{RESULTS}`.")
@@ -304,6 +304,14 @@ def _seeds_text(grid: Grid, made: Sequence[Cell]) -> str:
         text += (f" {', '.join(f'`{name}`' for name in fixed)} gave the same figures at every seed (nothing in "
                  "it is drawn), hence ± 0.")
     return text
+
+
+def _seed_list(count: int) -> str:
+    """`s and s+1`, `s, s+1 and s+2`, `s, s+1, …, s+4`."""
+    if count <= 3:
+        seeds = ["s", *(f"s+{k}" for k in range(1, count))]
+        return " and ".join([", ".join(seeds[:-1]), seeds[-1]]) if count > 1 else "s"
+    return f"s, s+1, …, s+{count - 1}"
 
 
 def same_at_every_seed(made: Sequence[Cell]) -> list[str]:

@@ -7,7 +7,8 @@
   for production costs the rest; absolute times differ by orders of magnitude between sizes and
   between the seeds' workloads, and are in the table);
 - `preemptions.png`: containers preempted per agent and slack factor;
-- `buckets.png`: the fairness study's mean response by job size, per policy, on a log scale.
+- `buckets.png`: the fairness study's mean response by job size, per policy (on a log scale when
+  the sizes' responses differ by orders of magnitude).
 Every agent and policy keeps one colour across the figures.
 """
 
@@ -171,7 +172,7 @@ def best_effort_figure(cells: Sequence[Cell], path: Path) -> Path:
                 panel.axhline(1.0, color=colour(NO_AGENT), linewidth=1.2, linestyle="--", label=f"{NO_AGENT} (= 1)")
                 panel.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.2f}×"))
             else:
-                log_scale(panel)
+                log_scale_if_wide(panel)
             panel.set_title(f"{scenario}, slack {slack:g}", fontsize=11)
         row[0].set_ylabel(f"BE mean response ÷ `{NO_AGENT}`'s" if relative else "BE mean response (s)",
                           fontsize=TICKS)
@@ -190,10 +191,16 @@ def _best_effort(cell: Cell | None, baseline: Cell | None, index: int) -> Spread
     return cell.spread(get) if baseline is None else cell.ratio_spread(baseline, get)
 
 
-def log_scale(panel: Axes) -> None:
-    """A log y axis labelled in plain numbers (1, 2, 5, 10, 20, ...), not powers of ten."""
+def log_scale_if_wide(panel: Axes) -> None:
+    """A log y axis labelled in plain numbers (1, 2, 5, 10, 20, ...), not powers of ten, when the values span more
+    than a factor of 8 (below, the linear axis reads better)."""
+    low, high = panel.get_ylim()
+    if low > 0 and high < 8 * low:
+        return
     panel.set_yscale("log")
-    panel.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    low, high = panel.get_ylim()
+    subs = (1.0, 2.0, 5.0) if high > 30 * low else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+    panel.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
     panel.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     panel.yaxis.set_minor_formatter(NullFormatter())
 
@@ -222,7 +229,7 @@ def buckets_figure(cells: Sequence[Cell], path: Path) -> Path:
         series = [(policy, [measured(find(cells, scenario, None, policy), bucket_response(index))
                             for index in range(len(SIZE_BUCKETS))]) for policy in policies]
         draw_series(panel, BUCKET_LABELS, series)
-        log_scale(panel)
+        log_scale_if_wide(panel)
         panel.set_title(scenario, fontsize=11)
         panel.set_xlabel("jobs by run time alone (percentile)", fontsize=TICKS)
     axes[0][0].set_ylabel("mean response (s)", fontsize=TICKS)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from follower.cli import main
-from follower.sim.evaluate import RESULTS, Grid, cells, evaluate, run_grid, with_slack
+from follower.sim.evaluate import RESULTS, Grid, cells, evaluate, run_grid, run_order, with_slack
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.scenario import load_scenario
 
@@ -183,3 +183,11 @@ def test_the_report_shows_mean_and_interval_and_the_results_keep_every_seed(smal
         ("uwfq_super_small", "userfair", 1), ("uwfq_super_small", "userfair", 2)]
     assert all("sla_attainment" in run["summary"]["production"] for run in document["runs"])
     assert document["runs"][4]["fairness"]["dvr"] == 0.0  # userfair against itself, at the same seed
+
+
+def test_runs_start_with_the_milp_then_every_cell_once_before_any_cell_twice() -> None:
+    grid = Grid(reservations=("a.yaml",), agents=("gree", "milp"), slacks=(3.0,), fairness=("b.yaml",),
+                policies=("fair",), seeds=2)
+    runs = grid.runs()
+    started = [(runs[index].agent or runs[index].policy, runs[index].replicate) for index in run_order(runs)]
+    assert started == [("milp", 0), ("milp", 1), ("gree", 0), ("fair", 0), ("gree", 1), ("fair", 1)]

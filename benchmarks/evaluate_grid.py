@@ -60,7 +60,7 @@ def main() -> None:
     unknown = []
     print(f"{'scenario':16} {'agent/policy':12} {'runs':>5} {'s/run':>8}  source")
     for run in Grid(seeds=1).runs():
-        option = run.agent or run.policy or ""
+        option = run.option
         key = (run.label, option)
         if key in given:
             price, source = given[key], "assumed"

@@ -29,6 +29,11 @@ class Cell:
     summaries: tuple[dict[str, Any], ...]
     fairness: tuple[dict[str, Any], ...] = ()
 
+    @property
+    def option(self) -> str:
+        """What the cell compares: the agent in the reservation study, the policy in the fairness study."""
+        return self.agent if self.study == "reservations" else self.policy
+
     def spread(self, get: Reader) -> Spread | None:
         """Mean and 95 % interval over the seeds of the figure `get` reads from a summary (None values skipped)."""
         return spread(value for summary in self.summaries if (value := get(summary)) is not None)

@@ -75,6 +75,11 @@ class Run:
     replicate: int = 0
 
     @property
+    def option(self) -> str:
+        """What the cell compares: the agent in the reservation study, the policy in the fairness study."""
+        return (self.agent if self.study == "reservations" else self.policy) or ""
+
+    @property
     def cell(self) -> tuple[str, str, str | None, str | None, float | None]:
         """The grid cell this run is one seed of."""
         return (self.study, self.label, self.agent, self.policy, self.slack)

@@ -65,8 +65,7 @@ def slacks_of(cells: Sequence[Cell], scenario: str) -> list[float]:
 def find(cells: Sequence[Cell], scenario: str, slack: float | None, option: str) -> Cell | None:
     """The cell of `scenario` at `slack` (None: any) with agent or policy `option`."""
     for cell in cells:
-        if cell.scenario == scenario and option in (cell.agent, cell.policy) and \
-                (slack is None or (cell.slack or 0.0) == slack):
+        if cell.scenario == scenario and cell.option == option and (slack is None or (cell.slack or 0.0) == slack):
             return cell
     return None
 
@@ -174,7 +173,7 @@ def best_effort_figure(cells: Sequence[Cell], path: Path) -> Path:
             else:
                 log_scale_if_wide(panel)
             panel.set_title(f"{scenario}, slack {slack:g}", fontsize=11)
-        row[0].set_ylabel(f"BE mean response ÷ `{NO_AGENT}`'s" if relative else "BE mean response (s)",
+        row[0].set_ylabel(f"BE mean response ÷ {NO_AGENT}'s" if relative else "BE mean response (s)",
                           fontsize=TICKS)
         for empty in row[len(slacks):]:
             empty.set_visible(False)

@@ -16,16 +16,13 @@ from typing import Protocol
 
 
 class GridRun(Protocol):
-    """What the clock needs of a run: which scenario, with which agent or policy, at which slack."""
+    """What the clock needs of a run: which scenario, comparing which agent or policy, at which slack."""
 
     @property
     def label(self) -> str: ...
 
     @property
-    def agent(self) -> str | None: ...
-
-    @property
-    def policy(self) -> str | None: ...
+    def option(self) -> str: ...
 
     @property
     def slack(self) -> float | None: ...
@@ -36,8 +33,7 @@ Key = tuple[Hashable, ...]
 
 def _likeness(run: GridRun) -> tuple[Key, Key, Key]:
     """The keys under which a run's wall time predicts another's, the most alike first."""
-    option = run.agent or run.policy
-    return ((run.label, option, run.slack), (run.label, option), ())
+    return ((run.label, run.option, run.slack), (run.label, run.option), ())
 
 
 def duration(seconds: float) -> str:
@@ -88,10 +84,9 @@ class GridClock:
 
     def line(self, run: GridRun, wall: float, seed: int | None = None) -> str:
         """`[i/N] scenario option slack seed: wall; elapsed, about T left` for the run that just finished."""
-        option = run.agent or run.policy
         slack = "" if run.slack is None else f" slack {run.slack:g}"
         seeded = "" if seed is None else f" seed {seed}"
         left = self.left()
         estimate = "" if left is None or self.done == self.total else f", about {duration(left)} left"
-        return (f"[{self.done}/{self.total}] {run.label} {option}{slack}{seeded}: {wall:.1f} s"
+        return (f"[{self.done}/{self.total}] {run.label} {run.option}{slack}{seeded}: {wall:.1f} s"
                 f" (elapsed {duration(self.elapsed())}{estimate})")

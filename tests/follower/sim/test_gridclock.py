@@ -38,3 +38,12 @@ def test_the_last_line_has_no_estimate_and_durations_read_at_a_glance() -> None:
     clock.finished(runs[0], 1.0)
     assert "left" not in clock.line(runs[0], 1.0)
     assert (duration(12.4), duration(245), duration(3725)) == ("12s", "4m05s", "1h02m")
+
+
+def test_a_fairness_run_is_named_and_priced_by_its_policy_whatever_agent_the_scenario_chose() -> None:
+    runs = [Run("fairness", "power", "power.yaml", policy=policy) for policy in ("fair", "uwfq")]
+    clock = GridClock(runs, workers=1)
+    finished = Run("fairness", "power", "power.yaml", agent="none", policy="fair", seed=1)  # as the run reports it
+    clock.finished(finished, 4.0)
+    assert clock.line(finished, 4.0, seed=1).startswith("[1/2] power fair seed 1: 4.0 s")
+    assert clock.pending[("power", "fair", None)] == 0 and clock.left() == 4.0

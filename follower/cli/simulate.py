@@ -196,8 +196,9 @@ QUICK = {"reservations": "synthetic_mix,alibaba_2days", "agents": "none,static,g
 @click.option("--seeds", type=click.IntRange(min=1), default=DEFAULT_SEEDS, show_default=True,
               help="Runs per cell, at the scenario's seed s, s+1, ...; the report gives mean ± 95 % interval.")
 @click.option("--milp-time-limit", type=click.FloatRange(min=0.1), default=MILP_TIME_LIMIT, show_default=True,
-              help="Seconds the `milp` agent may spend on one arrival's decision (its runs take about production "
-                   "jobs × this at most).")
+              help="Seconds the `milp` agent may search for one arrival's decision (the same default as `rayon "
+                   "simulate`). It cuts the solver's search, not the building of its model: on the traces a smaller "
+                   "limit does not make the MILP's runs much shorter.")
 @click.option("--workers", type=click.IntRange(min=1), help="Simulations at once (default: the CPU count).")
 @click.option("--quick", is_flag=True, help="A small grid in a few minutes (options given still win): "
               f"{', '.join(f'--{k} {v}' for k, v in QUICK.items())}.")

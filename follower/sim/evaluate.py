@@ -240,6 +240,7 @@ class Timing:
     wall_s: float
     workers: int
     cores: int
+    load: float  # the 1-minute load average as the grid ended: above `cores`, other work shared them
 
 
 def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) -> dict[str, Any]:
@@ -261,7 +262,7 @@ def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
     check_grid(chosen)
     began = time.perf_counter()
     outcomes = run_grid(chosen, workers, progress)
-    timing = Timing(time.perf_counter() - began, pool_size(workers), os.cpu_count() or 1)
+    timing = Timing(time.perf_counter() - began, pool_size(workers), os.cpu_count() or 1, os.getloadavg()[0])
     reservations, fairness = cells(outcomes)
     when = datetime.now(UTC).strftime("%Y-%m-%d")
     folder.mkdir(parents=True, exist_ok=True)
@@ -328,7 +329,8 @@ def same_at_every_seed(made: Sequence[Cell]) -> list[str]:
 
 def _timing_text(grid: Grid, timing: Timing) -> str:
     runs = len(grid.runs())
-    milp = (f" The `milp` agent decided each arrival within {grid.milp_time_limit:g} s (`--milp-time-limit`)."
+    milp = (f" The `milp` agent had {grid.milp_time_limit:g} s per arrival's decision (`--milp-time-limit`: it "
+            "cuts the solver's search, not the building of its model)."
             if MILP in grid.agents and grid.reservations else "")
     return (f"The grid: {runs} runs in {duration(timing.wall_s)}, {timing.workers} at a time on a "
-            f"{timing.cores}-core machine.{milp}")
+            f"{timing.cores}-core machine (load average {timing.load:.1f} as it ended).{milp}")

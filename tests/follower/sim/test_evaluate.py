@@ -177,7 +177,7 @@ def test_the_report_shows_mean_and_interval_and_the_results_keep_every_seed(smal
     assert "| small | 3 | none | fair | 2 | " in text and " ± " in text
     assert "`uwfq_super_small` gave the same figures at every seed" in text  # it draws nothing from its seed
     document = json.loads((tmp_path / "r" / RESULTS).read_text())
-    assert document["seeds"] == 2 and document["workers"] == 1 and document["wall_s"] > 0
+    assert document["seeds"] == 2 and document["workers"] == 1 and document["wall_s"] > 0 and document["load"] >= 0
     assert [(run["scenario"], run["policy"], run["seed"]) for run in document["runs"]] == [
         ("small", "fair", 3), ("small", "fair", 4), ("uwfq_super_small", "fair", 1), ("uwfq_super_small", "fair", 2),
         ("uwfq_super_small", "userfair", 1), ("uwfq_super_small", "userfair", 2)]

@@ -12,6 +12,7 @@ from follower.cli import main
 from follower.sim.evaluate import RESULTS, Grid, cells, evaluate, run_grid, run_order, with_slack
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.scenario import load_scenario
+from planner.agents.base import Agent
 
 SMALL = """
 name: small
@@ -191,3 +192,23 @@ def test_runs_start_with_the_milp_then_every_cell_once_before_any_cell_twice() -
     runs = grid.runs()
     started = [(runs[index].agent or runs[index].policy, runs[index].replicate) for index in run_order(runs)]
     assert started == [("milp", 0), ("milp", 1), ("gree", 0), ("fair", 0), ("gree", 1), ("fair", 1)]
+
+
+def test_the_milp_time_limit_reaches_the_agent_of_every_planning_run(small: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from follower.sim import evaluate as module
+
+    asked: list[tuple[str, float]] = []
+    real = module.simulation_agent
+
+    def recording(name: str, time_limit: float) -> Agent:
+        asked.append((name, time_limit))
+        return real(name, time_limit)
+
+    monkeypatch.setattr(module, "simulation_agent", recording)
+    result = CliRunner().invoke(main, ["evaluate", "--reservations", small, "--fairness", "", "--agents",
+                                       "none,gree-l", "--slacks", "3", "--seeds", "1", "--milp-time-limit", "0.7",
+                                       "--workers", "1", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert asked == [("gree-l", 0.7)]  # `none` plans nothing: no agent
+    assert real("milp", 0.7).time_limit == 0.7  # type: ignore[attr-defined]

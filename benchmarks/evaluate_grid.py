@@ -58,7 +58,7 @@ def main() -> None:
     walls, given = measured(args.results, args.milp_time_limit), assumed(args.assume)
     work = longest = 0.0
     unknown = []
-    print(f"{'scenario':16} {'agent/policy':12} {'runs':>5} {'s/run':>8}  source")
+    print(f"{'scenario':16} {'agent/policy @slack':20} {'runs':>5} {'s/run':>8}  source")
     for run in Grid(seeds=1).runs():
         option = run.option
         key = (run.label, option)
@@ -70,7 +70,7 @@ def main() -> None:
             unknown.append(f"{run.label} {option}")
             continue
         slack = "" if run.slack is None else f" @{run.slack:g}"
-        print(f"{run.label:16} {option + slack:12} {args.seeds:>5} {price:>8.1f}  {source}")
+        print(f"{run.label:16} {option + slack:20} {args.seeds:>5} {price:>8.1f}  {source}")
         work += price * args.seeds
         longest = max(longest, price)
     wall = max(work / args.workers, longest)

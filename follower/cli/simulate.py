@@ -216,7 +216,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     \b
     Examples:
       rayon evaluate                                   # the default grid, into evaluation/
-      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (hours: see --help)
+      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (hours)
       rayon evaluate --quick --out /tmp/report         # minutes: the point, not the whole grid
       rayon evaluate --seeds 1 --milp-time-limit 1     # one seed per cell, a faster MILP: no intervals
       rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report

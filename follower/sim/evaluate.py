@@ -13,20 +13,25 @@ order whatever the finishing order, so the report is the same for the same grid 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from follower.sim.engine import simulate
+from follower.sim.cell import Cell
+from follower.sim.engine import Simulation
+from follower.sim.gridclock import duration
 from follower.sim.metrics import JobRecord, Result, fairness_against
-from follower.sim.report import Cell, write_report
-from follower.sim.scenario import Scenario, agent_names, load_scenario
-from follower.sim.setup import USER_FAIR
+from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
+from follower.sim.report import write_report
+from follower.sim.scenario import NO_AGENT, STATIC_AGENTS, Scenario, agent_names, load_scenario
+from follower.sim.setup import SIMULATION_POLICIES, USER_FAIR
 from rdl.errors import RayonError, RDLErrors
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
@@ -35,6 +40,9 @@ SLACKS = (1.5, 3.0, 10.0)
 POLICIES = ("fifo", "fair", USER_FAIR, "uwfq")
 RESERVATION_SCENARIOS = ("synthetic_mix", "ricc_week", "alibaba_2days")  # Alibaba: two days, see its scenario
 FAIRNESS_SCENARIOS = ("uwfq_power_small", "uwfq_super_small", "google_homo", "google_hetero")
+DEFAULT_SEEDS = 5  # per cell: t(0.975, 4) = 2.78, where 3 seeds would give 4.30 and 2 seeds 12.7
+MILP = "milp"  # the agent with a time limit per decision, and the grid's longest runs
+RESULTS = "results.json"
 
 PUBLISHED = """## Published figures, for comparison
 
@@ -52,7 +60,10 @@ PUBLISHED = """## Published figures, for comparison
 
 @dataclass(frozen=True)
 class Run:
-    """One simulation of the grid: which scenario file, study, options."""
+    """One simulation of the grid: which scenario file, study, options, and which of the cell's seeds.
+
+    `replicate` k runs the scenario's own seed + k; `seed` is filled in with that seed once the run is made.
+    """
 
     study: str
     label: str
@@ -61,25 +72,50 @@ class Run:
     policy: str | None = None
     slack: float | None = None
     seed: int | None = None
+    replicate: int = 0
+
+    @property
+    def option(self) -> str:
+        """What the cell compares: the agent in the reservation study, the policy in the fairness study."""
+        return (self.agent if self.study == "reservations" else self.policy) or ""
+
+    @property
+    def cell(self) -> tuple[str, str, str | None, str | None, float | None]:
+        """The grid cell this run is one seed of."""
+        return (self.study, self.label, self.agent, self.policy, self.slack)
 
 
 @dataclass(frozen=True)
 class Grid:
-    """The runs to make: scenarios × agents × slack factors, and scenarios × policies."""
+    """The runs to make: scenarios × agents × slack factors, and scenarios × policies; each cell `seeds` times,
+    the MILP deciding each arrival within `milp_time_limit` seconds."""
 
     reservations: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in RESERVATION_SCENARIOS)
     agents: tuple[str, ...] = AGENTS
     slacks: tuple[float, ...] = SLACKS
     fairness: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in FAIRNESS_SCENARIOS)
     policies: tuple[str, ...] = POLICIES
+    seeds: int = DEFAULT_SEEDS
+    milp_time_limit: float = MILP_TIME_LIMIT
 
     def runs(self) -> list[Run]:
-        """Every run, in report order."""
-        found = [Run("reservations", _label(path), path, agent=agent, slack=slack)
-                 for path in self.reservations for slack in self.slacks for agent in self.agents]
-        found += [Run("fairness", _label(path), path, policy=policy)
-                  for path in self.fairness for policy in self.policies]
+        """Every run, in report order (the seeds of one cell together)."""
+        found = [Run("reservations", _label(path), path, agent=agent, slack=slack, replicate=k)
+                 for path in self.reservations for slack in self.slacks for agent in self.agents
+                 for k in range(self.seeds)]
+        found += [Run("fairness", _label(path), path, policy=policy, replicate=k)
+                  for path in self.fairness for policy in self.policies for k in range(self.seeds)]
         return found
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One finished run: the run (agent, policy and seed filled in), its figures, its job records, its wall time."""
+
+    run: Run
+    summary: dict[str, Any]
+    records: list[JobRecord]
+    wall_s: float
 
 
 def _label(path: str) -> str:
@@ -124,71 +160,129 @@ def check_grid(grid: Grid) -> None:
                          ).then("nothing was simulated")
 
 
-def run_one(run: Run) -> tuple[Run, dict[str, Any], list[JobRecord], float]:
-    """Simulate one grid point; returns it (with the agent and policy the scenario chose filled in), its summary,
-    its records (for DVR/DSR) and its wall time."""
+def run_one(run: Run, milp_time_limit: float = MILP_TIME_LIMIT) -> Outcome:
+    """Simulate one grid point at its seed, the MILP (if it is the agent) within `milp_time_limit` per decision."""
     scenario = load_scenario(run.path)
     if run.slack is not None:
         scenario = with_slack(scenario, run.slack)
-    result: Result = simulate(scenario, agent=run.agent, policy=run.policy, seed=run.seed)
-    return replace(run, agent=result.agent, policy=result.policy), result.summary, result.records, result.wall_s
+    chosen = scenario.with_options(agent=run.agent, policy=run.policy, seed=scenario.seed + run.replicate,
+                                   policies=SIMULATION_POLICIES)
+    planning = chosen.agent not in (NO_AGENT, *STATIC_AGENTS)
+    agent = simulation_agent(chosen.agent, milp_time_limit) if planning else None
+    result: Result = Simulation(chosen, agent=agent).run()
+    return Outcome(replace(run, agent=result.agent, policy=result.policy, seed=result.seed), result.summary,
+                   result.records, result.wall_s)
+
+
+def pool_size(workers: int | None) -> int:
+    """Simulations at once: `workers`, or the CPU count."""
+    return workers or os.cpu_count() or 1
+
+
+def run_order(runs: Sequence[Run]) -> list[int]:
+    """Indices of `runs` in the order to start them: the MILP's first, so that no long run is left to run alone at
+    the end (the longest-processing-time-first rule); and the first seed of every cell before the second, so that
+    the progress learns early what each kind of run costs."""
+    return sorted(range(len(runs)), key=lambda index: (runs[index].agent != MILP, runs[index].replicate, index))
 
 
 def run_grid(grid: Grid, workers: int | None = None,
-             progress: Callable[[Run, float], None] | None = None) -> list[tuple[Run, dict[str, Any], list[JobRecord]]]:
+             progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     """Every run of the grid (in a process pool when `workers` > 1), in grid order."""
     runs = grid.runs()
-    count = workers or os.cpu_count() or 1
-    done: dict[int, tuple[Run, dict[str, Any], list[JobRecord]]] = {}
+    count = pool_size(workers)
+    done: dict[int, Outcome] = {}
     if count <= 1:
-        for index, run in enumerate(runs):
-            finished, summary, records, wall = run_one(run)
-            done[index] = (finished, summary, records)
+        for index in run_order(runs):
+            done[index] = run_one(runs[index], grid.milp_time_limit)
             if progress is not None:
-                progress(finished, wall)
+                progress(done[index])
     else:
         with ProcessPoolExecutor(max_workers=count) as pool:
-            futures = {pool.submit(run_one, run): index for index, run in enumerate(runs)}
+            futures = {pool.submit(run_one, runs[index], grid.milp_time_limit): index
+                       for index in run_order(runs)}
             for future in as_completed(futures):
-                finished, summary, records, wall = future.result()
-                done[futures[future]] = (finished, summary, records)
+                done[futures[future]] = future.result()
                 if progress is not None:
-                    progress(finished, wall)
+                    progress(done[futures[future]])
     return [done[index] for index in range(len(runs))]
 
 
-def cells(results: Sequence[tuple[Run, dict[str, Any], list[JobRecord]]]) -> tuple[list[Cell], list[Cell]]:
-    """The report's rows: reservation cells, and fairness cells with DVR/DSR against `userfair`."""
-    reservations = [Cell(run.study, run.label, run.agent or "", run.policy or "", run.slack, summary)
-                    for run, summary, _ in results if run.study == "reservations"]
-    baselines = {run.label: records for run, _, records in results
-                 if run.study == "fairness" and run.policy == USER_FAIR}
-    fairness = [Cell(run.study, run.label, "", run.policy or "", None, summary,
-                     fairness_against(records, baselines[run.label]) if run.label in baselines else {})
-                for run, summary, records in results if run.study == "fairness"]
-    return reservations, fairness
+def fairness_by_run(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """DVR/DSR of each fairness run against the `userfair` run of the same scenario and seed ({} where none)."""
+    baselines = {(o.run.label, o.run.replicate): o.records for o in outcomes
+                 if o.run.study == "fairness" and o.run.policy == USER_FAIR}
+    found = []
+    for outcome in outcomes:
+        baseline = baselines.get((outcome.run.label, outcome.run.replicate))
+        fair = outcome.run.study == "fairness" and baseline is not None
+        found.append(fairness_against(outcome.records, baseline) if fair and baseline is not None else {})
+    return found
+
+
+def cells(outcomes: Sequence[Outcome]) -> tuple[list[Cell], list[Cell]]:
+    """The report's rows, one per cell with every seed's figures: reservation cells, and fairness cells with
+    DVR/DSR against `userfair`."""
+    grouped: dict[tuple[Any, ...], list[tuple[Outcome, dict[str, Any]]]] = {}
+    for outcome, fairness in zip(outcomes, fairness_by_run(outcomes), strict=True):
+        grouped.setdefault(outcome.run.cell, []).append((outcome, fairness))
+    made = [Cell(run.study, run.label, run.agent or "", run.policy or "", run.slack,
+                 tuple(o.run.seed or 0 for o, _ in members), tuple(o.summary for o, _ in members),
+                 tuple(fairness for _, fairness in members))
+            for members in grouped.values() for run in (members[0][0].run,)]
+    return [c for c in made if c.study == "reservations"], [c for c in made if c.study == "fairness"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long the grid took, with how many simulations at once, on how many cores."""
+
+    wall_s: float
+    workers: int
+    cores: int
+    load: float  # the 1-minute load average as the grid ended: above `cores`, other work shared them
+
+
+def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) -> dict[str, Any]:
+    """The machine-readable results (`results.json`): the grid, how long it took, and every run at every seed."""
+    return {
+        "seeds": grid.seeds, "milp_time_limit_s": grid.milp_time_limit, **asdict(timing),
+        "runs": [{"study": o.run.study, "scenario": o.run.label, "agent": o.run.agent, "policy": o.run.policy,
+                  "slack": o.run.slack, "seed": o.run.seed, "wall_s": o.wall_s, "summary": o.summary,
+                  "fairness": fairness}
+                 for o, fairness in zip(outcomes, fairness_by_run(outcomes), strict=True)],
+    }
 
 
 def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
-             progress: Callable[[Run, float], None] | None = None) -> Path:
-    """Run the grid and write the report into `folder`; returns the report's path."""
+             progress: Callable[[Outcome], None] | None = None) -> Path:
+    """Run the grid and write the report (and `results.json`, every seed's figures) into `folder`; returns the
+    report's path."""
     chosen = grid or Grid()
     check_grid(chosen)
-    results = run_grid(chosen, workers, progress)
-    reservations, fairness = cells(results)
+    began = time.perf_counter()
+    outcomes = run_grid(chosen, workers, progress)
+    timing = Timing(time.perf_counter() - began, pool_size(workers), os.cpu_count() or 1, os.getloadavg()[0])
+    reservations, fairness = cells(outcomes)
     when = datetime.now(UTC).strftime("%Y-%m-%d")
-    preamble = _preamble(chosen, when)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / RESULTS).write_text(json.dumps(results_document(chosen, outcomes, timing), indent=1) + "\n")
+    preamble = _preamble(chosen, when, timing, [*reservations, *fairness])
     return write_report(folder, reservations, fairness, preamble, PUBLISHED)
 
 
-def _preamble(grid: Grid, when: str) -> str:
+def _preamble(grid: Grid, when: str, timing: Timing, made: Sequence[Cell]) -> str:
     scenarios = ", ".join(f"`{_label(p)}`" for p in (*grid.reservations, *grid.fairness))
     return f"""# Evaluation: does reservation planning pay off?
 
 Generated by `rayon evaluate` on {when} (Python {sys.version.split()[0]}); every figure comes from
-the simulator (`rayon simulate`) on the scenarios in `examples/scenarios/` ({scenarios}), with
-each scenario's own seed. Reproduce one row with, for example,
-`rayon simulate examples/scenarios/synthetic_mix.yaml --agent gree-l --json`.
+the simulator (`rayon simulate`) on the scenarios in `examples/scenarios/` ({scenarios}).
+Reproduce one run with, for example,
+`rayon simulate examples/scenarios/synthetic_mix.yaml --agent gree-l --seed 43 --json`.
+
+{_seeds_text(grid, made)}
+
+{_timing_text(grid, timing)}
 
 How to read it: *SLA attainment* is the share of production jobs finished by their deadline;
 *slack* is the mean deadline slack factor f (deadline = submit + f × declared duration, f drawn
@@ -198,3 +292,45 @@ the user-fair baseline (`userfair`: one queue per user, equal shares, fair withi
 DSR (deadline slack ratio) their mean lateness relative to their baseline response time — our
 reading of the UWFQ paper's fairness measures. Definitions: `follower/sim/metrics.py`.
 """
+
+
+def _seeds_text(grid: Grid, made: Sequence[Cell]) -> str:
+    """What the ± means, how many seeds, and which scenarios draw nothing from their seed."""
+    if grid.seeds == 1:
+        text = "One seed per cell (each scenario's own): the figures have no interval."
+    else:
+        text = (f"Each cell ran {grid.seeds} seeds: {_seed_list(grid.seeds)}, where s is the scenario's own seed. "
+                "A seed draws the synthetic jobs, and for a trace which jobs are production and their deadlines, "
+                f"and node failures. The tables give mean ± the half-width of a 95 % Student t interval over the "
+                f"seeds (`follower/sim/spread.py`); every seed's figures are in `{RESULTS}`.")
+        if grid.seeds < DEFAULT_SEEDS:
+            text += f" This grid ran fewer seeds than the full report's {DEFAULT_SEEDS}: its intervals are wider."
+    fixed = same_at_every_seed(made)
+    if grid.seeds > 1 and fixed:
+        text += (f" {', '.join(f'`{name}`' for name in fixed)} gave the same figures at every seed (nothing in "
+                 "it is drawn), hence ± 0.")
+    return text
+
+
+def _seed_list(count: int) -> str:
+    """`s and s+1`, `s, s+1 and s+2`, `s, s+1, …, s+4`."""
+    if count <= 3:
+        seeds = ["s", *(f"s+{k}" for k in range(1, count))]
+        return " and ".join([", ".join(seeds[:-1]), seeds[-1]]) if count > 1 else "s"
+    return f"s, s+1, …, s+{count - 1}"
+
+
+def same_at_every_seed(made: Sequence[Cell]) -> list[str]:
+    """Scenarios whose every cell measured the same figures at every seed."""
+    scenarios = dict.fromkeys(cell.scenario for cell in made)
+    return [name for name in scenarios
+            if all(all(s == c.summaries[0] for s in c.summaries) for c in made if c.scenario == name)]
+
+
+def _timing_text(grid: Grid, timing: Timing) -> str:
+    runs = len(grid.runs())
+    milp = (f" The `milp` agent had {grid.milp_time_limit:g} s per arrival's decision (`--milp-time-limit`: it "
+            "cuts the solver's search, not the building of its model)."
+            if MILP in grid.agents and grid.reservations else "")
+    return (f"The grid: {runs} runs in {duration(timing.wall_s)}, {timing.workers} at a time on a "
+            f"{timing.cores}-core machine (load average {timing.load:.1f} as it ended).{milp}")

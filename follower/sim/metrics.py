@@ -7,7 +7,8 @@ Definitions (kept here so the report and the tests read the same ones):
 - Response time: finish − submit; slowdown: response ÷ the job's run time alone
   (its actual duration with no waiting), at least 1.
 - Size buckets (UWFQ paper): jobs ranked by their run time alone; the 0–80, 80–95 and
-  95–100 percentile groups, each with its mean response time.
+  95–100 percentile groups, each with its mean response time; over every job, and over the
+  best-effort jobs alone (how reservations for production weigh on the rest, by job size).
 - DVR / DSR against a user-fair baseline run of the same workload: a job's "deadline" is
   its finish time under the baseline; DVR is the share of jobs that finish later than that,
   DSR the mean lateness of those jobs relative to their baseline response time. (Our
@@ -103,6 +104,7 @@ def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end:
         "preemptions": preemptions,
         "all_jobs": responses(jobs),
         "size_buckets": size_buckets(jobs),
+        "best_effort_size_buckets": size_buckets(best_effort),
         "per_user": {user: responses(mine) for user, mine in sorted(_by_user(jobs).items())},
     }
 

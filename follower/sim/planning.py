@@ -41,11 +41,12 @@ def production_reservations(scenario: Scenario, workload: Workload) -> list[Rese
     return [job_reservation(job, cluster, scenario.start, delay) for job in workload.production]
 
 
-def simulation_agent(name: str) -> Agent:
-    """The agent by name; the MILP decides each arrival within MILP_TIME_LIMIT (admission is online here)."""
+def simulation_agent(name: str, time_limit: float = MILP_TIME_LIMIT) -> Agent:
+    """The agent by name; an agent with a time limit (the MILP) decides each arrival within `time_limit` seconds
+    (admission is online here)."""
     agent = get_agent(name)
     if dataclasses.is_dataclass(agent) and hasattr(agent, "time_limit"):
-        agent = dataclasses.replace(agent, time_limit=MILP_TIME_LIMIT)  # type: ignore[type-var]
+        agent = dataclasses.replace(agent, time_limit=time_limit)  # type: ignore[type-var]
     return agent
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from follower.cli import main
-from follower.sim.evaluate import Grid, cells, evaluate, run_grid, with_slack
+from follower.sim.evaluate import RESULTS, Grid, cells, evaluate, run_grid, run_order, with_slack
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.scenario import load_scenario
+from planner.agents.base import Agent
 
 SMALL = """
 name: small
@@ -55,21 +57,23 @@ def test_the_slack_factor_reaches_the_generated_deadlines(small: str) -> None:
 def test_a_tiny_grid_writes_a_report_with_both_studies(small: str, tmp_path: Path) -> None:
     fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
     grid = Grid(reservations=(small,), agents=("none", "gree-l"), slacks=(3.0,), fairness=(fairness,),
-                policies=("fair", "userfair"))
+                policies=("fair", "userfair"), seeds=1)
     assert len(grid.runs()) == 4
     report = evaluate(tmp_path / "report", grid, workers=1)
     text = report.read_text()
     assert "## Reservations" in text and "## Fairness" in text
-    assert "| small | 3 | none | fair |" in text and "| small | 3 | gree-l | fair |" in text
-    assert "| uwfq_super_small | userfair |" in text
-    assert (tmp_path / "report" / "sla.png").stat().st_size > 1000
-    assert (tmp_path / "report" / "buckets.png").stat().st_size > 1000
+    assert "| small | 3 | none | fair | 1 |" in text and "| small | 3 | gree-l | fair | 1 |" in text
+    assert "| uwfq_super_small | userfair | 1 |" in text
+    assert "One seed per cell" in text and "The grid: 4 runs in " in text
+    for figure in ("sla.png", "best_effort.png", "preemptions.png", "buckets.png"):
+        assert (tmp_path / "report" / figure).stat().st_size > 1000
+        assert f"]({figure})" in text
 
 
 def test_the_grid_comes_back_in_grid_order_from_a_process_pool(small: str) -> None:
-    grid = Grid(reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=())
+    grid = Grid(reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=1)
     results = run_grid(grid, workers=2)
-    assert [run.agent for run, _, _ in results] == ["none", "gree", "gree-l"]
+    assert [outcome.run.agent for outcome in results] == ["none", "gree", "gree-l"]
     reservations, fairness = cells(results)
     assert [cell.agent for cell in reservations] == ["none", "gree", "gree-l"] and fairness == []
 
@@ -109,7 +113,7 @@ def test_names_are_looked_up_in_the_scenarios_folder_and_a_report_is_not_overwri
                                                                                      tmp_path: Path) -> None:
     out = tmp_path / "r"
     args = ["evaluate", "--scenarios", str(Path(small).parent), "--reservations", "small", "--fairness", "",
-            "--agents", "none", "--slacks", "3", "--workers", "1", "--out", str(out)]
+            "--agents", "none", "--slacks", "3", "--seeds", "1", "--workers", "1", "--out", str(out)]
     first = CliRunner().invoke(main, args)
     assert first.exit_code == 0, first.output
     (out / "report.md").write_text("kept")
@@ -118,7 +122,7 @@ def test_names_are_looked_up_in_the_scenarios_folder_and_a_report_is_not_overwri
     assert (out / "report.md").read_text() == "kept"
     forced = CliRunner().invoke(main, [*args, "--force"])
     assert forced.exit_code == 0, forced.output
-    assert "| small | 3 | none |" in (out / "report.md").read_text()
+    assert "| small | 3 | none | fair | 1 |" in (out / "report.md").read_text()
 
 
 def test_unknown_names_are_listed_with_the_folder(small: str, tmp_path: Path) -> None:
@@ -141,7 +145,70 @@ def test_quick_takes_the_small_grid_for_what_is_not_given(small: str, tmp_path: 
     result = CliRunner().invoke(main, ["evaluate", "--quick", "--scenarios", str(Path(small).parent), "--reservations",
                                        "small", "--fairness", "", "--workers", "1", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "4 simulations" in result.stderr  # the quick agents at the quick slack, on the scenario given
+    # the quick agents at the quick slack and seeds, on the scenario given
+    assert "12 simulations (4 cells × 3 seeds)" in result.stderr
+    assert "[12/12] small " in result.stderr and "left)" in result.stderr  # progress estimates the time left
     text = (out / "report.md").read_text()
-    assert all(f"| small | 3 | {agent} |" in text for agent in ("none", "static", "gree", "gree-l"))
-    assert "milp" not in text and "| small | 1.5 |" not in text
+    assert all(f"| small | 3 | {agent} | fair | 3 |" in text for agent in ("none", "static", "gree", "gree-l"))
+    assert "fewer seeds than the full report's 5" in text
+    assert "`milp`" not in text and "| small | 1.5 |" not in text
+
+
+def test_two_seeds_draw_different_workloads_and_the_cell_keeps_both_and_their_mean(small: str,
+                                                                                    tmp_path: Path) -> None:
+    grid = Grid(reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(), seeds=2)
+    outcomes = run_grid(grid, workers=1)
+    assert [outcome.run.seed for outcome in outcomes] == [3, 4]  # the scenario's seed, then the next
+    first, second = (outcome.summary for outcome in outcomes)
+    assert first["best_effort"]["mean_response_s"] != second["best_effort"]["mean_response_s"]
+    [cell], _ = cells(outcomes)
+    assert cell.seeds == (3, 4) and cell.summaries == (first, second)
+    mean = cell.spread(lambda s: s["best_effort"]["mean_response_s"])
+    assert mean is not None and mean.count == 2 and mean.half_width is not None and mean.half_width > 0
+    assert mean.mean == pytest.approx((first["best_effort"]["mean_response_s"]
+                                       + second["best_effort"]["mean_response_s"]) / 2)
+
+
+def test_the_report_shows_mean_and_interval_and_the_results_keep_every_seed(small: str, tmp_path: Path) -> None:
+    fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
+    grid = Grid(reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(fairness,),
+                policies=("fair", "userfair"), seeds=2)
+    report = evaluate(tmp_path / "r", grid, workers=1)
+    text = report.read_text()
+    assert "| small | 3 | none | fair | 2 | " in text and " ± " in text
+    assert "`uwfq_super_small` gave the same figures at every seed" in text  # it draws nothing from its seed
+    document = json.loads((tmp_path / "r" / RESULTS).read_text())
+    assert document["seeds"] == 2 and document["workers"] == 1 and document["wall_s"] > 0 and document["load"] >= 0
+    assert [(run["scenario"], run["policy"], run["seed"]) for run in document["runs"]] == [
+        ("small", "fair", 3), ("small", "fair", 4), ("uwfq_super_small", "fair", 1), ("uwfq_super_small", "fair", 2),
+        ("uwfq_super_small", "userfair", 1), ("uwfq_super_small", "userfair", 2)]
+    assert all("sla_attainment" in run["summary"]["production"] for run in document["runs"])
+    assert document["runs"][4]["fairness"]["dvr"] == 0.0  # userfair against itself, at the same seed
+
+
+def test_runs_start_with_the_milp_then_every_cell_once_before_any_cell_twice() -> None:
+    grid = Grid(reservations=("a.yaml",), agents=("gree", "milp"), slacks=(3.0,), fairness=("b.yaml",),
+                policies=("fair",), seeds=2)
+    runs = grid.runs()
+    started = [(runs[index].agent or runs[index].policy, runs[index].replicate) for index in run_order(runs)]
+    assert started == [("milp", 0), ("milp", 1), ("gree", 0), ("fair", 0), ("gree", 1), ("fair", 1)]
+
+
+def test_the_milp_time_limit_reaches_the_agent_of_every_planning_run(small: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from follower.sim import evaluate as module
+
+    asked: list[tuple[str, float]] = []
+    real = module.simulation_agent
+
+    def recording(name: str, time_limit: float) -> Agent:
+        asked.append((name, time_limit))
+        return real(name, time_limit)
+
+    monkeypatch.setattr(module, "simulation_agent", recording)
+    result = CliRunner().invoke(main, ["evaluate", "--reservations", small, "--fairness", "", "--agents",
+                                       "none,gree-l", "--slacks", "3", "--seeds", "1", "--milp-time-limit", "0.7",
+                                       "--workers", "1", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert asked == [("gree-l", 0.7)]  # `none` plans nothing: no agent
+    assert real("milp", 0.7).time_limit == 0.7  # type: ignore[attr-defined]

@@ -1,0 +1,64 @@
+"""One cell of the evaluation grid (a scenario with an agent or policy, at a slack) and every seed's figures.
+
+The tables (`follower.sim.report`) and the figures (`follower.sim.figures`) read a cell's figures the
+same way: a reader picks one value out of a run's summary, and `Cell.spread` gives its mean and
+95 % interval over the seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from follower.sim.spread import Spread, spread
+
+Reader = Callable[[dict[str, Any]], float | None]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the grid: which scenario, with what, and what each of its seeds measured."""
+
+    study: str
+    scenario: str
+    agent: str
+    policy: str
+    slack: float | None
+    seeds: tuple[int, ...]
+    summaries: tuple[dict[str, Any], ...]
+    fairness: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def option(self) -> str:
+        """What the cell compares: the agent in the reservation study, the policy in the fairness study."""
+        return self.agent if self.study == "reservations" else self.policy
+
+    def spread(self, get: Reader) -> Spread | None:
+        """Mean and 95 % interval over the seeds of the figure `get` reads from a summary (None values skipped)."""
+        return spread(value for summary in self.summaries if (value := get(summary)) is not None)
+
+    def ratio_spread(self, baseline: Cell, get: Reader) -> Spread | None:
+        """Mean and 95 % interval of this cell's figure over `baseline`'s at the same seed (a paired comparison: the
+        workload a seed draws weighs on both alike, so the ratio varies far less than either figure)."""
+        theirs = dict(zip(baseline.seeds, baseline.summaries, strict=True))
+        ratios = []
+        for seed, summary in zip(self.seeds, self.summaries, strict=True):
+            mine, base = get(summary), (get(theirs[seed]) if seed in theirs else None)
+            if mine is not None and base:
+                ratios.append(mine / base)
+        return spread(ratios)
+
+    def fairness_spread(self, key: str) -> Spread | None:
+        """Mean and 95 % interval over the seeds of a fairness figure (`dvr`, `dsr`)."""
+        return spread(value for figures in self.fairness if (value := figures.get(key)) is not None)
+
+
+def all_jobs(summary: dict[str, Any]) -> dict[str, Any]:
+    """Response figures over every job (the fairness studies have no production class)."""
+    return summary.get("all_jobs") or summary["best_effort"]
+
+
+def bucket_response(index: int, key: str = "size_buckets") -> Reader:
+    """Reads the mean response of size bucket `index` (of every job, or of `key`'s jobs) from a summary."""
+    return lambda summary: summary[key][index]["mean_response_s"]

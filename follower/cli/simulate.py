@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from follower.sim.evaluate import (
 )
 from follower.sim.gridclock import GridClock
 from follower.sim.metrics import Result
-from follower.sim.peers import PEER_AGENTS, read_decisions
+from follower.sim.peers import PEER_AGENTS, DecisionSource, read_decisions
 from follower.sim.planning import MILP_TIME_LIMIT
 from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES
@@ -214,6 +214,17 @@ QUICK = {"reservations": "synthetic_mix,alibaba_2days", "agents": "none,static,g
          "fairness": "uwfq_power_small", "seeds": "3"}
 
 
+@dataclass(frozen=True)
+class PeerRows:
+    """Other systems' agents for `rayon evaluate`'s reservation study, given by a caller that can decide for them
+    (benchmarks/peers/evaluate.py passes it as the command's `obj`): the agents, their decision source, and why
+    any were left out."""
+
+    agents: tuple[str, ...] = ()
+    source: DecisionSource | None = None
+    note: str = ""
+
+
 @click.command("evaluate", cls=RayonCommand)
 @click.option("--out", type=click.Path(file_okay=False), default="evaluation", show_default=True,
               help="Folder for report.md and its figures.")
@@ -235,18 +246,22 @@ QUICK = {"reservations": "synthetic_mix,alibaba_2days", "agents": "none,static,g
                    "simulate`). It cuts the solver's search, not the building of its model: on the traces a smaller "
                    "limit does not make the MILP's runs much shorter.")
 @click.option("--workers", type=click.IntRange(min=1), help="Simulations at once (default: the CPU count).")
+@click.option("--spark/--no-spark", default=True, show_default=True,
+              help="The UWFQ section on the task-level Spark model (`rayon spark`, as many seeds; a few minutes).")
 @click.option("--quick", is_flag=True, help="A small grid in a few minutes (options given still win): "
               f"{', '.join(f'--{k} {v}' for k, v in QUICK.items())}.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,
                      agents: str, slacks: str, fairness: str, policies: str, seeds: int, milp_time_limit: float,
-                     workers: int | None, quick: bool) -> None:
+                     workers: int | None, spark: bool, quick: bool) -> None:
     """Run the comparison grids and write a Markdown report with tables and figures.
 
     Every scenario is loaded before the first simulation; any that does not load is named and
     nothing runs (exit 2). A report already in --out is kept unless --force is given.
     Progress goes to standard error: run i of N, its wall time, the time elapsed and an estimate
-    of the time left. Every seed's figures are written to results.json beside the report.
+    of the time left. Every seed's figures are written to results.json beside the report. YARN's
+    own agents join the reservation study through `python benchmarks/peers/evaluate.py` (the same
+    options), which decides their runs with YARN's classes.
 
     \b
     Examples:
@@ -265,12 +280,13 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
         fairness = given.get("fairness", fairness)
         seeds = int(given.get("seeds", seeds))
     folder = scenarios_folder(scenarios_dir)
+    peers = ctx.obj if isinstance(ctx.obj, PeerRows) else PeerRows()
     try:
         grid = Grid(reservations=_scenario_paths(reservations, folder), agents=_names(agents, "agent", agent_names()),
                     slacks=tuple(float(value) for value in _names(slacks, "slack factor")),
                     fairness=_scenario_paths(fairness, folder),
                     policies=_names(policies, "policy", SIMULATION_POLICIES), seeds=seeds,
-                    milp_time_limit=milp_time_limit)
+                    milp_time_limit=milp_time_limit, peers=peers.agents, spark=Grid.spark if spark else ())
     except ValueError as error:
         raise click.BadParameter(str(error)) from error
     refuse_to_overwrite(Path(out), force)
@@ -285,7 +301,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
         click.echo(clock.line(outcome.run, outcome.wall_s, outcome.run.seed), err=True)
 
     try:
-        report = evaluate(Path(out), grid, workers, progress)
+        report = evaluate(Path(out), grid, workers, progress, peers.source, peers.note)
     except (SchedulerError, FollowerError, OSError, ValueError) as error:
         raise RayonError(str(error), place="evaluate") from error
     click.echo(str(report))

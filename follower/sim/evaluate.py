@@ -1,11 +1,14 @@
 """`rayon evaluate`: run the comparison grids of the simulator and write the report.
 
-Two studies (issue #8):
-- Reservations: `none` (time-agnostic) vs `gree` vs `gree-l` vs `milp`, per scenario and mean
-  slack factor — SLA attainment, best-effort response, utilisation, preemptions, acceptance.
+Three studies (issues #8 and #19):
+- Reservations: `none` (time-agnostic), the static production queues (`static`, `static-half`), `gree`,
+  `gree-l` and `milp`, and YARN's own agents where a decision source is given (`peers`, replayed:
+  follower/sim/peers.py), per scenario and mean slack factor — SLA attainment, best-effort response,
+  utilisation, preemptions, acceptance.
 - Fairness: `fifo`, `fair`, `userfair` (one queue per user, equal shares) and `uwfq` per
   scenario — mean response, the 0–80/80–95/95–100 % size buckets, slowdown, and DVR/DSR
   against the `userfair` run of the same workload.
+- UWFQ on the task-level Spark model (follower/sim/spark), against the paper's figures.
 
 Runs are independent, so they go to a process pool (`--workers`); results come back in grid
 order whatever the finishing order, so the report is the same for the same grid and seeds.
@@ -28,17 +31,20 @@ from follower.sim.cell import Cell
 from follower.sim.engine import Simulation
 from follower.sim.gridclock import duration
 from follower.sim.metrics import JobRecord, Result, fairness_against
+from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, replay_agent
 from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
 from follower.sim.report import write_report
 from follower.sim.scenario import NO_AGENT, STATIC_AGENTS, Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES, USER_FAIR
+from follower.sim.spark import table as spark_table
 from rdl.errors import RayonError, RDLErrors
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 AGENTS = agent_names()
 SLACKS = (1.5, 3.0, 10.0)
 POLICIES = ("fifo", "fair", USER_FAIR, "uwfq")
-RESERVATION_SCENARIOS = ("synthetic_mix", "ricc_week", "alibaba_2days")  # Alibaba: two days, see its scenario
+# Alibaba: two days, see its scenario; synthetic_malleable: synthetic_mix's jobs as tasks (GREE against GREE-L)
+RESERVATION_SCENARIOS = ("synthetic_mix", "synthetic_malleable", "ricc_week", "alibaba_2days")
 FAIRNESS_SCENARIOS = ("uwfq_power_small", "uwfq_super_small", "google_homo", "google_hetero")
 DEFAULT_SEEDS = 5  # per cell: t(0.975, 4) = 2.78, where 3 seeds would give 4.30 and 2 seeds 12.7
 MILP = "milp"  # the agent with a time limit per decision, and the grid's longest runs
@@ -50,8 +56,9 @@ PUBLISHED = """## Published figures, for comparison
   small jobs by up to 74%" against Spark's built-in schedulers and state-of-the-art fair
   schedulers, and keeps a "6x lower fairness violation ratio" in multi-user, multi-job runs. Our
   0–80 % bucket is the small jobs; compare its `uwfq` row with `fair` and `userfair`, and our DVR
-  with theirs. Their runs are real Spark on a real cluster with runtime partitioning; ours replay
-  the same workload shapes in the simulator, without partitioning.
+  with theirs. Their runs are real Spark on a real cluster with runtime partitioning; the fairness
+  study above replays the same workload shapes with whole containers, without partitioning, and the
+  task-level Spark model's section schedules their tasks, with partitioning on and off.
 - Rayon (Curino et al., SoCC 2014) reports its gains over YARN's CapacityScheduler on its own
   production-derived workloads; we have not reproduced their numbers here (their traces are not
   public), so compare directions, not values.
@@ -97,11 +104,14 @@ class Grid:
     policies: tuple[str, ...] = POLICIES
     seeds: int = DEFAULT_SEEDS
     milp_time_limit: float = MILP_TIME_LIMIT
+    peers: tuple[str, ...] = ()  # other systems' agents, replayed beside ours (a decision source must be given)
+    # The UWFQ section's scenarios on the task-level Spark model, run at as many seeds (none: no section).
+    spark: tuple[str, ...] = tuple(str(path) for path in spark_table.scenario_files())
 
     def runs(self) -> list[Run]:
         """Every run, in report order (the seeds of one cell together)."""
         found = [Run("reservations", _label(path), path, agent=agent, slack=slack, replicate=k)
-                 for path in self.reservations for slack in self.slacks for agent in self.agents
+                 for path in self.reservations for slack in self.slacks for agent in (*self.agents, *self.peers)
                  for k in range(self.seeds)]
         found += [Run("fairness", _label(path), path, policy=policy, replicate=k)
                   for path in self.fairness for policy in self.policies for k in range(self.seeds)]
@@ -160,16 +170,29 @@ def check_grid(grid: Grid) -> None:
                          ).then("nothing was simulated")
 
 
-def run_one(run: Run, milp_time_limit: float = MILP_TIME_LIMIT) -> Outcome:
-    """Simulate one grid point at its seed, the MILP (if it is the agent) within `milp_time_limit` per decision."""
+def run_one(run: Run, milp_time_limit: float = MILP_TIME_LIMIT, source: DecisionSource | None = None) -> Outcome:
+    """Simulate one grid point at its seed, the MILP (if it is the agent) within `milp_time_limit` per decision,
+    another system's agent (PEER_AGENTS) by replaying what `source` decides for the run's stream."""
     scenario = load_scenario(run.path)
     if run.slack is not None:
         scenario = with_slack(scenario, run.slack)
-    chosen = scenario.with_options(agent=run.agent, policy=run.policy, seed=scenario.seed + run.replicate,
-                                   policies=SIMULATION_POLICIES)
+    peer = run.agent in PEER_AGENTS
+    chosen = scenario.with_options(agent=None if peer else run.agent, policy=run.policy,
+                                   seed=scenario.seed + run.replicate, policies=SIMULATION_POLICIES)
+    if peer:
+        if source is None:
+            raise RayonError(f"`{run.agent}` is another system's agent: its decisions need a source", code=PEER,
+                             hint="python benchmarks/peers/evaluate.py runs the grid with YARN's agents")
+        began = time.perf_counter()
+        workload = chosen.load_workload()
+        replayed = replay_agent(source, str(run.agent), chosen, workload)
+        deciding = time.perf_counter() - began  # the other system's share of the run's time
+        result: Result = Simulation(replace(chosen, agent=replayed.name), workload=workload, agent=replayed).run()
+        return Outcome(replace(run, policy=result.policy, seed=result.seed), result.summary, result.records,
+                       result.wall_s + deciding)
     planning = chosen.agent not in (NO_AGENT, *STATIC_AGENTS)
     agent = simulation_agent(chosen.agent, milp_time_limit) if planning else None
-    result: Result = Simulation(chosen, agent=agent).run()
+    result = Simulation(chosen, agent=agent).run()
     return Outcome(replace(run, agent=result.agent, policy=result.policy, seed=result.seed), result.summary,
                    result.records, result.wall_s)
 
@@ -186,20 +209,21 @@ def run_order(runs: Sequence[Run]) -> list[int]:
     return sorted(range(len(runs)), key=lambda index: (runs[index].agent != MILP, runs[index].replicate, index))
 
 
-def run_grid(grid: Grid, workers: int | None = None,
-             progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """Every run of the grid (in a process pool when `workers` > 1), in grid order."""
+def run_grid(grid: Grid, workers: int | None = None, progress: Callable[[Outcome], None] | None = None,
+             source: DecisionSource | None = None) -> list[Outcome]:
+    """Every run of the grid (in a process pool when `workers` > 1), in grid order; `source` decides the peers'
+    runs (it must pickle, for the pool)."""
     runs = grid.runs()
     count = pool_size(workers)
     done: dict[int, Outcome] = {}
     if count <= 1:
         for index in run_order(runs):
-            done[index] = run_one(runs[index], grid.milp_time_limit)
+            done[index] = run_one(runs[index], grid.milp_time_limit, source)
             if progress is not None:
                 progress(done[index])
     else:
         with ProcessPoolExecutor(max_workers=count) as pool:
-            futures = {pool.submit(run_one, runs[index], grid.milp_time_limit): index
+            futures = {pool.submit(run_one, runs[index], grid.milp_time_limit, source): index
                        for index in run_order(runs)}
             for future in as_completed(futures):
                 done[futures[future]] = future.result()
@@ -255,30 +279,45 @@ def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) ->
 
 
 def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
-             progress: Callable[[Outcome], None] | None = None) -> Path:
+             progress: Callable[[Outcome], None] | None = None, source: DecisionSource | None = None,
+             peers_note: str = "") -> Path:
     """Run the grid and write the report (and `results.json`, every seed's figures) into `folder`; returns the
-    report's path."""
+    report's path. `source` decides the grid's peer agents; `peers_note` says why some were left out."""
     chosen = grid or Grid()
     check_grid(chosen)
     began = time.perf_counter()
-    outcomes = run_grid(chosen, workers, progress)
+    outcomes = run_grid(chosen, workers, progress, source)
+    spark_section = spark_study(chosen.spark, chosen.seeds) if chosen.spark else ""
     timing = Timing(time.perf_counter() - began, pool_size(workers), os.cpu_count() or 1, os.getloadavg()[0])
     reservations, fairness = cells(outcomes)
     when = datetime.now(UTC).strftime("%Y-%m-%d")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / RESULTS).write_text(json.dumps(results_document(chosen, outcomes, timing), indent=1) + "\n")
-    preamble = _preamble(chosen, when, timing, [*reservations, *fairness])
-    return write_report(folder, reservations, fairness, preamble, PUBLISHED)
+    preamble = _preamble(chosen, when, timing, [*reservations, *fairness], peers_note)
+    return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])))
 
 
-def _preamble(grid: Grid, when: str, timing: Timing, made: Sequence[Cell]) -> str:
+def spark_study(files: Sequence[str], seeds: int) -> str:
+    """The UWFQ section: the scenarios × every policy × partitioning on and off on the task-level model."""
+    cells = spark_table.run_grid(files, seeds=tuple(range(1, seeds + 1)))
+    chosen = "" if tuple(files) == Grid.spark else " " + " ".join(files)
+    return spark_table.markdown(cells, f"rayon spark{chosen} --seeds {seeds} --markdown")
+
+
+def _preamble(grid: Grid, when: str, timing: Timing, made: Sequence[Cell], peers_note: str = "") -> str:
     scenarios = ", ".join(f"`{_label(p)}`" for p in (*grid.reservations, *grid.fairness))
+    peers = (f"YARN's own agents ({', '.join(f'`{p}`' for p in grid.peers)}) were decided by YARN 3.4.1's classes "
+             "through the peer harness (`python benchmarks/peers/evaluate.py`, which runs this grid with them) and "
+             "replayed in the simulator (docs/yarn.md)." if grid.peers else
+             "YARN's own agents are not in this grid: `python benchmarks/peers/evaluate.py` adds them (Java and "
+             "Maven).")
     return f"""# Evaluation: does reservation planning pay off?
 
 Generated by `rayon evaluate` on {when} (Python {sys.version.split()[0]}); every figure comes from
 the simulator (`rayon simulate`) on the scenarios in `examples/scenarios/` ({scenarios}).
 Reproduce one run with, for example,
 `rayon simulate examples/scenarios/synthetic_mix.yaml --agent gree-l --seed 43 --json`.
+{peers}{f" {peers_note}" if peers_note else ""}
 
 {_seeds_text(grid, made)}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,11 @@ from follower.cli import main
 from follower.sim.evaluate import RESULTS, Grid, cells, evaluate, run_grid, run_order, with_slack
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.scenario import load_scenario
+from planner.admission import Planner
 from planner.agents.base import Agent
+from rdl.cluster import Cluster
+from rdl.errors import RayonError
+from rdl.tree import Reservation
 
 SMALL = """
 name: small
@@ -57,7 +62,7 @@ def test_the_slack_factor_reaches_the_generated_deadlines(small: str) -> None:
 def test_a_tiny_grid_writes_a_report_with_both_studies(small: str, tmp_path: Path) -> None:
     fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
     grid = Grid(reservations=(small,), agents=("none", "gree-l"), slacks=(3.0,), fairness=(fairness,),
-                policies=("fair", "userfair"), seeds=1)
+                policies=("fair", "userfair"), seeds=1, spark=())
     assert len(grid.runs()) == 4
     report = evaluate(tmp_path / "report", grid, workers=1)
     text = report.read_text()
@@ -143,7 +148,7 @@ def test_without_the_examples_folder_names_say_where_to_point(tmp_path: Path, mo
 def test_quick_takes_the_small_grid_for_what_is_not_given(small: str, tmp_path: Path) -> None:
     out = tmp_path / "q"
     result = CliRunner().invoke(main, ["evaluate", "--quick", "--scenarios", str(Path(small).parent), "--reservations",
-                                       "small", "--fairness", "", "--workers", "1", "--out", str(out)])
+                                       "small", "--fairness", "", "--workers", "1", "--no-spark", "--out", str(out)])
     assert result.exit_code == 0, result.output
     # the quick agents at the quick slack and seeds, on the scenario given
     assert "12 simulations (4 cells × 3 seeds)" in result.stderr
@@ -172,7 +177,7 @@ def test_two_seeds_draw_different_workloads_and_the_cell_keeps_both_and_their_me
 def test_the_report_shows_mean_and_interval_and_the_results_keep_every_seed(small: str, tmp_path: Path) -> None:
     fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
     grid = Grid(reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(fairness,),
-                policies=("fair", "userfair"), seeds=2)
+                policies=("fair", "userfair"), seeds=2, spark=())
     report = evaluate(tmp_path / "r", grid, workers=1)
     text = report.read_text()
     assert "| small | 3 | none | fair | 2 | " in text and " ± " in text
@@ -208,7 +213,42 @@ def test_the_milp_time_limit_reaches_the_agent_of_every_planning_run(small: str,
     monkeypatch.setattr(module, "simulation_agent", recording)
     result = CliRunner().invoke(main, ["evaluate", "--reservations", small, "--fairness", "", "--agents",
                                        "none,gree-l", "--slacks", "3", "--seeds", "1", "--milp-time-limit", "0.7",
-                                       "--workers", "1", "--out", str(tmp_path / "r")])
+                                       "--workers", "1", "--no-spark", "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert asked == [("gree-l", 0.7)]  # `none` plans nothing: no agent
     assert real("milp", 0.7).time_limit == 0.7  # type: ignore[attr-defined]
+
+
+SPARK = str(Path(__file__).parents[3] / "examples" / "spark" / "4_super_small.yaml")
+
+
+def test_the_report_has_the_task_level_uwfq_section_at_the_grid_s_seeds(small: str, tmp_path: Path) -> None:
+    grid = Grid(reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(), seeds=2, spark=(SPARK,))
+    text = evaluate(tmp_path / "r", grid, workers=1).read_text()
+    section = text[text.index("## UWFQ on the task-level Spark model"):]
+    assert f"`rayon spark {SPARK} --seeds 2 --markdown`" in section
+    assert section.count("| 4_super_small |") == 2  # partitioning on and off
+    assert text.index("## UWFQ on the task-level") < text.index("## Published figures")
+
+
+def test_another_system_s_agent_is_replayed_from_its_source_and_named_in_the_report(small: str,
+                                                                                    tmp_path: Path) -> None:
+    asked: list[tuple[str, int]] = []
+
+    def source(agent: str, cluster: Cluster, reservations: Sequence[Reservation]) -> tuple[list[dict], list[str]]:
+        asked.append((agent, len(reservations)))
+        planner = Planner(cluster)
+        return [planner.submit(r, "gree", submitted=r.arrival_at(cluster.start)).to_json(planner.plan.clock)
+                for r in reservations], []
+
+    grid = Grid(reservations=(small,), agents=("gree",), slacks=(3.0,), fairness=(), seeds=1, spark=(),
+                peers=("yarn-greedy",))
+    outcomes = run_grid(grid, workers=1, source=source)
+    assert [o.run.agent for o in outcomes] == ["gree", "yarn-greedy"] and asked and asked[0][0] == "yarn-greedy"
+    ours, replayed = (o.summary["production"] for o in outcomes)
+    assert replayed["accepted"] == ours["accepted"]  # the stand-in decides as gree does, on the same stream
+    assert outcomes[1].summary["replayed"]["diverged"] == 0
+    with pytest.raises(RayonError, match="need a source"):
+        run_grid(grid, workers=1)
+    text = evaluate(tmp_path / "r", grid, workers=1, source=source).read_text()
+    assert "| small | 3 | yarn-greedy | fair | 1 |" in text and "replayed in the simulator" in text

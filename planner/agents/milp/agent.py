@@ -71,6 +71,7 @@ from planner.agents.deadline import earliest_deadline
 from planner.agents.explain import window_reason
 from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.milp.bound import volume_bound
+from planner.agents.milp.changes import changes
 from planner.agents.milp.coarsen import (
     atom_count,
     choose_step,
@@ -81,6 +82,7 @@ from planner.agents.milp.coarsen import (
     refine,
 )
 from planner.agents.milp.model import Item, build, read_back, warm_start
+from planner.agents.milp.reshape import refill
 from planner.agents.milp.smooth import smooth
 from planner.agents.milp.solvers import DEFAULT_BACKEND, get_backend
 from planner.core.compile import compile_reservation
@@ -122,6 +124,8 @@ class MilpReport:
     gap: float | None = None
     status: str = "error"
     smoothing: str | None = None  # "done" (a pass moved nothing), "time up", or None (not asked)
+    refilled: bool = False  # the accepted set was placed again by a greedy agent, with fewer changes
+    reshaped: int | None = None  # accepted reservations given a greedy agent's shape by smoothing
     changes_before: int | None = None  # allocation changes of the accepted, before and after smoothing
     changes_after: int | None = None
     step: int = 1
@@ -180,26 +184,28 @@ class MilpAgent:
         report.greedy_seconds = time.perf_counter() - started
         chosen = incumbent
         if items:
-            solved, own = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
-            better = solved is not None and _value(batch, solved) > report.greedy_value + 1e-9
-            if solved is not None and (better or own >= report.greedy_value - 1e-9):
-                chosen, report.chosen = solved, "milp"  # more value, or as much on its own and smoother
+            solved = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
+            if solved is not None and rank(batch, solved) > rank(batch, incumbent):  # a full tie: the greedy plan
+                chosen, report.chosen = solved, "milp"
+        if self.smooth and chosen and started + self.time_limit - time.perf_counter() > 2 * report.greedy_seconds:
+            refilled = refill(plan, batch, set(chosen))
+            if refilled is not None and total_changes(refilled) < total_changes(chosen):
+                chosen, report.refilled = refilled, True  # the same set in a greedy agent's shapes: fewer changes
         return self._finish(plan, batch, chosen, reasons, report, commit, started)
 
     # -- the model -----------------------------------------------------------------------
 
     def _ladder(self, plan: Plan, batch: list[tuple[Reservation, datetime]], items: list[Item],
                 incumbent: dict[str, list[Allocation]], skip: set[str], report: MilpReport,
-                started: float) -> tuple[dict[str, list[Allocation]] | None, float]:
-        """The solver's plan after the greedy repair, and the value it reached on its own: on slots when the model
-        is large, then at the plan step from there when the slots were solved early and that model is not huge."""
+                started: float) -> dict[str, list[Allocation]] | None:
+        """The solver's plan after the greedy repair: on slots when the model is large, then at the plan step from
+        there when the slots were solved early and that model is not huge."""
         k = self.coarsen or choose_step(items, start_budget(self.time_limit, atom_count(items)), plan.clock.steps)
         report.step = k
         finer = self.coarsen is None and k > 1 and lease_starts(items) <= LADDER_STARTS
         solved, finer = self._solve(plan, items, incumbent, report, started, k, finer)
         if solved is None:
-            return None, 0.0
-        own = _value(batch, solved)
+            return None
         solved = repair(plan, batch, solved, skip)
         report.repaired_value = _value(batch, solved)
         if finer:
@@ -207,11 +213,10 @@ class MilpAgent:
             fine, _ = self._solve(plan, items, solved, stage, started, 1, False)
             report.plan_step, report.value_bound = stage.status, stage.value_bound
             if fine is not None:
-                own = max(own, _value(batch, fine))
                 fine = repair(plan, batch, fine, skip)
-                if _value(batch, fine) >= _value(batch, solved) - 1e-9:
+                if rank(batch, fine) >= rank(batch, solved):
                     solved, report.repaired_value = fine, _value(batch, fine)
-        return solved, own
+        return solved
 
     def _solve(self, plan: Plan, items: list[Item], incumbent: dict[str, list[Allocation]], report: MilpReport,
                started: float, k: int, finer: bool) -> tuple[dict[str, list[Allocation]] | None, bool]:
@@ -287,6 +292,7 @@ class MilpAgent:
             chosen = {name: scratch.accepted[name].allocations for name in chosen}
             report.changes_before, report.changes_after = smoothed.changes_before, smoothed.changes_after
             report.smoothing = "done" if smoothed.finished else "time up"
+            report.reshaped = smoothed.reshaped
         decisions = []
         for reservation, submitted in batch:
             name = reservation.name
@@ -325,18 +331,28 @@ def batch_items(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[
 
 
 def best_greedy(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[str, dict[str, list[Allocation]]]:
-    """The most valuable plan from GREE or GREE-L, submitting in the given order or by value (highest first)."""
-    best: tuple[float, str, dict[str, list[Allocation]]] | None = None
+    """The best plan (by `rank`) from GREE or GREE-L, submitting in the given order or by value (highest first)."""
+    best: tuple[tuple[float, int, int], str, dict[str, list[Allocation]]] | None = None
     orders = {"submission order": batch,
               "by value": sorted(batch, key=lambda item: -item[0].value)}
     for agent in (GreedyAgent("gree", flat=False), GreedyAgent("gree-l", flat=True)):
         for label, order in orders.items():
             placed = _fill(agent, plan.copy(), order, {})
-            value = _value(batch, placed)
-            if best is None or value > best[0] + 1e-9:
-                best = (value, f"{agent.name} ({label})", placed)
+            if best is None or rank(batch, placed) > best[0]:
+                best = (rank(batch, placed), f"{agent.name} ({label})", placed)
     assert best is not None
     return best[1], best[2]
+
+
+def rank(batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]]) -> tuple[float, int, int]:
+    """How plans of one batch compare: accepted value, then how many are accepted, then fewer allocation changes
+    (each a container started or preempted); value is rounded so that sums in another order tie."""
+    return round(_value(batch, placed), 9), len(placed), -total_changes(placed)
+
+
+def total_changes(placed: dict[str, list[Allocation]]) -> int:
+    """Allocation changes of every reservation in `placed`."""
+    return sum(changes(allocations) for allocations in placed.values())
 
 
 def _fill(agent: GreedyAgent, scratch: Plan, order: list[tuple[Reservation, datetime]],

@@ -95,6 +95,7 @@ DEFAULT_GAP = 1e-4
 DEFAULT_COST_WEIGHT = 0.01
 BOUND_SECONDS = 10.0  # at most this long (and a tenth of the time limit) for the value bound; N=1000/T=1440: 0.6 s
 LADDER_STARTS = 150_000  # a plan-step model this large still builds in seconds (N=1000/T=288: 106k, 5 s)
+REFILL_SHARE = 0.3  # of the time left after acceptance, at most, for greedy shapes of the whole set
 LADDER_SECONDS = 10.0  # time left after the slots that makes a plan-step solve worth starting
 # How hard the acceptance model is grows with its lease starts times the starts per atom (long windows make the LP
 # slow): measured, HiGHS solves it well in 60 s up to about 0.8 M of that product (N=1000/T=96 at the plan step:
@@ -187,10 +188,12 @@ class MilpAgent:
             solved = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
             if solved is not None and rank(batch, solved) > rank(batch, incumbent):  # a full tie: the greedy plan
                 chosen, report.chosen = solved, "milp"
-        if self.smooth and chosen and started + self.time_limit - time.perf_counter() > 2 * report.greedy_seconds:
-            refilled = refill(plan, batch, set(chosen))
+        if self.smooth and chosen:
+            # Greedy shapes for the chosen set, in at most a share of the time left (a greedy pass keeps the rest).
+            left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
+            refilled = refill(plan, batch, chosen, time.perf_counter() + REFILL_SHARE * left)
             if refilled is not None and total_changes(refilled) < total_changes(chosen):
-                chosen, report.refilled = refilled, True  # the same set in a greedy agent's shapes: fewer changes
+                chosen, report.refilled = refilled, True  # the same set, fewer changes
         return self._finish(plan, batch, chosen, reasons, report, commit, started)
 
     # -- the model -----------------------------------------------------------------------

@@ -27,16 +27,23 @@ issue note):
    starts, the plan-step model is solved from that plan too, and kept when it is worth
    as much (N=1000/T=96 on 4-step slots: 0.979 -> 0.999).
 5. Never worse than greedy: the answer is the better of that plan and the incumbent by
-   accepted value (the output says which; at equal value the solver's plan, if it got
-   there on its own, for being smoother), and reservations still left out are offered to
-   the greedy agent once more on the final plan. A solver's "infeasible" never rejects
+   `rank`: accepted value, then how many are accepted, then fewer allocation changes (the
+   output says which; at a full tie the greedy plan), and reservations still left out are
+   offered to the greedy agent once more on the final plan. A solver's "infeasible" never rejects
    anything on its own: the acceptance model always has the empty plan, so such an answer
    is an error and the incumbent stands. The time limit covers every step: the solver
    gets what is left after the greedy start and the build, less what handing the model
    over and the repair are expected to take.
-6. Smoothing, last (`planner.agents.milp.smooth`): with the accepted set fixed, each accepted
-   reservation (then groups of neighbours) is re-placed by a model of its own to cut its
-   allocation changes, in the time left. One model of the whole batch, minimising every
+6. Smoothing, last, with the accepted set fixed. The solver picks any vertex, so its plans
+   had 4-10x GREE-L's allocation changes (issue #19). First greedy shapes
+   (`planner.agents.milp.reshape`): the whole set placed again by GREE-L (then GREE), latest
+   planned start first and in three other orders, the few it misses pinned at the solver's
+   shapes (N=200/T=288: 10,036 changes -> 2,570 in 0.1 s; GREE-L fits 155 of 156 in that
+   order); then each reservation offered GREE-L's and GREE's shape on the plan of the
+   others; then (`planner.agents.milp.smooth`) each accepted reservation (then groups of
+   neighbours) is re-placed by a model of its own to cut its changes, in the time left
+   (from the refilled plan the models reach 1,504 in 25 s at N=50/T=96, from the solver's
+   2,266). One model of the whole batch, minimising every
    atom's changes at once (what this step was before), did not improve on the acceptance
    answer in 20 s at N=200/T=96 and N=200/T=288, where the local moves removed 45% and
    22% of the changes (`benchmarks/smooth.py`; at N=50/T=96 the whole model removed 80%,
@@ -127,7 +134,7 @@ class MilpReport:
     smoothing: str | None = None  # "done" (a pass moved nothing), "time up", or None (not asked)
     refilled: bool = False  # the accepted set was placed again by a greedy agent, with fewer changes
     reshaped: int | None = None  # accepted reservations given a greedy agent's shape by smoothing
-    changes_before: int | None = None  # allocation changes of the accepted, before and after smoothing
+    changes_before: int | None = None  # allocation changes of the plan chosen, before greedy shapes and smoothing
     changes_after: int | None = None
     step: int = 1
     plan_step: str | None = None
@@ -188,12 +195,6 @@ class MilpAgent:
             solved = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
             if solved is not None and rank(batch, solved) > rank(batch, incumbent):  # a full tie: the greedy plan
                 chosen, report.chosen = solved, "milp"
-        if self.smooth and chosen:
-            # Greedy shapes for the chosen set, in at most a share of the time left (a greedy pass keeps the rest).
-            left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
-            refilled = refill(plan, batch, chosen, time.perf_counter() + REFILL_SHARE * left)
-            if refilled is not None and total_changes(refilled) < total_changes(chosen):
-                chosen, report.refilled = refilled, True  # the same set, fewer changes
         return self._finish(plan, batch, chosen, reasons, report, commit, started)
 
     # -- the model -----------------------------------------------------------------------
@@ -268,7 +269,8 @@ class MilpAgent:
     def _finish(self, plan: Plan, batch: list[tuple[Reservation, datetime]], chosen: dict[str, list[Allocation]],
                 reasons: dict[str, Reason], report: MilpReport, commit: bool, started: float) -> BatchResult:
         """Decisions in submission order: the left-out get one more greedy try on the final plan, then the accepted
-        are smoothed in the time left, then the rejected learn the earliest deadline they could have had."""
+        are given greedy shapes and smoothed in the time left, then the rejected learn the earliest deadline they
+        could have had."""
         scratch = plan.copy()
         for reservation, submitted in batch:
             if reservation.name in chosen:
@@ -289,11 +291,18 @@ class MilpAgent:
                     reasons[name] = outcome.reason or Reason("capacity", "no room on the final plan")
                     retried.add(name)
         if self.smooth and chosen:
-            # What is left, less what the rejections' earliest deadlines are expected to take (a greedy pass each).
+            report.changes_before = total_changes(chosen)
+            # What is left, less what the rejections' earliest deadlines are expected to take (a greedy pass each);
+            # greedy shapes for the whole set first, in at most a share of it.
+            left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
+            refilled = refill(plan, batch, chosen, time.perf_counter() + REFILL_SHARE * left)
+            if refilled is not None and total_changes(refilled) < report.changes_before:
+                chosen, report.refilled = refilled, True  # the same set, fewer changes
+                scratch = with_placed(plan, batch, chosen)
             left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
             smoothed = smooth(scratch, list(chosen), max(0.0, left), self.backend, self.gap)
             chosen = {name: scratch.accepted[name].allocations for name in chosen}
-            report.changes_before, report.changes_after = smoothed.changes_before, smoothed.changes_after
+            report.changes_after = smoothed.changes_after
             report.smoothing = "done" if smoothed.finished else "time up"
             report.reshaped = smoothed.reshaped
         decisions = []
@@ -388,6 +397,16 @@ def repair(plan: Plan, batch: list[tuple[Reservation, datetime]], placed: dict[s
             break
     assert best is not None
     return best[1]
+
+
+def with_placed(plan: Plan, batch: list[tuple[Reservation, datetime]],
+                placed: dict[str, list[Allocation]]) -> Plan:
+    """A copy of `plan` holding the reservations of `batch` that `placed` places."""
+    scratch = plan.copy()
+    for reservation, submitted in batch:
+        if reservation.name in placed:
+            scratch.add(Accepted(reservation, submitted, placed[reservation.name]))
+    return scratch
 
 
 def _value(batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]]) -> float:

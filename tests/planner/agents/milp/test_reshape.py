@@ -143,7 +143,7 @@ def check_smooth_and_valuable(scenario: Scenario) -> None:
         assert total_changes(result.allocations) <= total_changes(greedy), (result.allocations, greedy)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario=scenarios())
 def test_same_set_as_gree_l_never_more_changes(scenario: Scenario) -> None:
     check_smooth_and_valuable(scenario)

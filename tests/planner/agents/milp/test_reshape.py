@@ -3,7 +3,7 @@ allocation changes than GREE-L's plan of the same set, never less value, every p
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any as AnyType
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from planner.admission import Planner
 from planner.agents.greedy.agent import GreedyAgent
-from planner.agents.milp.agent import MilpAgent, total_changes
+from planner.agents.milp.agent import BatchResult, MilpAgent, total_changes
 from planner.agents.milp.changes import changes
 from planner.agents.milp.reshape import GREEDY_SHAPES, pinned_fill, refill, reshape
 from planner.core.check import check_plan
@@ -109,16 +109,25 @@ def test_at_equal_value_the_smoother_plan_is_kept() -> None:
 # -- never smoother by losing value, never more jagged than GREE-L ---------------------------------------------------
 
 
-def decided_and_gree_l(scenario: Scenario, time_limit: float) -> tuple[Cluster, list[Reservation],
-                                                                         list[dict[str, AnyType]], AnyType,
-                                                                         dict[str, list[Allocation]]]:
-    """The MILP's batch decision on the scenario and GREE-L's plan submitting the batch one by one."""
+@dataclass
+class Compared:
+    """The MILP's batch decision on a scenario (as decision JSON too) beside GREE-L's plan of the same batch."""
+
+    cluster: Cluster
+    reservations: list[Reservation]
+    records: list[dict[str, AnyType]]
+    result: BatchResult
+    gree_l: dict[str, list[Allocation]]
+
+
+def decided_and_gree_l(scenario: Scenario, time_limit: float) -> Compared:
+    """The MILP deciding the scenario's reservations as one batch, and GREE-L submitting them one by one."""
     cluster, reservations, clock = scenario.cluster(), parse(scenario.text), scenario.clock()
     plan = Planner(cluster, now=clock).plan
     batch = [(r, clock) for r in reservations]
     result = MilpAgent(time_limit=time_limit).decide(plan, batch)
-    decided = [d.to_json(plan.clock) for d in result.decisions]
-    return cluster, reservations, decided, result, gree_l_plan(cluster, batch, clock)
+    records = [d.to_json(plan.clock) for d in result.decisions]
+    return Compared(cluster, reservations, records, result, gree_l_plan(cluster, batch, clock))
 
 
 def gree_l_plan(cluster: Cluster, batch: list[tuple[Reservation, datetime]],
@@ -132,15 +141,15 @@ def gree_l_plan(cluster: Cluster, batch: list[tuple[Reservation, datetime]],
 
 
 def check_smooth_and_valuable(scenario: Scenario) -> None:
-    cluster, reservations, decided, result, greedy = decided_and_gree_l(scenario, 2.0)
+    compared = decided_and_gree_l(scenario, 2.0)
     clock = scenario.clock()
-    assert check_plan(cluster, reservations, decided, submitted=clock, now=clock) == []
-    report = result.report
-    # Never less value than before smoothing took greedy shapes: the better of the greedy start and the solver.
+    assert check_plan(compared.cluster, compared.reservations, compared.records, submitted=clock, now=clock) == []
+    report, placed, greedy = compared.result.report, compared.result.allocations, compared.gree_l
+    # Never less value than before greedy shapes: the better of the greedy start and the solver's repaired plan.
     assert report.value >= max(report.greedy_value, report.repaired_value or 0.0) - 1e-9, report
-    assert report.value >= sum(r.value for r in reservations if r.name in greedy) - 1e-9, report
-    if set(result.allocations) == set(greedy):
-        assert total_changes(result.allocations) <= total_changes(greedy), (result.allocations, greedy)
+    assert report.value >= sum(r.value for r in compared.reservations if r.name in greedy) - 1e-9, report
+    if set(placed) == set(greedy):
+        assert total_changes(placed) <= total_changes(greedy), (placed, greedy)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,10 +6,11 @@
 For each size (N reservations x T steps a day, over --days days) it prints the LP-relaxation bound of
 accepted value (or `missing` when its LP is not solved within --bound-limit) and the
 volume bound (`planner.agents.milp.bound`; shares are of the tighter of the two), GREE and
-GREE-L submitting one by one, and per backend and approach: the greedy start, build and
-total time, the slot length, model size, solver status, accepted value and its share of
-the bound, whose plan was kept, the smoothing status and the allocation changes it
-removed, and the agent's own value bound and gap. Approaches:
+GREE-L submitting one by one (with their plans' allocation changes), and per backend and
+approach: the greedy start, build and total time, the final plan's allocation changes, the
+slot length, model size, solver status, accepted value and its share of the bound, whose
+plan was kept, the smoothing status and the allocation changes it removed, and the agent's
+own value bound and gap. Approaches:
 - `plain`: the model at the plan step, then smoothing (`planner.agents.milp.smooth`) in the time left;
 - `coarse`: slots chosen from the model's size and the limit, the greedy repair, smoothing;
 - `coarse:K`: slots of K plan steps;
@@ -29,6 +30,7 @@ from importlib.metadata import version
 from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.milp.agent import MilpAgent, batch_items
 from planner.agents.milp.bound import lp_bound, volume_bound
+from planner.agents.milp.smooth import changes
 from planner.core.plan import Accepted, Plan
 from rdl import parse_cluster, parse_text
 from rdl.tree import Reservation
@@ -75,7 +77,8 @@ def batch(count: int, steps: int, seed: int, days: int = 1) -> list[Reservation]
     return parse_text("\n".join(texts), "milp-batch.rdl")
 
 
-def greedy_value(plan: Plan, reservations: list[Reservation], flat: bool) -> tuple[float, float]:
+def greedy_value(plan: Plan, reservations: list[Reservation], flat: bool) -> tuple[float, float, int]:
+    """GREE or GREE-L submitting one by one: accepted value, seconds, and the plan's allocation changes."""
     agent = GreedyAgent("gree-l" if flat else "gree", flat=flat)
     started = time.perf_counter()
     value = 0.0
@@ -84,7 +87,7 @@ def greedy_value(plan: Plan, reservations: list[Reservation], flat: bool) -> tup
         if outcome.allocations is not None:
             plan.add(Accepted(reservation, START, list(outcome.allocations)))
             value += reservation.value
-    return value, time.perf_counter() - started
+    return value, time.perf_counter() - started, sum(changes(a.allocations) for a in plan.accepted.values())
 
 
 def agent_for(approach: str, backend: str, time_limit: float) -> MilpAgent:
@@ -121,9 +124,10 @@ def run(count: int, steps: int, backends: list[str], approaches: list[str], time
     print(f"\n== N={count} T={steps} (step {1440 // steps} min, {days} d): total value {total:g}, {said}; load {load}; "
           f"shares below are of the {kind} bound", flush=True)
     for flat in (False, True):
-        value, seconds = greedy_value(Plan(cluster), reservations, flat)
+        value, seconds, moves = greedy_value(Plan(cluster), reservations, flat)
         name = "gree-l" if flat else "gree"
-        print(f"  {name:<26} value {value:7.1f}  {share(value, bound)} of bound  {seconds:7.2f} s", flush=True)
+        print(f"  {name:<26} value {value:7.1f}  {share(value, bound)} of bound  {seconds:7.2f} s  changes {moves}",
+              flush=True)
     for backend in backends:
         for approach in approaches:
             agent = agent_for(approach, backend, time_limit)
@@ -131,13 +135,15 @@ def run(count: int, steps: int, backends: list[str], approaches: list[str], time
             result = agent.decide(Plan(cluster), [(r, START) for r in reservations])
             seconds = time.perf_counter() - started
             value = sum(r.value for r, d in zip(reservations, result.decisions, strict=True) if d.accepted)
+            moves = sum(changes(list(d.allocations)) for d in result.decisions if d.accepted)
             report = result.report
             gap = None if report.gap is None else round(report.gap, 4)
             label = f"{approach} [{backend}]"
             print(f"  {label:<26} value {value:7.1f}  {share(value, bound)} of bound  {seconds:7.2f} s  "
-                  f"(greedy start {report.greedy_value:g} in {report.greedy_seconds:.1f} s; slots of {report.step} "
-                  f"steps, {report.left_out} left out; build {report.build_seconds:.1f} s, {report.variables} vars, "
-                  f"{report.constraints} rows; status {report.status}, solver value {report.milp_value}, gap {gap}; "
+                  f"changes {moves}  (greedy start {report.greedy_value:g} in {report.greedy_seconds:.1f} s; "
+                  f"slots of {report.step} steps, {report.left_out} left out; build {report.build_seconds:.1f} s, "
+                  f"{report.variables} vars, {report.constraints} rows; status {report.status}, "
+                  f"solver value {report.milp_value}, gap {gap}; "
                   f"after repair {report.repaired_value}; plan-step solve {report.plan_step}; "
                   f"smoothing {report.smoothing} (changes {report.changes_before} -> {report.changes_after}); "
                   f"kept {report.chosen}; value bound {report.value_bound} (slots of {report.value_bound_step}), "

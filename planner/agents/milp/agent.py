@@ -27,16 +27,23 @@ issue note):
    starts, the plan-step model is solved from that plan too, and kept when it is worth
    as much (N=1000/T=96 on 4-step slots: 0.979 -> 0.999).
 5. Never worse than greedy: the answer is the better of that plan and the incumbent by
-   accepted value (the output says which; at equal value the solver's plan, if it got
-   there on its own, for being smoother), and reservations still left out are offered to
-   the greedy agent once more on the final plan. A solver's "infeasible" never rejects
+   `rank`: accepted value, then how many are accepted, then fewer allocation changes (the
+   output says which; at a full tie the greedy plan), and reservations still left out are
+   offered to the greedy agent once more on the final plan. A solver's "infeasible" never rejects
    anything on its own: the acceptance model always has the empty plan, so such an answer
    is an error and the incumbent stands. The time limit covers every step: the solver
    gets what is left after the greedy start and the build, less what handing the model
    over and the repair are expected to take.
-6. Smoothing, last (`planner.agents.milp.smooth`): with the accepted set fixed, each accepted
-   reservation (then groups of neighbours) is re-placed by a model of its own to cut its
-   allocation changes, in the time left. One model of the whole batch, minimising every
+6. Smoothing, last, with the accepted set fixed. The solver picks any vertex, so its plans
+   had 4-10x GREE-L's allocation changes (issue #19). First greedy shapes
+   (`planner.agents.milp.reshape`): the whole set placed again by GREE-L (then GREE), latest
+   planned start first and in three other orders, the few it misses pinned at the solver's
+   shapes (N=200/T=288: 10,036 changes -> 2,570 in 0.1 s; GREE-L fits 155 of 156 in that
+   order); then each reservation offered GREE-L's and GREE's shape on the plan of the
+   others; then (`planner.agents.milp.smooth`) each accepted reservation (then groups of
+   neighbours) is re-placed by a model of its own to cut its changes, in the time left
+   (from the refilled plan the models reach 1,504 in 25 s at N=50/T=96, from the solver's
+   2,266). One model of the whole batch, minimising every
    atom's changes at once (what this step was before), did not improve on the acceptance
    answer in 20 s at N=200/T=96 and N=200/T=288, where the local moves removed 45% and
    22% of the changes (`benchmarks/smooth.py`; at N=50/T=96 the whole model removed 80%,
@@ -71,6 +78,7 @@ from planner.agents.deadline import earliest_deadline
 from planner.agents.explain import window_reason
 from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.milp.bound import volume_bound
+from planner.agents.milp.changes import changes
 from planner.agents.milp.coarsen import (
     atom_count,
     choose_step,
@@ -81,6 +89,7 @@ from planner.agents.milp.coarsen import (
     refine,
 )
 from planner.agents.milp.model import Item, build, read_back, warm_start
+from planner.agents.milp.reshape import refill
 from planner.agents.milp.smooth import smooth
 from planner.agents.milp.solvers import DEFAULT_BACKEND, get_backend
 from planner.core.compile import compile_reservation
@@ -93,6 +102,7 @@ DEFAULT_GAP = 1e-4
 DEFAULT_COST_WEIGHT = 0.01
 BOUND_SECONDS = 10.0  # at most this long (and a tenth of the time limit) for the value bound; N=1000/T=1440: 0.6 s
 LADDER_STARTS = 150_000  # a plan-step model this large still builds in seconds (N=1000/T=288: 106k, 5 s)
+REFILL_SHARE = 0.3  # of the time left after acceptance, at most, for greedy shapes of the whole set
 LADDER_SECONDS = 10.0  # time left after the slots that makes a plan-step solve worth starting
 # How hard the acceptance model is grows with its lease starts times the starts per atom (long windows make the LP
 # slow): measured, HiGHS solves it well in 60 s up to about 0.8 M of that product (N=1000/T=96 at the plan step:
@@ -122,7 +132,9 @@ class MilpReport:
     gap: float | None = None
     status: str = "error"
     smoothing: str | None = None  # "done" (a pass moved nothing), "time up", or None (not asked)
-    changes_before: int | None = None  # allocation changes of the accepted, before and after smoothing
+    refilled: bool = False  # the accepted set was placed again by a greedy agent, with fewer changes
+    reshaped: int | None = None  # accepted reservations given a greedy agent's shape by smoothing
+    changes_before: int | None = None  # allocation changes of the plan chosen, before greedy shapes and smoothing
     changes_after: int | None = None
     step: int = 1
     plan_step: str | None = None
@@ -180,26 +192,24 @@ class MilpAgent:
         report.greedy_seconds = time.perf_counter() - started
         chosen = incumbent
         if items:
-            solved, own = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
-            better = solved is not None and _value(batch, solved) > report.greedy_value + 1e-9
-            if solved is not None and (better or own >= report.greedy_value - 1e-9):
-                chosen, report.chosen = solved, "milp"  # more value, or as much on its own and smoother
+            solved = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
+            if solved is not None and rank(batch, solved) > rank(batch, incumbent):  # a full tie: the greedy plan
+                chosen, report.chosen = solved, "milp"
         return self._finish(plan, batch, chosen, reasons, report, commit, started)
 
     # -- the model -----------------------------------------------------------------------
 
     def _ladder(self, plan: Plan, batch: list[tuple[Reservation, datetime]], items: list[Item],
                 incumbent: dict[str, list[Allocation]], skip: set[str], report: MilpReport,
-                started: float) -> tuple[dict[str, list[Allocation]] | None, float]:
-        """The solver's plan after the greedy repair, and the value it reached on its own: on slots when the model
-        is large, then at the plan step from there when the slots were solved early and that model is not huge."""
+                started: float) -> dict[str, list[Allocation]] | None:
+        """The solver's plan after the greedy repair: on slots when the model is large, then at the plan step from
+        there when the slots were solved early and that model is not huge."""
         k = self.coarsen or choose_step(items, start_budget(self.time_limit, atom_count(items)), plan.clock.steps)
         report.step = k
         finer = self.coarsen is None and k > 1 and lease_starts(items) <= LADDER_STARTS
         solved, finer = self._solve(plan, items, incumbent, report, started, k, finer)
         if solved is None:
-            return None, 0.0
-        own = _value(batch, solved)
+            return None
         solved = repair(plan, batch, solved, skip)
         report.repaired_value = _value(batch, solved)
         if finer:
@@ -207,11 +217,10 @@ class MilpAgent:
             fine, _ = self._solve(plan, items, solved, stage, started, 1, False)
             report.plan_step, report.value_bound = stage.status, stage.value_bound
             if fine is not None:
-                own = max(own, _value(batch, fine))
                 fine = repair(plan, batch, fine, skip)
-                if _value(batch, fine) >= _value(batch, solved) - 1e-9:
+                if rank(batch, fine) >= rank(batch, solved):
                     solved, report.repaired_value = fine, _value(batch, fine)
-        return solved, own
+        return solved
 
     def _solve(self, plan: Plan, items: list[Item], incumbent: dict[str, list[Allocation]], report: MilpReport,
                started: float, k: int, finer: bool) -> tuple[dict[str, list[Allocation]] | None, bool]:
@@ -260,7 +269,8 @@ class MilpAgent:
     def _finish(self, plan: Plan, batch: list[tuple[Reservation, datetime]], chosen: dict[str, list[Allocation]],
                 reasons: dict[str, Reason], report: MilpReport, commit: bool, started: float) -> BatchResult:
         """Decisions in submission order: the left-out get one more greedy try on the final plan, then the accepted
-        are smoothed in the time left, then the rejected learn the earliest deadline they could have had."""
+        are given greedy shapes and smoothed in the time left, then the rejected learn the earliest deadline they
+        could have had."""
         scratch = plan.copy()
         for reservation, submitted in batch:
             if reservation.name in chosen:
@@ -281,12 +291,20 @@ class MilpAgent:
                     reasons[name] = outcome.reason or Reason("capacity", "no room on the final plan")
                     retried.add(name)
         if self.smooth and chosen:
-            # What is left, less what the rejections' earliest deadlines are expected to take (a greedy pass each).
+            report.changes_before = total_changes(chosen)
+            # What is left, less what the rejections' earliest deadlines are expected to take (a greedy pass each);
+            # greedy shapes for the whole set first, in at most a share of it.
+            left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
+            refilled = refill(plan, batch, chosen, time.perf_counter() + REFILL_SHARE * left)
+            if refilled is not None and total_changes(refilled) < report.changes_before:
+                chosen, report.refilled = refilled, True  # the same set, fewer changes
+                scratch = with_placed(plan, batch, chosen)
             left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
             smoothed = smooth(scratch, list(chosen), max(0.0, left), self.backend, self.gap)
             chosen = {name: scratch.accepted[name].allocations for name in chosen}
-            report.changes_before, report.changes_after = smoothed.changes_before, smoothed.changes_after
+            report.changes_after = smoothed.changes_after
             report.smoothing = "done" if smoothed.finished else "time up"
+            report.reshaped = smoothed.reshaped
         decisions = []
         for reservation, submitted in batch:
             name = reservation.name
@@ -325,18 +343,28 @@ def batch_items(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[
 
 
 def best_greedy(plan: Plan, batch: list[tuple[Reservation, datetime]]) -> tuple[str, dict[str, list[Allocation]]]:
-    """The most valuable plan from GREE or GREE-L, submitting in the given order or by value (highest first)."""
-    best: tuple[float, str, dict[str, list[Allocation]]] | None = None
+    """The best plan (by `rank`) from GREE or GREE-L, submitting in the given order or by value (highest first)."""
+    best: tuple[tuple[float, int, int], str, dict[str, list[Allocation]]] | None = None
     orders = {"submission order": batch,
               "by value": sorted(batch, key=lambda item: -item[0].value)}
     for agent in (GreedyAgent("gree", flat=False), GreedyAgent("gree-l", flat=True)):
         for label, order in orders.items():
             placed = _fill(agent, plan.copy(), order, {})
-            value = _value(batch, placed)
-            if best is None or value > best[0] + 1e-9:
-                best = (value, f"{agent.name} ({label})", placed)
+            if best is None or rank(batch, placed) > best[0]:
+                best = (rank(batch, placed), f"{agent.name} ({label})", placed)
     assert best is not None
     return best[1], best[2]
+
+
+def rank(batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]]) -> tuple[float, int, int]:
+    """How plans of one batch compare: accepted value, then how many are accepted, then fewer allocation changes
+    (each a container started or preempted); value is rounded so that sums in another order tie."""
+    return round(_value(batch, placed), 9), len(placed), -total_changes(placed)
+
+
+def total_changes(placed: dict[str, list[Allocation]]) -> int:
+    """Allocation changes of every reservation in `placed`."""
+    return sum(changes(allocations) for allocations in placed.values())
 
 
 def _fill(agent: GreedyAgent, scratch: Plan, order: list[tuple[Reservation, datetime]],
@@ -369,6 +397,16 @@ def repair(plan: Plan, batch: list[tuple[Reservation, datetime]], placed: dict[s
             break
     assert best is not None
     return best[1]
+
+
+def with_placed(plan: Plan, batch: list[tuple[Reservation, datetime]],
+                placed: dict[str, list[Allocation]]) -> Plan:
+    """A copy of `plan` holding the reservations of `batch` that `placed` places."""
+    scratch = plan.copy()
+    for reservation, submitted in batch:
+        if reservation.name in placed:
+            scratch.add(Accepted(reservation, submitted, placed[reservation.name]))
+    return scratch
 
 
 def _value(batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]]) -> float:

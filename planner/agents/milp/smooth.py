@@ -1,9 +1,10 @@
 """Smoothing a plan a few reservations at a time: fewer allocation changes, then load spread out.
 
 An allocation change is a bundle started or stopped from one step to the next (each is a
-container started or preempted). One model of the whole batch with the acceptances fixed
-did not improve on the acceptance answer in 20 s beyond small batches
-(`benchmarks/smooth.py`), so each accepted reservation is taken out of the plan in turn
+container started or preempted). First each reservation is offered the greedy agents' shapes
+on the plan of the others (`planner.agents.milp.reshape`: milliseconds each). One model
+of the whole batch with the acceptances fixed did not improve on the acceptance answer in
+20 s beyond small batches (`benchmarks/smooth.py`), so each accepted reservation is taken out of the plan in turn
 and re-placed by a model of its own, the rest fixed: minimise its changes, then its
 load-weighted cost, warm-started from where it is. When a pass removes little, the next
 re-places each with its neighbours (those sharing most of its steps), in groups of 2, 4,
@@ -20,13 +21,14 @@ their fewest possible changes.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 import pulp
 
+from planner.agents.milp.changes import changes
 from planner.agents.milp.model import build, fixed_item, read_back, smoothness, warm_start
+from planner.agents.milp.reshape import reshape
 from planner.agents.milp.solvers import DEFAULT_BACKEND, Backend, get_backend
 from planner.core.compile import AtomTask, Task, compile_reservation
 from planner.core.plan import Accepted, Allocation, Plan
@@ -50,19 +52,7 @@ class SmoothReport:
     seconds: float = 0.0
     finished: bool = False  # a whole pass in the largest groups moved nothing (else time ran out)
     group: int = 1  # reservations re-placed together in the last pass
-
-
-def changes(allocations: list[Allocation]) -> int:
-    """Bundles started or stopped from step to step, per atom and instance (ramping up and down counted)."""
-    held: dict[tuple[int, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for a in allocations:
-        profile = held[(a.instance, a.atom)]
-        profile[a.start] += a.bundles
-        profile[a.end] -= a.bundles
-    total = 0
-    for profile in held.values():
-        total += sum(abs(delta) for delta in profile.values())
-    return total
+    reshaped: int = 0  # reservations given a greedy agent's shape (`planner.agents.milp.reshape`) before the models
 
 
 def crowding(plan: Plan, allocations: list[Allocation]) -> float:
@@ -81,12 +71,14 @@ def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0,
     started = time.perf_counter()
     deadline = started + time_limit
     names = [n for n in (plan.accepted if names is None else names) if n in plan.accepted]
-    movable = [n for n in names if all(a.start >= plan.now_step for a in plan.accepted[n].allocations)
-               and changes(plan.accepted[n].allocations) > fewest_changes(plan, plan.accepted[n])]
     report = SmoothReport()
     report.changes_before = sum(changes(plan.accepted[n].allocations) for n in names)
+    reshaped = reshape(plan, names, deadline)  # greedy shapes first: milliseconds each, and most of the gain
+    report.reshaped = len(reshaped.moved)
+    movable = [n for n in names if all(a.start >= plan.now_step for a in plan.accepted[n].allocations)
+               and changes(plan.accepted[n].allocations) > fewest_changes(plan, plan.accepted[n])]
     solve = get_backend(backend)
-    moved: set[str] = set()
+    moved: set[str] = set(reshaped.moved)
     size, stuck = 1, set[str]()  # stuck: moved nothing at this size since its neighbours last moved
     report.finished = not movable
     while movable and time.perf_counter() < deadline - 0.05:

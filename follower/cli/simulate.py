@@ -29,6 +29,7 @@ from follower.sim.evaluate import (
     evaluate,
     pool_size,
 )
+from follower.sim.evaluate import render as evaluate_render
 from follower.sim.gridclock import GridClock
 from follower.sim.metrics import Result
 from follower.sim.peers import PEER_AGENTS, DecisionSource, read_decisions
@@ -248,12 +249,14 @@ class PeerRows:
 @click.option("--workers", type=click.IntRange(min=1), help="Simulations at once (default: the CPU count).")
 @click.option("--spark/--no-spark", default=True, show_default=True,
               help="The UWFQ section on the task-level Spark model (`rayon spark`, as many seeds; a few minutes).")
+@click.option("--render", is_flag=True, help="Write the report in --out again from its results.json, simulating "
+              "nothing (but the Spark section's runs): for a change in how the report is written.")
 @click.option("--quick", is_flag=True, help="A small grid in a few minutes (options given still win): "
               f"{', '.join(f'--{k} {v}' for k, v in QUICK.items())}.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,
                      agents: str, slacks: str, fairness: str, policies: str, seeds: int, milp_time_limit: float,
-                     workers: int | None, spark: bool, quick: bool) -> None:
+                     workers: int | None, spark: bool, render: bool, quick: bool) -> None:
     """Run the comparison grids and write a Markdown report with tables and figures.
 
     Every scenario is loaded before the first simulation; any that does not load is named and
@@ -272,6 +275,9 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
       rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report
       rayon evaluate --scenarios ~/rayon/examples/scenarios   # an installed rayon, the repository's scenarios
     """
+    if render:
+        click.echo(str(evaluate_render(Path(out), Grid.spark if spark else ())))
+        return
     if quick:  # the quick grid's values, for every grid option left at its default
         given = {name: value for name, value in QUICK.items()
                  if ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT}

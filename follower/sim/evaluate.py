@@ -297,6 +297,40 @@ def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
     return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])))
 
 
+def render(folder: Path, spark: Sequence[str] = Grid.spark) -> Path:
+    """Write the report in `folder` again from its `results.json` (every run's figures, as `evaluate` left them),
+    simulating nothing but the UWFQ section's task-level runs (`spark`: its scenarios; none: no section); returns
+    the report's path. For a change in how the report is written, without the hours of its grid."""
+    grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # the runs of each cell, in grid order
+    try:
+        document = json.loads((folder / RESULTS).read_text())
+        for run in document["runs"]:
+            key = (run["study"], run["scenario"], run["agent"] or "", run["policy"] or "", run["slack"])
+            grouped.setdefault(key, []).append(run)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise RayonError(f"cannot read the results of a grid: {error}", place=str(folder / RESULTS),
+                         hint="render a folder `rayon evaluate` wrote (its results.json)") from error
+    rebuilt = [Cell(key[0], key[1], key[2], key[3], key[4], tuple(r["seed"] for r in members),
+                    tuple(r["summary"] for r in members), tuple(r.get("fairness") or {} for r in members))
+               for key, members in grouped.items()]
+    reservations = [c for c in rebuilt if c.study == "reservations"]
+    fairness = [c for c in rebuilt if c.study == "fairness"]
+    agents = tuple(dict.fromkeys(c.agent for c in reservations))
+    grid = Grid(reservations=tuple(dict.fromkeys(c.scenario for c in reservations)),
+                agents=tuple(a for a in agents if a not in PEER_AGENTS),
+                slacks=tuple(dict.fromkeys(c.slack for c in reservations if c.slack is not None)),
+                fairness=tuple(dict.fromkeys(c.scenario for c in fairness)),
+                policies=tuple(dict.fromkeys(c.policy for c in fairness)), seeds=int(document["seeds"]),
+                milp_time_limit=float(document["milp_time_limit_s"]),
+                peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark))
+    timing = Timing(float(document["wall_s"]), int(document["workers"]), int(document["cores"]),
+                    float(document["load"]))
+    spark_section = spark_study(grid.spark, grid.seeds) if grid.spark else ""
+    when = datetime.fromtimestamp((folder / RESULTS).stat().st_mtime, UTC).strftime("%Y-%m-%d")
+    preamble = _preamble(grid, when, timing, rebuilt)
+    return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])))
+
+
 def spark_study(files: Sequence[str], seeds: int) -> str:
     """The UWFQ section: the scenarios × every policy × partitioning on and off on the task-level model."""
     cells = spark_table.run_grid(files, seeds=tuple(range(1, seeds + 1)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from follower.sim.answers import answers
 from follower.sim.cell import Cell, Reader, all_jobs, bucket_response
 from follower.sim.figures import best_effort_figure, buckets_figure, preemptions_figure, sla_figure
 from follower.sim.metrics import SIZE_BUCKETS
@@ -72,6 +73,8 @@ def write_report(folder: Path, reservations: Sequence[Cell], fairness: Sequence[
     """Write `report.md` with both studies' tables and figures into `folder`; returns its path."""
     folder.mkdir(parents=True, exist_ok=True)
     parts = [preamble.rstrip(), ""]
+    if found := answers(reservations):
+        parts += [found.rstrip(), ""]
     if reservations:
         sla_figure(reservations, folder / "sla.png")
         best_effort_figure(reservations, folder / "best_effort.png")

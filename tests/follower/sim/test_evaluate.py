@@ -252,3 +252,28 @@ def test_another_system_s_agent_is_replayed_from_its_source_and_named_in_the_rep
         run_grid(grid, workers=1)
     text = evaluate(tmp_path / "r", grid, workers=1, source=source).read_text()
     assert "| small | 3 | yarn-greedy | fair | 1 |" in text and "replayed in the simulator" in text
+
+
+def test_the_report_answers_what_planning_buys_and_how_the_agents_compare_seed_by_seed(small: str,
+                                                                                       tmp_path: Path) -> None:
+    grid = Grid(reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=2,
+                spark=())
+    text = evaluate(tmp_path / "r", grid, workers=1).read_text()
+    answers = text[text.index("## Answers"):text.index("## Reservations")]
+    assert "| small | 3 | none | " in answers and "| small | 3 | gree | " in answers
+    assert "| small | 3 | gree-l | " not in answers  # the reference is not compared with itself
+    assert answers.count(" ± ") >= 3  # two seeds: every paired figure has its interval
+
+
+def test_a_report_is_written_again_from_its_results_alone(small: str, tmp_path: Path) -> None:
+    fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
+    grid = Grid(reservations=(small,), agents=("none", "gree-l"), slacks=(3.0,), fairness=(fairness,),
+                policies=("fair", "userfair"), seeds=2, spark=())
+    report = evaluate(tmp_path / "r", grid, workers=1)
+    written = report.read_text()
+    report.unlink()
+    result = CliRunner().invoke(main, ["evaluate", "--render", "--no-spark", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert report.read_text() == written
+    missing = CliRunner().invoke(main, ["evaluate", "--render", "--out", str(tmp_path / "nothing")])
+    assert missing.exit_code == 2 and "results.json" in missing.stderr

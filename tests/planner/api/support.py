@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,3 +236,23 @@ def load_share(thread: int, count: int, seed: int) -> tuple[list[tuple[str, str]
         found.append((name, f"reservation {name} {{ window(s={at(start)}, e={at(start + span)}, {atom}) }}"))
         asked += vcores * work
     return found, asked
+
+
+def submit_shares(load: Load, server_of: Callable[[int], Server]) -> dict[str, bool]:
+    """Every thread of the load submits its share at once (thread i as user `u{i}`, to `server_of(i)`), each answer
+    a decision; whether each reservation was accepted, by name."""
+    answers: dict[str, bool] = {}
+
+    def run(thread: int) -> None:
+        with server_of(thread).client(f"u{thread}") as client:
+            for name, text in load.shares[thread]:
+                answer = submit(client, text)
+                assert answer.status_code in (200, 201), answer.text
+                answers[name] = answer.json()["accepted"]
+
+    threads = [threading.Thread(target=run, args=(thread,)) for thread in range(len(load.shares))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers

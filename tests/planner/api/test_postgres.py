@@ -6,7 +6,6 @@ the tests drop and recreate the store's tables there.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -26,6 +25,7 @@ from tests.planner.api.support import (
     stop,
     stored_violations,
     submit,
+    submit_shares,
     yarn_body,
 )
 from tests.planner.support import cluster_text
@@ -47,20 +47,7 @@ def two_servers(postgres: str, tmp_path: Path) -> Iterator[tuple[Server, Server,
 def test_two_servers_on_one_postgresql_plan_share_it_without_over_committing(
         two_servers: tuple[Server, Server, Load], postgres: str) -> None:
     first, second, load = two_servers
-    answers: dict[str, bool] = {}
-
-    def run(thread: int) -> None:
-        with (first if thread % 2 else second).client(f"u{thread}") as client:
-            for name, text in load.shares[thread]:
-                answer = submit(client, text)
-                assert answer.status_code in (200, 201)
-                answers[name] = answer.json()["accepted"]
-
-    threads = [threading.Thread(target=run, args=(thread,)) for thread in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    answers = submit_shares(load, lambda thread: first if thread % 2 else second)
     assert len(answers) == 160 and 0 < sum(answers.values()) < 160
     with Store.open(postgres) as store:
         assert {r.name for r in store.list(state="accepted")} == {name for name, ok in answers.items() if ok}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -25,7 +24,7 @@ from tests.planner.api.support import (
     start,
     stop,
     stored_violations,
-    submit,
+    submit_shares,
 )
 from tests.planner.support import cluster_text
 
@@ -84,20 +83,7 @@ def test_worker_processes_share_one_sqlite_plan_without_over_committing_and_coun
         served: tuple[Server, Load]) -> None:
     server, load = served
     assert len(workers_of(server)) == WORKERS
-    answers: dict[str, bool] = {}
-
-    def run(thread: int) -> None:
-        with server.client(f"u{thread}") as client:
-            for name, text in load.shares[thread]:
-                answer = submit(client, text)
-                assert answer.status_code in (200, 201), answer.text
-                answers[name] = answer.json()["accepted"]
-
-    threads = [threading.Thread(target=run, args=(thread,)) for thread in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    answers = submit_shares(load, lambda _thread: server)
     assert len(answers) == 160 and 0 < sum(answers.values()) < 160
     with Store.open(server.state) as store:
         assert {r.name for r in store.list(state="accepted")} == {name for name, ok in answers.items() if ok}

@@ -405,5 +405,7 @@ def _timing_text(grid: Grid, timing: Timing) -> str:
     milp = (f" The `milp` agent had {grid.milp_time_limit:g} s per arrival's decision (`--milp-time-limit`: it "
             "cuts the solver's search, not the building of its model)."
             if MILP in grid.agents and grid.reservations else "")
+    slacks = ", ".join(f"{slack:g}" for slack in grid.slacks)
     return (f"The grid: {runs} runs in {duration(timing.wall_s)}, {timing.workers} at a time on a "
-            f"{timing.cores}-core machine (load average {timing.load:.1f} as it ended).{milp}")
+            f"{timing.cores}-core machine (load average {timing.load:.1f} as it ended); the reservation study at "
+            f"mean slack factors {slacks}.{milp}")

@@ -23,6 +23,7 @@ import matplotlib
 
 from follower.sim.cell import Cell, Reader, bucket_response
 from follower.sim.metrics import SIZE_BUCKETS
+from follower.sim.peers import PEER_AGENTS
 from follower.sim.scenario import NO_AGENT, agent_names
 from follower.sim.setup import SIMULATION_POLICIES
 from follower.sim.spread import Spread
@@ -38,7 +39,7 @@ BUCKET_LABELS = [f"{low:g}–{high:g} %" for low, high in SIZE_BUCKETS]
 LEGEND_ENTRY = 1.3  # inches one legend entry takes across
 LEGEND_ROW = 0.28  # inches one row of the legend takes down
 TICKS = 10  # font size of tick labels and legends
-_COLOURED = (*agent_names(), *SIMULATION_POLICIES)
+_COLOURED = (*agent_names(), *PEER_AGENTS, *SIMULATION_POLICIES)  # agents and policies share no figure
 
 
 def colour(name: str) -> str:

@@ -272,8 +272,12 @@ def build_app(given: Options, extensions: Callable[[Store], Sequence[Extension]]
 
 def worker_app(given: Options, extensions: Callable[[Store], Sequence[Extension]]) -> FastAPI:
     """One worker process's app (`--workers`): its own logging, tokens and store, as the parent checked them."""
+    from planner.api import server
+
     logs.configure(given.log_format, given.log_level, given.access_log)
-    return build_app(given, extensions, load_tokens(given.tokens_path), open_store(given.state_path))
+    app = build_app(given, extensions, load_tokens(given.tokens_path), open_store(given.state_path))
+    server.tune_collector()
+    return app
 
 
 @click.command("token", cls=RayonCommand)

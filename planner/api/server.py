@@ -56,8 +56,8 @@ class Server(uvicorn.Server):
 
 
 def tune_collector() -> None:
-    """Keep the garbage collector's pauses out of the answers' tail: freeze what exists now (the modules and the app
-    just built, which live as long as the process) out of every collection, and collect less often.
+    """Keep the garbage collector's pauses out of the answers' tail: freeze what exists now (the libraries and the
+    app just built, which live as long as the process) out of every collection, and collect less often.
 
     With Python's defaults a full collection walks every object of the plan and of the libraries, stalling every
     request for tens of milliseconds (`benchmarks/api.py --wrk`: p99 78–108 ms with the defaults, 26–36 ms with

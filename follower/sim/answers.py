@@ -9,11 +9,11 @@ preempts nothing, and no ratio to zero means anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from follower.sim.cell import Cell, Reader
-from follower.sim.spread import Spread, spread
+from follower.sim.spread import Spread, format_spread
 
 REFERENCE = "gree-l"  # our default agent: what the others are measured against
 BASELINES = ("none", "static", "static-half")  # the time-agnostic ones: no reservation at all, or a static queue
@@ -22,34 +22,6 @@ SLA: Reader = lambda s: s["production"]["sla_attainment"]  # noqa: E731  (reader
 ACCEPTED: Reader = lambda s: s["production"]["accepted"]  # noqa: E731
 PREEMPTIONS: Reader = lambda s: s["preemptions"]  # noqa: E731
 BE_RESPONSE: Reader = lambda s: s["best_effort"]["mean_response_s"]  # noqa: E731
-
-
-def paired(mine: Cell, theirs: Cell, get: Reader, combine: Callable[[float, float], float | None]) -> Spread | None:
-    """`combine(mine, theirs)` of a figure at each seed both cells ran, over those seeds."""
-    others = dict(zip(theirs.seeds, theirs.summaries, strict=True))
-    values = []
-    for seed, summary in zip(mine.seeds, mine.summaries, strict=True):
-        a, b = get(summary), (get(others[seed]) if seed in others else None)
-        if a is not None and b is not None and (value := combine(a, b)) is not None:
-            values.append(value)
-    return spread(values)
-
-
-def _difference(a: float, b: float) -> float:
-    return a - b
-
-
-def _ratio(a: float, b: float) -> float | None:
-    return a / b if b else None
-
-
-def shown(value: Spread | None, fmt: str, signed: bool = False) -> str:
-    """`mean ± half-width` (the mean alone with one seed; `–` where nothing was measured); `signed`: the mean with
-    its sign, as a difference."""
-    if value is None:
-        return "–"
-    mean = (fmt.replace("{:", "{:+") if signed else fmt).format(value.mean)
-    return mean + ("" if value.half_width is None else " ± " + fmt.format(value.half_width))
 
 
 def answers(cells: Sequence[Cell]) -> str:
@@ -86,11 +58,12 @@ def _against_baselines(place: tuple[str, Any], reference: Cell, by: dict[tuple[s
         other = by.get((*place, baseline))
         if other is None:
             continue
-        sla = paired(reference, other, SLA, _difference)
-        preempted = f"{shown(reference.spread(PREEMPTIONS), '{:.0f}')}, {shown(other.spread(PREEMPTIONS), '{:.0f}')}"
+        sla = reference.difference_spread(other, SLA)
+        preempted = (f"{format_spread(reference.spread(PREEMPTIONS), '{:.0f}')}, "
+                     f"{format_spread(other.spread(PREEMPTIONS), '{:.0f}')}")
         rows.append(f"| {place[0]} | {_slack(place[1])} | {baseline} | "
                     f"{'–' if sla is None else _signed_points(sla)} | {preempted} | "
-                    f"{shown(paired(reference, other, BE_RESPONSE, _ratio), '{:.3f}')} |")
+                    f"{format_spread(reference.ratio_spread(other, BE_RESPONSE), '{:.3f}')} |")
     return rows
 
 
@@ -99,11 +72,12 @@ def _against_reference(place: tuple[str, Any], reference: Cell, cells: Sequence[
     for cell in cells:
         if (cell.scenario, cell.slack) != place or cell.agent in (REFERENCE, *BASELINES):
             continue
-        accepted, sla = paired(cell, reference, ACCEPTED, _difference), paired(cell, reference, SLA, _difference)
-        rows.append(f"| {place[0]} | {_slack(place[1])} | {cell.agent} | {shown(accepted, '{:.1f}', signed=True)} | "
+        accepted, sla = cell.difference_spread(reference, ACCEPTED), cell.difference_spread(reference, SLA)
+        rows.append(f"| {place[0]} | {_slack(place[1])} | {cell.agent} | "
+                    f"{format_spread(accepted, '{:.1f}', signed=True)} | "
                     f"{'–' if sla is None else _signed_points(sla)} | "
-                    f"{shown(paired(cell, reference, PREEMPTIONS, _ratio), '{:.2f}')} | "
-                    f"{shown(paired(cell, reference, BE_RESPONSE, _ratio), '{:.3f}')} |")
+                    f"{format_spread(cell.ratio_spread(reference, PREEMPTIONS), '{:.2f}')} | "
+                    f"{format_spread(cell.ratio_spread(reference, BE_RESPONSE), '{:.3f}')} |")
     return rows
 
 

@@ -41,13 +41,23 @@ class Cell:
     def ratio_spread(self, baseline: Cell, get: Reader) -> Spread | None:
         """Mean and 95 % interval of this cell's figure over `baseline`'s at the same seed (a paired comparison: the
         workload a seed draws weighs on both alike, so the ratio varies far less than either figure)."""
+        return self.paired_spread(baseline, get, lambda mine, base: mine / base if base else None)
+
+    def difference_spread(self, baseline: Cell, get: Reader) -> Spread | None:
+        """Mean and 95 % interval of this cell's figure less `baseline`'s at the same seed (paired, as above)."""
+        return self.paired_spread(baseline, get, lambda mine, base: mine - base)
+
+    def paired_spread(self, baseline: Cell, get: Reader,
+                      combine: Callable[[float, float], float | None]) -> Spread | None:
+        """Mean and 95 % interval over the seeds both cells ran of `combine(this cell's figure, baseline's)` (None:
+        that seed left out)."""
         theirs = dict(zip(baseline.seeds, baseline.summaries, strict=True))
-        ratios = []
+        values = []
         for seed, summary in zip(self.seeds, self.summaries, strict=True):
             mine, base = get(summary), (get(theirs[seed]) if seed in theirs else None)
-            if mine is not None and base:
-                ratios.append(mine / base)
-        return spread(ratios)
+            if mine is not None and base is not None and (value := combine(mine, base)) is not None:
+                values.append(value)
+        return spread(values)
 
     def fairness_spread(self, key: str) -> Spread | None:
         """Mean and 95 % interval over the seeds of a fairness figure (`dvr`, `dsr`)."""

@@ -244,16 +244,29 @@ def fairness_by_run(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     return found
 
 
+def run_records(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """Every run as `results.json` keeps it: what ran, at which seed, how long, its figures and its DVR/DSR."""
+    return [{"study": o.run.study, "scenario": o.run.label, "agent": o.run.agent, "policy": o.run.policy,
+             "slack": o.run.slack, "seed": o.run.seed, "wall_s": o.wall_s, "summary": o.summary, "fairness": fairness}
+            for o, fairness in zip(outcomes, fairness_by_run(outcomes), strict=True)]
+
+
 def cells(outcomes: Sequence[Outcome]) -> tuple[list[Cell], list[Cell]]:
     """The report's rows, one per cell with every seed's figures: reservation cells, and fairness cells with
     DVR/DSR against `userfair`."""
-    grouped: dict[tuple[Any, ...], list[tuple[Outcome, dict[str, Any]]]] = {}
-    for outcome, fairness in zip(outcomes, fairness_by_run(outcomes), strict=True):
-        grouped.setdefault(outcome.run.cell, []).append((outcome, fairness))
-    made = [Cell(run.study, run.label, run.agent or "", run.policy or "", run.slack,
-                 tuple(o.run.seed or 0 for o, _ in members), tuple(o.summary for o, _ in members),
-                 tuple(fairness for _, fairness in members))
-            for members in grouped.values() for run in (members[0][0].run,)]
+    return cells_of(run_records(outcomes))
+
+
+def cells_of(runs: Sequence[dict[str, Any]]) -> tuple[list[Cell], list[Cell]]:
+    """The cells of runs as `run_records` gives them (a KeyError for a record without them): reservation cells,
+    and fairness cells, each with its runs' seeds in grid order."""
+    grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for run in runs:
+        grouped.setdefault((run["study"], run["scenario"], run["agent"] or "", run["policy"] or "", run["slack"]),
+                           []).append(run)
+    made = [Cell(study, scenario, agent, policy, slack, tuple(r["seed"] or 0 for r in members),
+                 tuple(r["summary"] for r in members), tuple(r.get("fairness") or {} for r in members))
+            for (study, scenario, agent, policy, slack), members in grouped.items()]
     return [c for c in made if c.study == "reservations"], [c for c in made if c.study == "fairness"]
 
 
@@ -271,63 +284,50 @@ def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) ->
     """The machine-readable results (`results.json`): the grid, how long it took, and every run at every seed."""
     return {
         "seeds": grid.seeds, "milp_time_limit_s": grid.milp_time_limit, **asdict(timing),
-        "runs": [{"study": o.run.study, "scenario": o.run.label, "agent": o.run.agent, "policy": o.run.policy,
-                  "slack": o.run.slack, "seed": o.run.seed, "wall_s": o.wall_s, "summary": o.summary,
-                  "fairness": fairness}
-                 for o, fairness in zip(outcomes, fairness_by_run(outcomes), strict=True)],
+        "runs": run_records(outcomes),
     }
 
 
 def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
              progress: Callable[[Outcome], None] | None = None, source: DecisionSource | None = None,
              peers_note: str = "") -> Path:
-    """Run the grid and write the report (and `results.json`, every seed's figures) into `folder`; returns the
-    report's path. `source` decides the grid's peer agents; `peers_note` says why some were left out."""
+    """Run the grid and write `results.json` (every seed's figures) and the report from it (`render`) into
+    `folder`; returns the report's path. `source` decides the grid's peer agents; `peers_note` says why some were
+    left out."""
     chosen = grid or Grid()
     check_grid(chosen)
     began = time.perf_counter()
     outcomes = run_grid(chosen, workers, progress, source)
-    spark_section = spark_study(chosen.spark, chosen.seeds) if chosen.spark else ""
     timing = Timing(time.perf_counter() - began, pool_size(workers), os.cpu_count() or 1, os.getloadavg()[0])
-    reservations, fairness = cells(outcomes)
-    when = datetime.now(UTC).strftime("%Y-%m-%d")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / RESULTS).write_text(json.dumps(results_document(chosen, outcomes, timing), indent=1) + "\n")
-    preamble = _preamble(chosen, when, timing, [*reservations, *fairness], peers_note)
-    return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])))
+    return render(folder, chosen.spark, peers_note)
 
 
-def render(folder: Path, spark: Sequence[str] = Grid.spark) -> Path:
-    """Write the report in `folder` again from its `results.json` (every run's figures, as `evaluate` left them),
+def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = "") -> Path:
+    """Write the report in `folder` from its `results.json` (every run's figures, as `evaluate` left them),
     simulating nothing but the UWFQ section's task-level runs (`spark`: its scenarios; none: no section); returns
-    the report's path. For a change in how the report is written, without the hours of its grid."""
-    grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # the runs of each cell, in grid order
+    the report's path. `evaluate` ends here; `rayon evaluate --render` starts here, for a change in how the report
+    is written without the hours of its grid."""
     try:
         document = json.loads((folder / RESULTS).read_text())
-        for run in document["runs"]:
-            key = (run["study"], run["scenario"], run["agent"] or "", run["policy"] or "", run["slack"])
-            grouped.setdefault(key, []).append(run)
+        reservations, fairness = cells_of(document["runs"])
+        agents = tuple(dict.fromkeys(c.agent for c in reservations))
+        grid = Grid(reservations=tuple(dict.fromkeys(c.scenario for c in reservations)),
+                    agents=tuple(a for a in agents if a not in PEER_AGENTS),
+                    slacks=tuple(dict.fromkeys(c.slack for c in reservations if c.slack is not None)),
+                    fairness=tuple(dict.fromkeys(c.scenario for c in fairness)),
+                    policies=tuple(dict.fromkeys(c.policy for c in fairness)), seeds=int(document["seeds"]),
+                    milp_time_limit=float(document["milp_time_limit_s"]),
+                    peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark))
+        timing = Timing(float(document["wall_s"]), int(document["workers"]), int(document["cores"]),
+                        float(document["load"]))
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise RayonError(f"cannot read the results of a grid: {error}", place=str(folder / RESULTS),
                          hint="render a folder `rayon evaluate` wrote (its results.json)") from error
-    rebuilt = [Cell(key[0], key[1], key[2], key[3], key[4], tuple(r["seed"] for r in members),
-                    tuple(r["summary"] for r in members), tuple(r.get("fairness") or {} for r in members))
-               for key, members in grouped.items()]
-    reservations = [c for c in rebuilt if c.study == "reservations"]
-    fairness = [c for c in rebuilt if c.study == "fairness"]
-    agents = tuple(dict.fromkeys(c.agent for c in reservations))
-    grid = Grid(reservations=tuple(dict.fromkeys(c.scenario for c in reservations)),
-                agents=tuple(a for a in agents if a not in PEER_AGENTS),
-                slacks=tuple(dict.fromkeys(c.slack for c in reservations if c.slack is not None)),
-                fairness=tuple(dict.fromkeys(c.scenario for c in fairness)),
-                policies=tuple(dict.fromkeys(c.policy for c in fairness)), seeds=int(document["seeds"]),
-                milp_time_limit=float(document["milp_time_limit_s"]),
-                peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark))
-    timing = Timing(float(document["wall_s"]), int(document["workers"]), int(document["cores"]),
-                    float(document["load"]))
     spark_section = spark_study(grid.spark, grid.seeds) if grid.spark else ""
     when = datetime.fromtimestamp((folder / RESULTS).stat().st_mtime, UTC).strftime("%Y-%m-%d")
-    preamble = _preamble(grid, when, timing, rebuilt)
+    preamble = _preamble(grid, when, timing, [*reservations, *fairness], peers_note)
     return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])))
 
 

@@ -14,7 +14,7 @@ from follower.sim.answers import answers
 from follower.sim.cell import Cell, Reader, all_jobs, bucket_response
 from follower.sim.figures import best_effort_figure, buckets_figure, preemptions_figure, sla_figure
 from follower.sim.metrics import SIZE_BUCKETS
-from follower.sim.spread import Spread
+from follower.sim.spread import format_spread
 
 RESERVATION_COLUMNS: tuple[tuple[str, Reader, str], ...] = (
     ("SLA attainment", lambda s: s["production"]["sla_attainment"], "{:.1%}"),
@@ -25,15 +25,6 @@ RESERVATION_COLUMNS: tuple[tuple[str, Reader, str], ...] = (
     ("utilisation", lambda s: s["utilization"], "{:.1%}"),
     ("preemptions", lambda s: s["preemptions"], "{:.1f}"),
 )
-
-
-def format_spread(value: Spread | None, fmt: str) -> str:
-    """`mean ± half-width` in `fmt` (the mean alone with one seed; `–` when nothing was measured)."""
-    if value is None:
-        return "–"
-    if value.half_width is None:
-        return fmt.format(value.mean)
-    return f"{fmt.format(value.mean)} ± {fmt.format(value.half_width)}"
 
 
 def reservations_table(cells: Sequence[Cell]) -> str:

@@ -63,3 +63,12 @@ def spread(values: Iterable[float]) -> Spread | None:
         return Spread(mean, None, 1)
     half = t_quantile(len(sample) - 1) * statistics.stdev(sample) / math.sqrt(len(sample))
     return Spread(mean, half, len(sample))
+
+
+def format_spread(value: Spread | None, fmt: str, signed: bool = False) -> str:
+    """`mean ± half-width` in `fmt` (the mean alone with one seed; `–` when nothing was measured); `signed`: the
+    mean with its sign, as a difference."""
+    if value is None:
+        return "–"
+    mean = (fmt.replace("{:", "{:+") if signed else fmt).format(value.mean)
+    return mean if value.half_width is None else f"{mean} ± {fmt.format(value.half_width)}"

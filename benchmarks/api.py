@@ -52,7 +52,7 @@ from admission import workload as week_workload  # noqa: E402
 
 from planner.store.facade import Store  # noqa: E402
 from rdl.syntax.printer import format_reservation  # noqa: E402
-from tests.planner.api.support import Load, make_tokens, running  # noqa: E402
+from tests.planner.api.support import Load, descendants, make_tokens, running  # noqa: E402
 
 
 @dataclass
@@ -208,19 +208,6 @@ def settle(url: str, workers: int) -> None:
     time.sleep(1 if workers > 1 else 0)
 
 
-def family(pid: int) -> list[int]:
-    """The process and its children (a server's worker processes), by their parent ids in Linux /proc."""
-    found = [pid]
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def cpu_seconds(pids: list[int]) -> float | None:
     """User and system CPU time the processes have used so far (Linux /proc; None elsewhere)."""
     try:
@@ -267,7 +254,7 @@ def with_wrk(args: argparse.Namespace) -> None:
               f"{'off' if args.no_explain else 'on'}; {total:,} reservations of the concurrency test load ready")
         with running(state, token_file, tokens, "--workers", str(args.workers)) as server:
             settle(server.url, args.workers)
-            pids = family(server.process.pid)
+            pids = [server.process.pid, *descendants(server.process.pid)]
             ceiling = run_wrk(server.url + "/v1/health", args.wrk, args.threads, folder / "latency.lua", pids=pids)
             print(f"  ceiling  {ceiling}   (GET /v1/health: serving a request at all)")
             path = "/v1/reservations" + ("?explain=false" if args.no_explain else "")

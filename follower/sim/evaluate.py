@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from follower.sim.cell import Cell
-from follower.sim.engine import Simulation
+from follower.sim.engine import Simulation, simulate
 from follower.sim.gridclock import duration
 from follower.sim.metrics import JobRecord, Result, fairness_against
 from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, replay_agent
@@ -187,7 +187,7 @@ def run_one(run: Run, milp_time_limit: float = MILP_TIME_LIMIT, source: Decision
         workload = chosen.load_workload()
         replayed = replay_agent(source, str(run.agent), chosen, workload)
         deciding = time.perf_counter() - began  # the other system's share of the run's time
-        result: Result = Simulation(replace(chosen, agent=replayed.name), workload=workload, agent=replayed).run()
+        result: Result = simulate(chosen, workload=workload, planning_agent=replayed)
         return Outcome(replace(run, policy=result.policy, seed=result.seed), result.summary, result.records,
                        result.wall_s + deciding)
     planning = chosen.agent not in (NO_AGENT, *STATIC_AGENTS)

@@ -144,6 +144,27 @@ def test_batch_accepts_both() -> None:
     assert all(r["agent"] == "milp" for r in decided.records)
 
 
+def test_the_volume_bound_is_solved_only_when_greedy_leaves_something_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    import planner.agents.milp.agent as milp_agent
+
+    solved: list[int] = []
+    real = milp_agent.volume_bound
+
+    def counted(*args: AnyType, **kwargs: AnyType) -> AnyType:
+        solved.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(milp_agent, "volume_bound", counted)
+    cluster = make_cluster(*BATCH_CLUSTER)
+    alone = decide(cluster, "reservation A value=3 { atom(b={vcores: 1}, l=2m, w=2m) }")
+    assert solved == [] and alone.accepted("A")
+    report = alone.result.report
+    assert report.value_bound == 3 and report.optimality_gap == 0.0  # everything accepted: proven optimal
+    both = decide(cluster, BATCH)
+    assert solved == [1]  # greedy accepts only one of the two: the bound is the volume LP's
+    assert both.result.report.value_bound is not None and both.result.report.value_bound >= 2 - 1e-6
+
+
 def test_batch_commits_to_the_plan_only_when_asked() -> None:
     cluster = make_cluster(*BATCH_CLUSTER)
     batch = [(r, START) for r in parse(BATCH)]

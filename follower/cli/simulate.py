@@ -14,6 +14,7 @@ import click
 
 from follower.follow.follower import FollowerError
 from follower.scheduler.errors import SchedulerError
+from follower.sim.checkpoint import PARTIAL
 from follower.sim.engine import simulate
 from follower.sim.evaluate import (
     AGENTS,
@@ -27,6 +28,7 @@ from follower.sim.evaluate import (
     Outcome,
     check_grid,
     evaluate,
+    grid_checkpoint,
     pool_size,
 )
 from follower.sim.evaluate import render as evaluate_render
@@ -262,7 +264,9 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     Every scenario is loaded before the first simulation; any that does not load is named and
     nothing runs (exit 2). A report already in --out is kept unless --force is given.
     Progress goes to standard error: run i of N, its wall time, the time elapsed and an estimate
-    of the time left. Every seed's figures are written to results.json beside the report. YARN's
+    of the time left. Each run is kept in OUT/partial as it finishes: after a stop (a crash, a
+    reboot), the same command simulates only the runs missing. Every seed's figures are written
+    to results.json beside the report. YARN's
     own agents join the reservation study through `python benchmarks/peers/evaluate.py` (the same
     options), which decides their runs with YARN's classes.
 
@@ -298,9 +302,13 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     refuse_to_overwrite(Path(out), force)
     check_grid(grid)
     runs = grid.runs()
-    clock = GridClock(runs, pool_size(workers))
+    kept = grid_checkpoint(Path(out), grid).kept(runs)
+    clock = GridClock([run for index, run in enumerate(runs) if index not in kept], pool_size(workers))
     click.echo(f"{len(runs)} simulations ({len(runs) // grid.seeds} cells × {grid.seeds} seeds), "
                f"{clock.workers} at a time", err=True)
+    if kept:
+        click.echo(f"{len(kept)} of them kept in {Path(out) / PARTIAL} from an earlier attempt that stopped: "
+                   f"{clock.total} to run", err=True)
 
     def progress(outcome: Outcome) -> None:
         clock.finished(outcome.run, outcome.wall_s)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from follower.sim.cell import Cell
+from follower.sim.checkpoint import PARTIAL, Checkpoint
 from follower.sim.engine import Simulation, simulate
 from follower.sim.gridclock import duration
 from follower.sim.metrics import JobRecord, Result, fairness_against
@@ -210,25 +211,30 @@ def run_order(runs: Sequence[Run]) -> list[int]:
 
 
 def run_grid(grid: Grid, workers: int | None = None, progress: Callable[[Outcome], None] | None = None,
-             source: DecisionSource | None = None) -> list[Outcome]:
+             source: DecisionSource | None = None, checkpoint: Checkpoint | None = None) -> list[Outcome]:
     """Every run of the grid (in a process pool when `workers` > 1), in grid order; `source` decides the peers'
-    runs (it must pickle, for the pool)."""
+    runs (it must pickle, for the pool). With a `checkpoint`, the runs it keeps are taken from it, not run again
+    (nor told to `progress`), and each run is kept there as it finishes."""
     runs = grid.runs()
     count = pool_size(workers)
-    done: dict[int, Outcome] = {}
+    done: dict[int, Outcome] = checkpoint.done(runs) if checkpoint is not None else {}
+    missing = [index for index in run_order(runs) if index not in done]
+
+    def finished(index: int, outcome: Outcome) -> None:
+        done[index] = outcome
+        if checkpoint is not None:
+            checkpoint.save(runs[index], outcome)
+        if progress is not None:
+            progress(outcome)
+
     if count <= 1:
-        for index in run_order(runs):
-            done[index] = run_one(runs[index], grid.milp_time_limit, source)
-            if progress is not None:
-                progress(done[index])
+        for index in missing:
+            finished(index, run_one(runs[index], grid.milp_time_limit, source))
     else:
         with ProcessPoolExecutor(max_workers=count) as pool:
-            futures = {pool.submit(run_one, runs[index], grid.milp_time_limit, source): index
-                       for index in run_order(runs)}
+            futures = {pool.submit(run_one, runs[index], grid.milp_time_limit, source): index for index in missing}
             for future in as_completed(futures):
-                done[futures[future]] = future.result()
-                if progress is not None:
-                    progress(done[futures[future]])
+                finished(futures[future], future.result())
     return [done[index] for index in range(len(runs))]
 
 
@@ -293,15 +299,27 @@ def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
              peers_note: str = "") -> Path:
     """Run the grid and write `results.json` (every seed's figures) and the report from it (`render`) into
     `folder`; returns the report's path. `source` decides the grid's peer agents; `peers_note` says why some were
-    left out."""
+    left out. Each run is kept in `folder`/partial as it finishes: run again after a stop, the grid simulates
+    only the runs missing (`follower.sim.checkpoint`)."""
     chosen = grid or Grid()
     check_grid(chosen)
+    checkpoint = grid_checkpoint(folder, chosen)
+    kept = checkpoint.kept(chosen.runs())
     began = time.perf_counter()
-    outcomes = run_grid(chosen, workers, progress, source)
-    timing = Timing(time.perf_counter() - began, pool_size(workers), os.cpu_count() or 1, os.getloadavg()[0])
+    outcomes = run_grid(chosen, workers, progress, source, checkpoint)
+    # The wall time counts the runs kept from an earlier attempt at what they took then, shared among the workers.
+    earlier = sum(outcome.wall_s for index, outcome in enumerate(outcomes) if index in kept)
+    wall = time.perf_counter() - began + earlier / pool_size(workers)
+    timing = Timing(wall, pool_size(workers), os.cpu_count() or 1, os.getloadavg()[0])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / RESULTS).write_text(json.dumps(results_document(chosen, outcomes, timing), indent=1) + "\n")
+    checkpoint.clear()
     return render(folder, chosen.spark, peers_note)
+
+
+def grid_checkpoint(folder: Path, grid: Grid) -> Checkpoint:
+    """Where the grid's finished runs are kept until its results are written (`folder`/partial)."""
+    return Checkpoint(folder / PARTIAL, grid.milp_time_limit)
 
 
 def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = "") -> Path:

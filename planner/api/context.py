@@ -73,6 +73,15 @@ class Service:
         meta = self.store.meta() if fresh else self.store.recent_meta()
         return self._view(meta, None), plan_key(meta)
 
+    def recent_view_known(self) -> tuple[View, tuple[str, str, str]] | None:
+        """`recent_view()` when it needs no read of the store (this server has read the plan and its cluster):
+        what a coroutine may call on the event loop; None otherwise."""
+        meta = self.store.known_meta()
+        cached = self._cluster
+        if meta is None or cached is None or cached[0] != (meta["plan_id"], meta["rebuild_version"]):
+            return None
+        return View(units.parse_instant(meta["now"]), cached[1], cached[2], None), plan_key(meta)
+
     def _view(self, meta: dict[str, str], owner: Owner | None) -> View:
         key = (meta["plan_id"], meta["rebuild_version"])  # what the store's own cache of the cluster is keyed by
         cached = self._cluster
@@ -101,19 +110,20 @@ def mine(who: Principal) -> str | None:
     return None if who.admin else who.user
 
 
-def service(request: Request) -> Service:
-    """The service of the app serving this request."""
+async def service(request: Request) -> Service:
+    """The service of the app serving this request (async, as every dependency here: a sync one costs each request
+    a hop to a worker thread and back)."""
     found: Service = request.app.state.service
     return found
 
 
-def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+async def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
     """Who is calling, from the bearer token; 401 without one or with an unknown one."""
     if credentials is None:
         raise ApiError(401, "unauthenticated", "this request needs a bearer token",
                        "send `Authorization: Bearer TOKEN`; an admin makes tokens with `rayon token USER`",
                        headers={"WWW-Authenticate": CHALLENGE})
-    principal = service(request).tokens.authenticate(credentials.credentials)
+    principal = (await service(request)).tokens.authenticate(credentials.credentials)
     if principal is None:
         raise ApiError(401, "unauthenticated", "the bearer token is not known to this server",
                        "check the token, or ask an admin for a new one",
@@ -126,7 +136,7 @@ def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = 
     return principal
 
 
-def admin(principal: Principal = Depends(caller)) -> Principal:
+async def admin(principal: Principal = Depends(caller)) -> Principal:
     """The caller, who must hold an admin token; 403 otherwise."""
     if not principal.admin:
         raise ApiError(403, "forbidden", f"`{principal.user}` is not an admin", "this needs an admin token")

@@ -207,7 +207,7 @@ class JobCollector(Collector):
         yield ended
 
 
-def of_app(request: Request) -> Metrics:
+async def of_app(request: Request) -> Metrics:
     """The metrics of the app serving this request."""
     found: Metrics = request.app.state.service.metrics
     return found

@@ -18,6 +18,7 @@ from typing import Any as AnyType
 import numpy as np
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.registry import DEFAULT_AGENT, get_agent
@@ -132,9 +133,9 @@ def answer(decision: Decision, instants: Instants, dry_run: bool, status: int) -
 
 @router.post("/reservations", response_model=SubmitAnswer, status_code=201, tags=["reservations"],
              openapi_extra={"requestBody": RESERVATION_BODY}, responses={200: {"model": SubmitAnswer}, **ERRORS})
-def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, agent: str = DEFAULT_AGENT,
-           explain: bool = True, form: str | None = Query(None, alias="format"), who: Principal = Depends(caller),
-           svc: Service = Depends(service)) -> JSONResponse:
+async def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, agent: str = DEFAULT_AGENT,
+                 explain: bool = True, form: str | None = Query(None, alias="format"), who: Principal = Depends(caller),
+                 svc: Service = Depends(service)) -> JSONResponse:
     """Submit one reservation (RDL text, RDL JSON or YARN JSON); 201 when accepted and committed, else 200."""
     started = time.perf_counter()
     consequence = "nothing was submitted"
@@ -143,35 +144,43 @@ def submit(request: Request, raw: bytes = Depends(body), dry_run: bool = False, 
     reservation = for_caller(reservation, who)
     forbidden = ApiError(403, "forbidden", f"the name `{reservation.name}` belongs to another user's reservation",
                          f"choose another name\n{consequence}")
-    # No lock here: submissions arriving together are decided and committed together (group commit). A dry run
-    # writes nothing, so it reads the name's owner itself; a submission is checked against the plan as this
-    # server last read it, and the store checks the owner inside the write (`owner=`), across servers too, and
-    # validates again if the plan it decides on has moved on meanwhile (`validated_on=`).
-    if dry_run:
-        view, key = svc.view(reservation.name), None
-        if view.owner is not None and not who.may_act_for(view.owner.user):
-            raise forbidden
-    else:
-        view, key = svc.recent_view()
+    if dry_run:  # writes nothing, so it reads the name's owner itself (in a worker thread: it reads the store)
+        return await run_in_threadpool(_dry_run, svc, reservation, text, agent, who, explain, started, forbidden)
+    # No lock and no read here: submissions arriving together are decided and committed together (group commit)
+    # by the store's own thread while this coroutine waits, and the event loop serves other requests. A
+    # submission is checked against the plan as this server last read it; the store checks the owner inside the
+    # write (`owner=`), across servers too, and validates again if the plan it decides on has moved on meanwhile
+    # (`validated_on=`). Anything that would read the store runs in a worker thread, off the event loop.
+    known = svc.recent_view_known()
+    view, key = known if known is not None else await run_in_threadpool(svc.recent_view)
     try:
         bodies.validated(reservation, view.cluster, view.now, text, consequence)
     except ApiError:
-        if key is None:
-            raise
-        view, key = svc.recent_view(fresh=True)  # refused on a plan since replaced? Only the current one may
+        view, key = await run_in_threadpool(svc.recent_view, True)  # refused on a plan since replaced? Read now
         bodies.validated(reservation, view.cluster, view.now, text, consequence)
     try:
-        decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=dry_run, explain=explain,
-                                    validated=True, owner=mine(who), validated_on=key)
+        decision = await svc.store.submit_async(reservation, agent, actor=who.user, explain=explain, validated=True,
+                                                owner=mine(who), validated_on=key)
     except StoreError as error:
         if error.code == "forbidden":  # the answer a caller gets for another user's name, whoever finds it
             raise forbidden from None
         raise
-    if key is not None and plan_key(svc.store.recent_meta())[:2] != key[:2]:
-        view = svc.view()  # the plan was replaced under this request: its answer speaks the new plan's times
-    svc.metrics.admitted("native", started, decision, committed=not dry_run)
-    created = decision.accepted and not dry_run
-    return answer(decision, view.instants, dry_run, 201 if created else 200)
+    if plan_key(svc.store.recent_meta())[:2] != key[:2]:
+        view = await run_in_threadpool(svc.view)  # the plan was replaced under this request: speak its new times
+    svc.metrics.admitted("native", started, decision, committed=True)
+    return answer(decision, view.instants, False, 201 if decision.accepted else 200)
+
+
+def _dry_run(svc: Service, reservation: Reservation, text: str, agent: str, who: Principal, explain: bool,
+             started: float, forbidden: ApiError) -> JSONResponse:
+    """A submission decided on the current plan and not committed: its answer (200)."""
+    view = svc.view(reservation.name)
+    if view.owner is not None and not who.may_act_for(view.owner.user):
+        raise forbidden
+    bodies.validated(reservation, view.cluster, view.now, text, "nothing was submitted")
+    decision = svc.store.submit(reservation, agent, actor=who.user, dry_run=True, explain=explain, validated=True)
+    svc.metrics.admitted("native", started, decision, committed=False)
+    return answer(decision, view.instants, True, 200)
 
 
 def listed_user(who: Principal, user: str | None, state: str | None, doing: str) -> str | None:

@@ -77,7 +77,7 @@ class YarnIds:
             return f"reservation_{self.cluster_timestamp}_{next(self._sequence):04d}"
 
 
-def yarn_ids(request: Request) -> YarnIds:
+async def yarn_ids(request: Request) -> YarnIds:
     """The id maker of the app serving this request."""
     found: YarnIds = request.app.state.yarn_ids
     return found

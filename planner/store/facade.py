@@ -190,6 +190,14 @@ class Store:
             return axis.decision_on_store(_decide(planner, ticket, key)[0], window)
         return self._submissions(ticket)
 
+    async def submit_async(self, reservation: Reservation, agent: str | Agent = DEFAULT_AGENT, actor: str | None = None,
+                           explain: bool = True, validated: bool = False, owner: str | None = None,
+                           validated_on: tuple[str, str, str] | None = None) -> Decision:
+        """`submit` (not a dry run) for a coroutine: in the same batches, with no thread blocked while it waits
+        (the batches' runner thread decides and commits)."""
+        return await self._submissions.run_async(
+            _Ticket(reservation, agent, actor, None, explain, validated, owner, validated_on))
+
     def _submit_batch(self, tickets: Sequence[_Ticket]) -> builtins.list[Decision | BaseException]:
         """Decide submissions in order, each on the plan the earlier ones left, and commit them in one transaction;
         each one's stored decision, or the error that refused it."""
@@ -245,11 +253,15 @@ class Store:
             return ((meta["plan_id"], int(meta["plan_version"])), Planner.over(planner.plan.copy()), window,
                     plan_key(meta))
 
+    def known_meta(self) -> dict[str, str] | None:
+        """The meta rows as this Store last read them, or None if it has read none (`recent_meta` without a read)."""
+        return self._db.last_meta
+
     def recent_meta(self) -> dict[str, str]:
         """The meta rows as this Store last read them (at its latest transaction, so perhaps a moment old when
         other processes write too), or read now if it has read none: what a request may check its input against
         without a read of its own (`submit`'s `validated_on` catches a plan that changed meanwhile)."""
-        return self._db.last_meta or self.meta()
+        return self.known_meta() or self.meta()
 
     def cancel(self, name: str, actor: str | None = None, after: datetime | None = None,
                owner: str | None = None) -> Record:

@@ -5,14 +5,22 @@ store at the disk's flushes per second. Here the first caller to arrive leads: i
 waiting, runs them as one batch (one transaction, one flush) and hands each caller its own outcome,
 while the items that arrive meanwhile wait for the next leader. Nobody waits for a batch to fill: a
 lone caller is a batch of one, and batches grow only when callers already queue.
+
+A caller on an event loop (`run_async`) cannot lead, as that would block its loop: when its item is first in
+line, the batches' own runner thread leads instead, and the caller's coroutine is resumed on its loop when its
+outcome is there. The HTTP server submits that way, so a submission costs no worker thread of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+RUNNER_IDLE = 2.0  # seconds the runner thread waits for a batch to lead before it ends
 
 Item = TypeVar("Item")
 Outcome = TypeVar("Outcome")
@@ -28,6 +36,20 @@ class _Slot(Generic[Item, Outcome]):
     outcome: Outcome | None = None
     error: BaseException | None = None
     woken: threading.Event = field(default_factory=threading.Event)
+    wake: Callable[[], None] | None = None  # an async caller's: called once its outcome is there (not to lead)
+
+    def result(self) -> Outcome:
+        """The outcome, or raise the error the batch gave this item."""
+        if self.error is not None:
+            raise self.error
+        return self.outcome  # type: ignore[return-value]  # set with done, unless an error was
+
+    def settle(self) -> None:
+        """Tell the caller its outcome is there."""
+        if self.wake is None:
+            self.woken.set()
+        else:
+            self.wake()
 
 
 @dataclass
@@ -44,20 +66,43 @@ class Batches(Generic[Item, Outcome]):
     _waiting: list[_Slot[Item, Outcome]] = field(default_factory=list)
     _leading: bool = False
     _guard: threading.Lock = field(default_factory=threading.Lock)
+    _runner: threading.Thread | None = None
+    _runner_wanted: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
 
     def __call__(self, item: Item) -> Outcome:
         """Run `item` in the next batch and return its outcome (or raise its exception)."""
         slot: _Slot[Item, Outcome] = _Slot(item)
-        with self._guard:
-            self._waiting.append(slot)
-            leads, self._leading = not self._leading, True
-        if not leads:
+        if not self._enqueue(slot):
             slot.woken.wait()  # a batch ran it, or the batch before it ended and it leads the next one
         if not slot.done:
             self._lead()
-        if slot.error is not None:
-            raise slot.error
-        return slot.outcome  # type: ignore[return-value]  # set with done, unless an error was
+        return slot.result()
+
+    async def run_async(self, item: Item) -> Outcome:
+        """`self(item)` for a coroutine: the same batches, led by the runner thread when this item is first."""
+        loop = asyncio.get_running_loop()
+        arrived = loop.create_future()
+
+        def arrive() -> None:
+            if not arrived.done():
+                arrived.set_result(None)
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: nobody is left to answer
+                loop.call_soon_threadsafe(arrive)
+
+        slot: _Slot[Item, Outcome] = _Slot(item, wake=wake)
+        if self._enqueue(slot):
+            self._hand_to_runner()
+        await asyncio.shield(arrived)  # cancelled or not, the batch it is in runs to its end
+        return slot.result()
+
+    def _enqueue(self, slot: _Slot[Item, Outcome]) -> bool:
+        """Queue `slot`; whether its caller (or the runner, for an async one) must lead the next batch."""
+        with self._guard:
+            self._waiting.append(slot)
+            leads, self._leading = not self._leading, True
+        return leads
 
     def _lead(self) -> None:
         """Run every item waiting as one batch (the leader's own among them), then hand the lead on."""
@@ -67,10 +112,31 @@ class Batches(Generic[Item, Outcome]):
             self._run(batch)
         finally:
             with self._guard:
-                if self._waiting:
-                    self._waiting[0].woken.set()  # not done: it leads next
-                else:
+                first = self._waiting[0] if self._waiting else None
+                if first is None:
                     self._leading = False
+            if first is not None and first.wake is None:
+                first.woken.set()  # not done: it leads next
+            elif first is not None:
+                self._hand_to_runner()  # an async caller's item: the runner leads for it
+
+    def _hand_to_runner(self) -> None:
+        """Have the runner thread lead the next batch (started when there is none: it ends after RUNNER_IDLE
+        seconds with nothing to lead, so an idle store holds no thread)."""
+        with self._guard:
+            if self._runner is None:
+                self._runner = threading.Thread(target=self._runner_loop, name="rayon-batches", daemon=True)
+                self._runner.start()
+            self._runner_wanted.release()
+
+    def _runner_loop(self) -> None:
+        while True:
+            if not self._runner_wanted.acquire(timeout=RUNNER_IDLE):
+                with self._guard:  # a hand-off releases inside the guard: none is missed between these two
+                    if not self._runner_wanted.acquire(blocking=False):
+                        self._runner = None
+                        return
+            self._lead()
 
     def _run(self, batch: list[_Slot[Item, Outcome]]) -> None:
         """Run one batch and give each slot its outcome; nothing escapes, so every waiting caller is answered."""
@@ -89,4 +155,4 @@ class Batches(Generic[Item, Outcome]):
             else:
                 slot.outcome = outcome
             slot.done = True
-            slot.woken.set()
+            slot.settle()

@@ -277,3 +277,41 @@ def test_a_report_is_written_again_from_its_results_alone(small: str, tmp_path: 
     assert report.read_text() == written
     missing = CliRunner().invoke(main, ["evaluate", "--render", "--out", str(tmp_path / "nothing")])
     assert missing.exit_code == 2 and "results.json" in missing.stderr
+
+
+def test_a_stopped_grid_goes_on_from_its_kept_runs_and_a_changed_scenario_runs_again(
+        small: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import follower.sim.evaluate as evaluation
+
+    grid = Grid(reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=1, spark=())
+    real, ran = evaluation.run_one, []
+
+    def stops_at_the_third(run: evaluation.Run, *args: object, **kwargs: object) -> evaluation.Outcome:
+        if len(ran) == 2:
+            raise KeyboardInterrupt  # the session ended
+        ran.append(run.agent)
+        return real(run, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluation, "run_one", stops_at_the_third)
+    out = tmp_path / "report"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(out, grid, workers=1)
+    assert not (out / RESULTS).exists() and len(list((out / "partial").glob("*.pickle"))) == 2
+
+    counted: list[str | None] = []
+    monkeypatch.setattr(evaluation, "run_one", lambda run, *a, **k: counted.append(run.agent) or real(run, *a, **k))
+    evaluate(out, grid, workers=1)
+    assert len(counted) == 1  # only the run the first attempt did not finish
+    document = json.loads((out / RESULTS).read_text())
+    assert [run["agent"] for run in document["runs"]] == ["none", "gree", "gree-l"]
+    assert not (out / "partial").exists()  # results written: nothing kept any more
+
+    fresh = evaluate(tmp_path / "fresh", grid, workers=1)  # the same figures as a grid run in one go
+    figures = [{**run, "wall_s": None} for run in json.loads((fresh.parent / RESULTS).read_text())["runs"]]
+    assert figures == [{**run, "wall_s": None} for run in document["runs"]]
+
+    kept = evaluation.grid_checkpoint(tmp_path / "again", grid)
+    kept.save(grid.runs()[0], run_grid(grid, workers=1)[0])
+    assert kept.kept(grid.runs()) == {0}
+    Path(small).write_text(SMALL.replace("jobs: 16", "jobs: 12"))
+    assert kept.kept(grid.runs()) == set()  # the scenario changed: its kept run is not taken for the new one

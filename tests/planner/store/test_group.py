@@ -1,12 +1,15 @@
-"""Group commit's batching (planner/store/group.py): each caller gets its own outcome, none is lost or hangs."""
+"""Group commit's batching (planner/store/group.py): each caller, on a thread or an event loop, gets its own outcome;
+none is lost or hangs."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 
 import pytest
 
+from planner.store import group
 from planner.store.group import Batches
 
 
@@ -61,3 +64,59 @@ def test_a_run_that_answers_the_wrong_number_of_outcomes_is_an_error_for_each() 
     batches: Batches[int, int] = Batches(lambda items: [])
     with pytest.raises(RuntimeError, match="a batch of 1 gave 0 outcomes"):
         batches(1)
+
+
+# -- callers on an event loop ----------------------------------------------------------------------------------------
+
+
+def test_async_callers_are_batched_by_the_runner_thread_beside_thread_callers() -> None:
+    running, release = threading.Event(), threading.Event()
+    threads_seen: list[str] = []
+
+    def run(items: Sequence[int]) -> list[int | BaseException]:
+        threads_seen.append(threading.current_thread().name)
+        if items[0] == 0:
+            running.set()
+            assert release.wait(30)
+        return [ValueError(f"odd {i}") if i % 2 else i * 10 for i in items]
+
+    batches: Batches[int, int] = Batches(run)
+
+    async def one(i: int) -> object:
+        try:
+            return await batches.run_async(i)
+        except ValueError as error:
+            return str(error)
+
+    async def many() -> list[object]:
+        first = asyncio.ensure_future(one(0))
+        await asyncio.get_running_loop().run_in_executor(None, running.wait, 30)
+        rest = [asyncio.ensure_future(one(i)) for i in range(1, 6)]
+        by_thread = asyncio.get_running_loop().run_in_executor(None, batches, 6)  # a thread caller among them
+        while len(batches._waiting) < 6:
+            await asyncio.sleep(0.005)
+        release.set()
+        return [*(await asyncio.gather(first, *rest)), await by_thread]
+
+    assert asyncio.run(many()) == [0, "odd 1", 20, "odd 3", 40, "odd 5", 60]
+    assert batches.sizes == {1: 1, 6: 1}
+    assert threads_seen == ["rayon-batches", "rayon-batches"]  # no coroutine's loop ever ran a batch
+
+
+def test_a_failed_batch_reaches_its_async_callers_and_the_idle_runner_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(group, "RUNNER_IDLE", 0.05)
+
+    def run(items: Sequence[str]) -> list[str | BaseException]:
+        if "boom" in items:
+            raise RuntimeError("the transaction failed")
+        return [item.upper() for item in items]
+
+    batches: Batches[str, str] = Batches(run)
+    with pytest.raises(RuntimeError, match="the transaction failed"):
+        asyncio.run(batches.run_async("boom"))
+    assert asyncio.run(batches.run_async("fine")) == "FINE"
+    runner = batches._runner
+    assert runner is not None
+    runner.join(5)
+    assert not runner.is_alive() and batches._runner is None  # idle: no thread left behind
+    assert asyncio.run(batches.run_async("again")) == "AGAIN"  # a new runner starts when one is needed

@@ -55,7 +55,7 @@ from planner.store.group import Batches
 from planner.store.history import Archived
 from planner.store.records import AdvanceReport, CapacityReport, LogEntry, Owner, Page, Record, ReplanOutcome
 from planner.store.session import Database, default_state_path
-from planner.store.writes import Rows, append_log, fresh_meta, utcnow
+from planner.store.writes import Rows, Submission, append_log, fresh_meta, utcnow
 from rdl import units
 from rdl.cluster import Cluster, parse_cluster
 from rdl.errors import did_you_mean
@@ -213,7 +213,8 @@ class Store:
                         planner = Planner.over(self._cache.planner(connection, meta).plan.copy())
                     elif (meta["plan_id"], int(meta["plan_version"])) != version:
                         continue  # another writer changed the plan meanwhile: decide again on the new one
-                    found = _others_names(connection, tickets)
+                    stored_rows = queries.named(connection, [ticket.reservation.name for ticket in tickets])
+                    found = _others_names(tickets, stored_rows)
                     if any(i not in refused for i in found):
                         refused.update(found)
                         if not last:
@@ -221,27 +222,30 @@ class Store:
                     if last:
                         key = plan_key(meta)
                         decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
-                    rows, stored = self._commit(connection, meta, planner, tickets, decided)
+                    rows, stored = self._commit(connection, meta, planner, tickets, decided, stored_rows)
                 self._cache.committed(meta["plan_id"], rows.version, planner)
                 return stored
         raise AssertionError("the last attempt always commits")
 
     def _commit(self, connection: Connection, meta: dict[str, str], planner: Planner, tickets: Sequence[_Ticket],
-                decided: Sequence[tuple[Decision, datetime] | BaseException],
+                decided: Sequence[tuple[Decision, datetime] | BaseException], named: dict[str, queries.Named],
                 ) -> tuple[Rows, builtins.list[Decision | BaseException]]:
-        """Write the submissions decided on `planner`'s plan; the writer, and each decision on the store's axis."""
+        """Write the submissions decided on `planner`'s plan (`named`: the rows their names have now); the writer,
+        and each decision on the store's axis."""
         cluster = self._cache.cluster(connection, meta)
         window, clock = axis.window_start(planner.plan, cluster), axis.store_clock(cluster)
         rows = self._rows(connection, meta)
         stored: builtins.list[Decision | BaseException] = []
+        batch = []
         for ticket, outcome in zip(tickets, decided, strict=True):
             if isinstance(outcome, BaseException):
                 stored.append(outcome)
                 continue
             decision, when = outcome
             on_store = axis.decision_on_store(decision, window)
-            rows.submission(clock, ticket.reservation, on_store, when, ticket.actor)
+            batch.append(Submission(ticket.reservation, on_store, when, ticket.actor))
             stored.append(on_store)
+        rows.submissions(clock, batch, named)
         return rows, stored
 
     def _snapshot(self) -> tuple[tuple[str, int], Planner, int, tuple[str, str, str]]:
@@ -592,15 +596,15 @@ class _Ticket:
     validated_on: tuple[str, str, str] | None = None  # the plan_key it was validated against
 
 
-def _others_names(connection: Connection, tickets: Sequence[_Ticket]) -> dict[int, StoreError]:
-    """The tickets (by index) whose name another user's stored reservation holds, with the error for each."""
+def _others_names(tickets: Sequence[_Ticket], named: dict[str, queries.Named]) -> dict[int, StoreError]:
+    """The tickets (by index) whose name another user's stored reservation holds (`named`: the stored rows of
+    their names), with the error for each."""
     refused = {}
     for index, ticket in enumerate(tickets):
-        if ticket.owner is not None:
-            found = queries.owner(connection, ticket.reservation.name)
-            if found is not None and found.user != ticket.owner:
-                refused[index] = StoreError("forbidden", f"the name `{ticket.reservation.name}` belongs to another "
-                                            "user's reservation", "choose another name")
+        found = named.get(ticket.reservation.name)
+        if ticket.owner is not None and found is not None and found.user != ticket.owner:
+            refused[index] = StoreError("forbidden", f"the name `{ticket.reservation.name}` belongs to another "
+                                        "user's reservation", "choose another name")
     return refused
 
 

@@ -7,6 +7,8 @@ None of these take the writer lock, so readers never wait for submissions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any as AnyType
 
@@ -20,6 +22,8 @@ from rdl.shape import step_ceil, step_floor
 
 reservations, leases, log = schema.reservations, schema.leases, schema.log
 _OWNER = sa.select(reservations.c.user, reservations.c.state).where(reservations.c.name == sa.bindparam("name"))
+_NAMED = sa.select(reservations.c.id, reservations.c.name, reservations.c.user, reservations.c.state).where(
+    reservations.c.name.in_(sa.bindparam("names", expanding=True)))
 
 
 def state_of(connection: Connection, name: str) -> str | None:
@@ -32,6 +36,21 @@ def owner(connection: Connection, name: str) -> Owner | None:
     """The owner and state of the named reservation, or None if there is none."""
     row = connection.execute(_OWNER, {"name": name}).first()
     return None if row is None else Owner(row.user, row.state)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A stored reservation's row id, owner and state, as a batch of submissions needs them."""
+
+    id: int
+    user: str | None
+    state: str
+
+
+def named(connection: Connection, wanted: Iterable[str]) -> dict[str, Named]:
+    """The stored reservations of these names (one query for a whole batch), by name."""
+    return {row.name: Named(row.id, row.user, row.state)
+            for row in connection.execute(_NAMED, {"names": sorted(set(wanted))})}
 
 
 def names(connection: Connection, user: str | None) -> list[str]:

@@ -252,8 +252,9 @@ def create(connection: Connection, values: dict[str, str], replace: bool) -> Non
 # -- leases ------------------------------------------------------------------------------------------------------
 
 
-def insert_leases(connection: Connection, reservation_id: int, allocations: Iterable[Allocation]) -> None:
-    """Store allocations as lease rows, each bundle shape serialised once.
+def insert_leases(connection: Connection, held: Iterable[tuple[int, Iterable[Allocation]]]) -> None:
+    """Store allocations as lease rows (`held`: each reservation's row id and its allocations), in one
+    statement, each bundle shape serialised once.
 
     The rows go straight to the driver's executemany (the statement is still Core's, compiled once
     per dialect): SQLAlchemy's per-row parameter handling was most of the cost of storing a decision.
@@ -263,7 +264,7 @@ def insert_leases(connection: Connection, reservation_id: int, allocations: Iter
     rows = [{"reservation_id": reservation_id, "atom": a.atom, "instance": a.instance, "start_step": a.start,
              "end_step": a.end, "bundles": a.bundles,
              "bundle": shapes.get(a.bundle) or shapes.setdefault(a.bundle, json.dumps(dict(a.bundle.items())))}
-            for a in allocations]
+            for reservation_id, allocations in held for a in allocations]
     if rows:
         params: AnyType = [tuple(row[k] for k in order) for row in rows] if order is not None else rows
         connection.exec_driver_sql(sql, params)

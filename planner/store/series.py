@@ -105,7 +105,7 @@ def write(rows: Rows, decided: list[InstanceDecision], window: int, instants: In
         if item.placed:
             allocations = shifted(list(item.allocations), window)
             row = rows.connection.execute(schema.FIND_RESERVATION, {"name": item.reservation}).one()
-            schema.insert_leases(rows.connection, row.id, allocations)
+            schema.insert_leases(rows.connection, [(row.id, allocations)])
             rows.connection.execute(table.update().where(table.c.id == row.id)
                                     .values(updated=utcnow(), version=rows.version))
             entry["allocations"] = [allocation_json(a, instants) for a in allocations]

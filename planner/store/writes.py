@@ -6,6 +6,7 @@ import functools
 import getpass
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any as AnyType
 
@@ -23,9 +24,8 @@ from rdl.cluster import Cluster
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Reservation
 
-LogRow = Callable[[Connection, str, str | None, str | None, str | None, bool | None, dict[str, AnyType] | None,
-                   dict[str, AnyType] | None, datetime | None], None]
-"""(connection, action, actor, reservation, request, accepted, reason, decision, clock): appends one log row."""
+LogRows = Callable[[Connection, Sequence[dict[str, AnyType]]], None]
+"""(connection, rows): appends rows (`log_row`'s) to the decision log."""
 
 
 DEFAULT_RETENTION = "90d"  # how long the log and the history keep what is behind the plan's clock
@@ -37,21 +37,37 @@ def fresh_meta(cluster: Cluster) -> dict[str, str]:
             "rebuild_version": "0", "now": units.format_instant(cluster.start), "retention": DEFAULT_RETENTION}
 
 
-def append_log(connection: Connection, action: str, actor: str | None, name: str | None, request: str | None,
-               accepted: bool | None, reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None,
-               clock: datetime | None) -> None:
-    """Append one row to the decision log (`clock`: the plan's clock as the row is written)."""
-    connection.execute(schema.log.insert(), dict(
-        time=utcnow(), actor=actor or _actor(), action=action, reservation=name, request=request,
-        accepted=accepted, reason_code=reason["code"] if reason else None, reason=reason, decision=decision,
-        clock=clock))
+def log_row(action: str, actor: str | None, name: str | None, request: str | None, accepted: bool | None,
+            reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None,
+            clock: datetime | None) -> dict[str, AnyType]:
+    """One decision log row's columns (`clock`: the plan's clock as the row is written)."""
+    return dict(time=utcnow(), actor=actor or _actor(), action=action, reservation=name, request=request,
+                accepted=accepted, reason_code=reason["code"] if reason else None, reason=reason, decision=decision,
+                clock=clock)
+
+
+def append_log(connection: Connection, rows: Sequence[dict[str, AnyType]]) -> None:
+    """Append rows to the decision log, in one statement however many."""
+    if rows:
+        connection.execute(schema.log.insert(), list(rows))
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A decided submission to store: the reservation, its decision (on the store's axis), when it was submitted
+    and by whom."""
+
+    reservation: Reservation
+    decision: Decision
+    when: datetime
+    actor: str | None
 
 
 class Rows:
     """The writes of one write transaction (which holds the writer lock); `version` is the plan version it leaves."""
 
     def __init__(self, connection: Connection, meta: dict[str, str], instants: Callable[[Clock], Instants],
-                 log: LogRow):
+                 log: LogRows):
         self.connection = connection
         self.meta = meta
         self.version = int(meta["plan_version"])
@@ -68,24 +84,48 @@ class Rows:
     def log(self, action: str, actor: str | None, name: str | None, request: str | None, accepted: bool | None,
             reason: dict[str, AnyType] | None, decision: dict[str, AnyType] | None) -> None:
         """Append one row to the decision log."""
-        self._log(self.connection, action, actor, name, request, accepted, reason, decision, self.clock)
+        self._log(self.connection, [log_row(action, actor, name, request, accepted, reason, decision, self.clock)])
+
+    def submissions(self, clock: Clock, batch: Sequence[Submission], stored: Mapping[str, queries.Named]) -> None:
+        """Store decided submissions, in order, as if one by one: each one's row, leases and log row (an accepted
+        name's clash is only logged). `stored`: the rows their names have now (`queries.named`).
+
+        A statement per table for the whole batch, not per submission: a statement's own cost (SQLAlchemy's
+        and the driver's) was most of what storing a decision took."""
+        names = [item.reservation.name for item in batch]
+        if len(set(names)) < len(names):  # a name twice: the later one must see the row the earlier one leaves
+            for item in batch:
+                self.submissions(clock, [item], queries.named(self.connection, [item.reservation.name]))
+            return
+        before, replaced = self.version, []
+        inserted: list[tuple[Submission, str, int]] = []
+        logs = []
+        instants = self._instants(clock)
+        for item in batch:
+            text = format_reservation(item.reservation)
+            row = stored.get(item.reservation.name)
+            if row is None or row.state != "accepted":  # an accepted name keeps its row: the clash is only logged
+                if row is not None:
+                    replaced.append(row.id)
+                if item.decision.accepted:
+                    self.version += 1
+                inserted.append((item, text, self.version))
+            reason = item.decision.reason.to_json() if item.decision.reason else None
+            logs.append(log_row("submit", item.actor, item.reservation.name, text, item.decision.accepted, reason,
+                                decision_json(item.decision, instants), self.clock))
+        if replaced:
+            self.connection.execute(schema.leases.delete().where(schema.leases.c.reservation_id.in_(replaced)))
+            self.connection.execute(schema.reservations.delete().where(schema.reservations.c.id.in_(replaced)))
+        if self.version != before:
+            schema.write_meta(self.connection, {"plan_version": str(self.version)})
+        self._insert(inserted)
+        self._log(self.connection, logs)
 
     def submission(self, clock: Clock, reservation: Reservation, decision: Decision, when: datetime,
                    actor: str | None) -> None:
-        """Store a submission's decision: row, leases and log row (an accepted name's clash is only logged)."""
-        table = schema.reservations
-        text = format_reservation(reservation)
-        row = self.connection.execute(schema.FIND_RESERVATION, {"name": reservation.name}).first()
-        if row is None or row.state != "accepted":  # an accepted name keeps its row: the clash is only logged
-            if row is not None:
-                self.connection.execute(schema.leases.delete().where(schema.leases.c.reservation_id == row.id))
-                self.connection.execute(table.delete().where(table.c.id == row.id))
-            if decision.accepted:
-                self.bump()
-            self._insert(reservation, text, decision, when)
-        reason = decision.reason.to_json() if decision.reason else None
-        self.log("submit", actor, reservation.name, text, decision.accepted, reason,
-                 decision_json(decision, self._instants(clock)))
+        """Store one submission's decision (`submissions` of one)."""
+        self.submissions(clock, [Submission(reservation, decision, when, actor)],
+                         queries.named(self.connection, [reservation.name]))
 
     def cancel(self, clock: Clock, name: str, actor: str | None) -> Record:
         """Mark an accepted reservation cancelled (its leases stay, for the record), log what it freed; its record."""
@@ -142,26 +182,33 @@ class Rows:
         summary["moved"] = list(outcome.moved)
         self.log("replan", actor, None, None, None, None, summary)
 
-    def _insert(self, reservation: Reservation, text: str, decision: Decision, when: datetime) -> None:
-        """Insert a decided reservation's row and, if it holds any, its leases."""
+    def _insert(self, inserted: Sequence[tuple[Submission, str, int]]) -> None:
+        """Insert decided reservations' rows (each with its RDL text and the plan version it leaves), and the
+        leases of those that hold any."""
+        if not inserted:
+            return
         decided = utcnow()
-        reason = decision.reason
-        result = self.connection.execute(schema.reservations.insert(), dict(
-            name=reservation.name, rdl=text, user=reservation.user, queue=reservation.queue,
-            value=reservation.value, priority=reservation.priority, submitted=when,
-            state="accepted" if decision.accepted else "rejected", agent=decision.extra.get("agent"),
-            decided=decided, updated=decided, reason_code=reason.code if reason else None,
-            reason=reason.to_json() if reason else None, version=self.version))
-        if decision.allocations:
-            key = result.inserted_primary_key
-            assert key is not None
-            schema.insert_leases(self.connection, key[0], decision.allocations)
+        rows = []
+        for item, text, version in inserted:
+            reservation, decision = item.reservation, item.decision
+            reason = decision.reason
+            rows.append(dict(
+                name=reservation.name, rdl=text, user=reservation.user, queue=reservation.queue,
+                value=reservation.value, priority=reservation.priority, submitted=item.when,
+                state="accepted" if decision.accepted else "rejected", agent=decision.extra.get("agent"),
+                decided=decided, updated=decided, reason_code=reason.code if reason else None,
+                reason=reason.to_json() if reason else None, version=version))
+        table = schema.reservations
+        ids = self.connection.execute(table.insert().returning(table.c.id, sort_by_parameter_order=True),
+                                      rows).scalars().all()
+        schema.insert_leases(self.connection, [(row_id, item.decision.allocations)
+                                               for row_id, (item, _, _) in zip(ids, inserted, strict=True)])
 
     def _replace_leases(self, name: str, allocations: Iterable[Allocation]) -> int:
         """Give the named reservation these leases instead of its own; returns its row id."""
         row = self.connection.execute(schema.FIND_RESERVATION, {"name": name}).one()
         self.connection.execute(schema.leases.delete().where(schema.leases.c.reservation_id == row.id))
-        schema.insert_leases(self.connection, row.id, allocations)
+        schema.insert_leases(self.connection, [(row.id, allocations)])
         return int(row.id)
 
     def _moves(self, action: str, actor: str | None, moved: Mapping[str, Sequence[Allocation]],

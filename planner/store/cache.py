@@ -19,13 +19,30 @@ from rdl import units
 from rdl.cluster import Cluster, parse_cluster
 
 
+def plan_key(meta: dict[str, str]) -> tuple[str, str, str]:
+    """What a submission's validation depends on: the plan, the version its cluster was last changed at, its clock."""
+    return meta["plan_id"], meta["rebuild_version"], meta["now"]
+
+
 @dataclass
 class _Cached:
-    """The plan as of `version` of the plan `plan_id`, with a Planner over it."""
+    """The plan as of `version` of the plan `plan_id`, with a Planner over it, and the `plan_key` of that version."""
 
     plan_id: str
     version: int
     planner: Planner
+    key: tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Known:
+    """The cached plan as this Store last knew it, without a read: its plan and version, its key, and where the
+    plan's window begins on the store's axis. Current unless another process wrote since (a write finds out)."""
+
+    version: tuple[str, int]
+    planner: Planner
+    key: tuple[str, str, str]
+    cluster: Cluster
 
 
 class PlanCache:
@@ -45,28 +62,37 @@ class PlanCache:
         """Drop the cached plan and cluster: the plan they belong to is gone."""
         self._cached, self._cluster = None, None
 
-    def rebuilt(self, plan_id: str, version: int, planner: Planner, cluster: Cluster) -> None:
-        """Cache a plan and cluster just committed as `version`, a change that rebuilt the plan's base at `version`."""
-        self._cached = _Cached(plan_id, version, planner)
-        self._cluster = ((plan_id, str(version)), cluster)
+    def rebuilt(self, meta: dict[str, str], planner: Planner, cluster: Cluster) -> None:
+        """Cache a plan and cluster just committed (`meta`: as that transaction left it), a change that rebuilt the
+        plan's base."""
+        self._cached = _Cached(meta["plan_id"], int(meta["plan_version"]), planner, plan_key(meta))
+        self._cluster = ((meta["plan_id"], meta["rebuild_version"]), cluster)
+
+    def known(self) -> Known | None:
+        """The cached plan with its key and cluster, read from nothing; None when either is not cached."""
+        cached, cluster = self._cached, self._cluster
+        if cached is None or cluster is None or cluster[0] != (cached.plan_id, cached.key[1]):
+            return None
+        return Known((cached.plan_id, cached.version), cached.planner, cached.key, cluster[1])
 
     def planner(self, connection: Connection, meta: dict[str, str]) -> Planner:
         """A Planner over the plan as of this transaction: the cached one brought up to date, or a fresh one."""
         version, cached = int(meta["plan_version"]), self._cached
         if cached is None or cached.plan_id != meta["plan_id"] or not \
                 int(meta["rebuild_version"]) <= cached.version <= version:
-            cached = _Cached(meta["plan_id"], version, self._build(connection, meta))
+            cached = _Cached(meta["plan_id"], version, self._build(connection, meta), plan_key(meta))
         elif cached.version < version:
             self._cached = None  # a catch-up that fails halfway leaves no half-updated plan behind
             plan = cached.planner.plan
             _catch_up(connection, plan, cached.version, window_start(plan, self.cluster(connection, meta)))
-            cached.version = version
+            cached.version, cached.key = version, plan_key(meta)
         self._cached = cached
         return cached.planner
 
-    def committed(self, plan_id: str, version: int, planner: Planner) -> None:
-        """Cache a planner whose plan is the store's as of `version`, just committed by this Store (same base)."""
-        self._cached = _Cached(plan_id, version, planner)
+    def committed(self, plan_id: str, version: int, planner: Planner, key: tuple[str, str, str]) -> None:
+        """Cache a planner whose plan is the store's as of `version`, just committed by this Store (same base, so
+        the same `key` as the plan it was decided on)."""
+        self._cached = _Cached(plan_id, version, planner, key)
 
     def advance(self, version: int, change: Callable[[Planner], object]) -> None:
         """Apply a just-committed change to the cached plan if it was current; otherwise a later read catches up."""

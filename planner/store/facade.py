@@ -49,7 +49,7 @@ from planner.core.decision import Decision
 from planner.core.plan import Accepted, Plan, shifted
 from planner.replan import adapt
 from planner.store import axis, history, lifecycle, queries, schema, series
-from planner.store.cache import PlanCache, swapping
+from planner.store.cache import PlanCache, plan_key, swapping
 from planner.store.errors import StoreError
 from planner.store.group import Batches
 from planner.store.history import Archived
@@ -63,6 +63,10 @@ from rdl.tree import Reservation
 
 STATES = schema.STATES
 ACTIONS = schema.ACTIONS
+# A batch is first decided on the plan this Store has cached, with no read (the write checks its version). When
+# that finds another writer's change, the next batches read the plan before deciding: a guess on a plan that
+# others change would be decided twice.
+DISTRUST_BATCHES = 100
 DECIDE_ATTEMPTS = 5  # decisions made again when another writer changed the plan under them, before giving up
 
 
@@ -74,6 +78,7 @@ class Store:
         self._lock = threading.RLock()
         self._cache = PlanCache()
         self._submissions = Batches(self._submit_batch)
+        self._distrust = 0  # batches still to read the plan before deciding (another writer was seen)
 
     @property
     def engine(self) -> Engine:
@@ -202,16 +207,20 @@ class Store:
         """Decide submissions in order, each on the plan the earlier ones left, and commit them in one transaction;
         each one's stored decision, or the error that refused it."""
         refused: dict[int, StoreError] = {}  # tickets whose name another user holds: left out of the decisions
+        self._distrust = max(0, self._distrust - 1)
         for attempt in range(DECIDE_ATTEMPTS):
             last = attempt == DECIDE_ATTEMPTS - 1
             if not last:
-                version, planner, _, key = self._snapshot()
+                trusted = attempt == 0 and self._distrust == 0
+                version, planner, _, key = self._snapshot(trusted)
                 decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
                     if last:  # decided holding the writer's lock, on the cache's plan (it learns once committed)
                         planner = Planner.over(self._cache.planner(connection, meta).plan.copy())
                     elif (meta["plan_id"], int(meta["plan_version"])) != version:
+                        if trusted:  # others write to this plan: read it before deciding, for a while
+                            self._distrust = DISTRUST_BATCHES
                         continue  # another writer changed the plan meanwhile: decide again on the new one
                     stored_rows = queries.named(connection, [ticket.reservation.name for ticket in tickets])
                     found = _others_names(tickets, stored_rows)
@@ -223,7 +232,7 @@ class Store:
                         key = plan_key(meta)
                         decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
                     rows, stored = self._commit(connection, meta, planner, tickets, decided, stored_rows)
-                self._cache.committed(meta["plan_id"], rows.version, planner)
+                self._cache.committed(meta["plan_id"], rows.version, planner, key)
                 return stored
         raise AssertionError("the last attempt always commits")
 
@@ -248,9 +257,16 @@ class Store:
         rows.submissions(clock, batch, named)
         return rows, stored
 
-    def _snapshot(self) -> tuple[tuple[str, int], Planner, int, tuple[str, str, str]]:
+    def _snapshot(self, trusted: bool = False) -> tuple[tuple[str, int], Planner, int, tuple[str, str, str]]:
         """A private copy of the current plan, the version it is of (deciding on it needs no lock), the step
-        of the store's axis at which its window begins, and its `plan_key`."""
+        of the store's axis at which its window begins, and its `plan_key`. `trusted`: of the plan this Store
+        has cached, without reading the store, when it has one (the write that follows checks the version)."""
+        if trusted:
+            with self._lock:
+                known = self._cache.known()
+                if known is not None:
+                    return (known.version, Planner.over(known.planner.plan.copy()),
+                            axis.window_start(known.planner.plan, known.cluster), known.key)
         with self._lock, self._db.session(write=False) as (connection, meta):
             planner = self._cache.planner(connection, meta)
             window = axis.window_start(planner.plan, self._cache.cluster(connection, meta))
@@ -380,7 +396,8 @@ class Store:
                                                if d.reason is not None),
                                   archived=swept.archived, pruned=swept.log_deleted + swept.history_deleted)
                 rows.log("advance", actor, None, None, None, None, report.to_json())
-            self._cache.rebuilt(meta["plan_id"], rows.version, trial, cluster)
+                written = schema.read_meta(connection)
+            self._cache.rebuilt(written, trial, cluster)
             return report
 
     def set_capacity(self, at: datetime, capacity: Mapping[str, float | str], actor: str | None = None,
@@ -405,8 +422,9 @@ class Store:
                     return report
                 rows = self._rows(connection, meta)
                 rows.capacity(change.text, report, axis.store_clock(cluster), actor)
+                written = schema.read_meta(connection)
             # Only now, committed, does the adapted plan replace the cached one.
-            self._cache.rebuilt(meta["plan_id"], rows.version, adapted.planner, change.cluster)
+            self._cache.rebuilt(written, adapted.planner, change.cluster)
             return report
 
     def replan(self, actor: str | None = None, time_limit: float | None = None, backend: str | None = None,
@@ -606,11 +624,6 @@ def _others_names(tickets: Sequence[_Ticket], named: dict[str, queries.Named]) -
             refused[index] = StoreError("forbidden", f"the name `{ticket.reservation.name}` belongs to another "
                                         "user's reservation", "choose another name")
     return refused
-
-
-def plan_key(meta: dict[str, str]) -> tuple[str, str, str]:
-    """What a submission's validation depends on: the plan, the version its cluster was last changed at, its clock."""
-    return meta["plan_id"], meta["rebuild_version"], meta["now"]
 
 
 def _decide(planner: Planner, ticket: _Ticket, key: tuple[str, str, str]) -> tuple[Decision, datetime]:

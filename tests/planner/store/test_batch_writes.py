@@ -1,11 +1,13 @@
 """A batch of submissions stored in one go (`Rows.submissions`) leaves the very rows that storing them one at a time
-does: rejected names replaced, an accepted name's clash only logged, a name twice in one batch, plan versions."""
+does: rejected names replaced, an accepted name's clash only logged, a name twice in one batch, plan versions. And a
+batch decided on the cached plan without a read is decided again when another store wrote meanwhile."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+from planner.store import facade
 from planner.store.facade import Store, _Ticket
 from rdl import parse_text
 from tests.planner.support import cluster_text, pinned
@@ -55,3 +57,19 @@ def test_a_batch_stores_what_one_at_a_time_stores(tmp_path: Path) -> None:
         ("big", "rejected")]
     assert [action for action, *_ in log] == ["submit"] * 8 and meta == [("4",)]
     assert [(name, accepted) for _, name, accepted, *_ in log][3:5] == [("kept", 0), ("twice", 1)]
+
+
+def test_a_batch_decided_on_the_cached_plan_is_decided_again_when_another_store_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "plan.db"
+    with Store.open(path) as mine, Store.open(path) as other:
+        mine.init(CLUSTER)
+        assert mine.submit(parse_text(pinned("first", 0, 10, 2))[0]).accepted  # `mine` caches the plan
+        assert mine._distrust == 0
+        assert other.submit(parse_text(pinned("theirs", 20, 10, 8))[0]).accepted  # unknown to `mine`'s cache
+        clash = mine.submit(parse_text(pinned("clash", 20, 10, 1))[0])
+        assert not clash.accepted and clash.reason is not None and clash.reason.code == "capacity"
+        assert mine._distrust == facade.DISTRUST_BATCHES  # the next batches read the plan first
+        assert mine.submit(parse_text(pinned("later", 40, 10, 8))[0]).accepted
+        assert mine._distrust == facade.DISTRUST_BATCHES - 1
+    with Store.open(path) as reader:
+        assert sorted(reader.load_plan().accepted) == ["first", "later", "theirs"]

@@ -265,7 +265,8 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     nothing runs (exit 2). A report already in --out is kept unless --force is given.
     Progress goes to standard error: run i of N, its wall time, the time elapsed and an estimate
     of the time left. Each run is kept in OUT/partial as it finishes: after a stop (a crash, a
-    reboot), the same command simulates only the runs missing. Every seed's figures are written
+    reboot), the same command simulates only the runs missing (delete OUT/partial after changing
+    the simulator's code). Every seed's figures are written
     to results.json beside the report. YARN's
     own agents join the reservation study through `python benchmarks/peers/evaluate.py` (the same
     options), which decides their runs with YARN's classes.

@@ -5,8 +5,9 @@ all of it, as the results are written only once every run is done. Each finished
 checkpoint folder (written to a temporary file, then renamed: a run is there whole or not at all) under a key
 of everything its figures depend on: the run itself (scenario, agent or policy, slack, which seed), the
 scenario file's bytes and the MILP's time limit. Running the same grid into the same folder again simulates
-only the runs missing; a changed scenario or option gives new keys, so nothing stale is reused. The folder is
-removed once the grid's results are written.
+only the runs missing; a changed scenario or option gives new keys, so nothing stale is reused. A change to the
+simulator's own code does not: delete the folder after one. The folder is removed once the grid's results are
+written.
 """
 
 from __future__ import annotations

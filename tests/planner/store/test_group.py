@@ -48,13 +48,15 @@ def test_each_caller_gets_its_own_outcome_or_error_and_batches_form_while_one_ru
     assert seen[0] == [0] and sorted(seen[1]) == [1, 2, 3, 4, 5, 6] and batches.sizes == {1: 1, 6: 1}
 
 
-def test_a_batch_that_fails_whole_fails_every_caller_and_the_next_one_runs() -> None:
-    def run(items: Sequence[str]) -> list[str | BaseException]:
-        if "boom" in items:
-            raise RuntimeError("the transaction failed")
-        return [item.upper() for item in items]
+def fails_on_boom(items: Sequence[str]) -> list[str | BaseException]:
+    """A batch's run that fails whole when `boom` is in it."""
+    if "boom" in items:
+        raise RuntimeError("the transaction failed")
+    return [item.upper() for item in items]
 
-    batches: Batches[str, str] = Batches(run)
+
+def test_a_batch_that_fails_whole_fails_every_caller_and_the_next_one_runs() -> None:
+    batches: Batches[str, str] = Batches(fails_on_boom)
     with pytest.raises(RuntimeError, match="the transaction failed"):
         batches("boom")
     assert batches("fine") == "FINE"
@@ -105,13 +107,7 @@ def test_async_callers_are_batched_by_the_runner_thread_beside_thread_callers() 
 
 def test_a_failed_batch_reaches_its_async_callers_and_the_idle_runner_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(group, "RUNNER_IDLE", 0.05)
-
-    def run(items: Sequence[str]) -> list[str | BaseException]:
-        if "boom" in items:
-            raise RuntimeError("the transaction failed")
-        return [item.upper() for item in items]
-
-    batches: Batches[str, str] = Batches(run)
+    batches: Batches[str, str] = Batches(fails_on_boom)
     with pytest.raises(RuntimeError, match="the transaction failed"):
         asyncio.run(batches.run_async("boom"))
     assert asyncio.run(batches.run_async("fine")) == "FINE"

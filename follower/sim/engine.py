@@ -188,7 +188,7 @@ class Simulation:
         if not self.planning or self.planner.agent is None:
             return
         report = self.planner.adapt(self._datetime(self.env.now), self.scheduler.capacity())
-        self.view = PlanView(self.planner.plan)
+        self.view = PlanView(self.planner.plan, self.view)
         for name in report.dropped:
             self.jobs[name].record.dropped = True
             self._trace(self.env.now, name, "reservation_dropped", f"{self.follower.plan_queue}.{queue_name(name)}")
@@ -196,7 +196,7 @@ class Simulation:
     def _restore(self) -> None:
         """A node came back: what the plan may count on from now is the planned capacity again (up to the nodes)."""
         self.planner.adapt(self._datetime(self.env.now), self.scheduler.capacity())
-        self.view = PlanView(self.planner.plan)
+        self.view = PlanView(self.planner.plan, self.view)
 
     # ---- jobs ------------------------------------------------------------------------------------
 
@@ -221,7 +221,7 @@ class Simulation:
                     f"{self.follower.plan_queue}.{queue_name(job.id)}",
                     detail=None if decision.accepted or decision.reason is None else decision.reason.code)
         if decision.accepted:
-            self.view = PlanView(self.planner.plan)
+            self.view = PlanView(self.planner.plan, self.view)
         return decision.accepted
 
     def _admit_waiting(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,31 @@ def test_queue_guarantees_add_up_to_the_plan_and_follow_each_allocation_on_the_e
             assert np.allclose([queue.guaranteed[n] for n in plan.resources], held)
             total += held
         assert np.allclose(total, plan.capacity[:, round.step]), round.time
+
+
+def test_a_view_built_on_an_earlier_one_reuses_only_unchanged_reservations_and_gives_the_same_rounds() -> None:
+    cluster = load_cluster(str(EXAMPLES / "cluster.yaml"))
+    planner = Planner(cluster)
+    reservations = [r for p in sorted(EXAMPLES.glob("*.rdl")) for r in parse_text(p.read_text(), "<example>")]
+    for reservation in reservations:
+        planner.submit(reservation, "gree", cluster.start)
+    *_, moved, added = sorted(planner.plan.accepted)
+    late = planner.plan.accepted[added]
+    planner.plan.remove(added)
+    earlier = PlanView(planner.plan)
+    planner.plan.add(late)  # accepted after the earlier view: worked out
+    held = planner.plan.accepted[moved]
+    planner.plan.remove(moved)  # the same reservation, holding other leases: worked out again
+    planner.plan.add(Accepted(held.reservation, held.submitted, [replace(a, bundles=a.bundles - 1)
+                                                                  for a in held.allocations if a.bundles > 1]))
+    reused, fresh = PlanView(planner.plan, earlier), PlanView(planner.plan)
+    before = {w.name: w for w in earlier.reservations}
+    after = {w.name: w for w in reused.reservations}
+    kept = {name for name in after if name in before and after[name] is before[name]}
+    assert kept == set(before) - {moved} and added in after and moved in after
+    follower = Follower(round_steps=7)
+    assert list(follower.rounds(reused, cluster.start, cluster.end)) == list(
+        follower.rounds(fresh, cluster.start, cluster.end))
 
 
 def test_back_to_back_instances_of_a_recurring_reservation_keep_one_queue() -> None:

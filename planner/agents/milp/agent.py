@@ -188,7 +188,7 @@ class MilpAgent:
         incumbent_name, incumbent = best_greedy(plan, batch)
         if all(item.name in incumbent for item in items):
             # Greedy accepted every item that can be accepted at all: their total value is the bound, proven
-            # without the volume LP (which costs at least half a second, what most single arrivals come to).
+            # without the volume LP (given at least half a second, it took about that per arrival on ricc_2days).
             report.value_bound = sum(item.value for item in items)
         else:
             bound = volume_bound(items, plan.free(), min(BOUND_SECONDS, 0.1 * self.time_limit))

@@ -1,9 +1,11 @@
 """Committed decisions per second through the plan store (SQLite), one writer and then several processes.
 
-    python benchmarks/store.py [--count 10000] [--seed 7] [--processes 4] [--agent gree-l] [--explain] [--dir D]
+    python benchmarks/store.py [--count 10000] [--seed 7] [--threads 8] [--processes 4] [--agent gree-l]
+        [--explain] [--dir D]
 
 Uses the workload of admission.py (a seeded mix over a one-week, one-minute plan). Prints, for the
-in-memory Planner alone (the baseline), for one writer and for N writer processes on one SQLite
+in-memory Planner alone (the baseline), for one writer, for one process with N threads (group
+commit: what arrives together is one batch, one transaction) and for N writer processes on one SQLite
 file: decisions per second and p50/p99 latency of one submission including its commit. The
 earliest-deadline search on rejection is off unless --explain: it is planner work, not store work
 (admission.py measures it), and at 1.5x demand it dominates. Last, on the one-writer file: what moving
@@ -16,6 +18,7 @@ import argparse
 import multiprocessing
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -76,6 +79,27 @@ def one_writer(path: Path, reservations: list[Reservation], agent: str, explain:
         return Run(latencies, time.perf_counter() - started, accepted)
 
 
+def threaded_writer(path: Path, reservations: list[Reservation], agent: str, explain: bool, threads: int) -> Run:
+    """One Store, `threads` threads submitting at once (as a server's requests do): group commit decides and
+    commits what arrives together as one batch; the batches' mean size is printed."""
+    with Store.open(path) as store:
+        store.init(CLUSTER, "benchmark-cluster.yaml", force=True)
+        sizes: list[int] = []
+        store.count_batches(sizes.append)
+        shares = [reservations[i::threads] for i in range(threads)]
+        done: list[tuple[list[float], int]] = []
+        workers = [threading.Thread(target=lambda share=share: done.append(submit_all(store, share, agent, explain)))
+                   for share in shares]
+        started = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        wall = time.perf_counter() - started
+    print(f"  ({len(sizes):,} write transactions, {np.mean(sizes):.1f} submissions each)")
+    return Run([x for latencies, _ in done for x in latencies], wall, sum(accepted for _, accepted in done))
+
+
 def writer_process(path: str, texts: list[str], agent: str, explain: bool, barrier: object,
                    results: object) -> None:
     """One of several writers: open and parse first, wait for the others, then submit and report."""
@@ -111,6 +135,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=8, help="threads of the one-process, group-commit phase")
     parser.add_argument("--agent", default="gree-l")
     parser.add_argument("--explain", action="store_true", help="search the earliest deadline on rejection")
     parser.add_argument("--dir", type=Path, help="where the SQLite files go (default: a temporary folder)")
@@ -122,6 +147,8 @@ def main() -> None:
         baseline(reservations, args.agent, args.explain).report("planner alone")
         single = folder / "one-writer.db"
         one_writer(single, reservations, args.agent, args.explain).report("store, one writer")
+        threaded_writer(folder / "threads.db", reservations, args.agent, args.explain, args.threads) \
+            .report(f"store, {args.threads} threads")
         many = folder / "many-writers.db"
         many_writers(many, reservations, args.agent, args.explain, args.processes) \
             .report(f"store, {args.processes} processes")

@@ -94,6 +94,8 @@ def test_async_callers_are_batched_by_the_runner_thread_beside_thread_callers() 
         first = asyncio.ensure_future(one(0))
         await asyncio.get_running_loop().run_in_executor(None, running.wait, 30)
         rest = [asyncio.ensure_future(one(i)) for i in range(1, 6)]
+        while len(batches._waiting) < 5:  # the coroutines queue first: the next batch is theirs to hand over
+            await asyncio.sleep(0.005)
         by_thread = asyncio.get_running_loop().run_in_executor(None, batches, 6)  # a thread caller among them
         while len(batches._waiting) < 6:
             await asyncio.sleep(0.005)

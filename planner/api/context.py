@@ -80,7 +80,7 @@ class Service:
         cached = self._cluster
         if meta is None or cached is None or cached[0] != (meta["plan_id"], meta["rebuild_version"]):
             return None
-        return View(units.parse_instant(meta["now"]), cached[1], cached[2], None), plan_key(meta)
+        return self._view(meta, None), plan_key(meta)  # its cluster is cached: no read
 
     def _view(self, meta: dict[str, str], owner: Owner | None) -> View:
         key = (meta["plan_id"], meta["rebuild_version"])  # what the store's own cache of the cluster is keyed by

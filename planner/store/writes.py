@@ -121,12 +121,6 @@ class Rows:
         self._insert(inserted)
         self._log(self.connection, logs)
 
-    def submission(self, clock: Clock, reservation: Reservation, decision: Decision, when: datetime,
-                   actor: str | None) -> None:
-        """Store one submission's decision (`submissions` of one)."""
-        self.submissions(clock, [Submission(reservation, decision, when, actor)],
-                         queries.named(self.connection, [reservation.name]))
-
     def cancel(self, clock: Clock, name: str, actor: str | None) -> Record:
         """Mark an accepted reservation cancelled (its leases stay, for the record), log what it freed; its record."""
         table = schema.reservations

@@ -29,6 +29,7 @@ from follower.sim.evaluate import (
     check_grid,
     evaluate,
     grid_checkpoint,
+    plan_peers,
     pool_size,
 )
 from follower.sim.evaluate import render as evaluate_render
@@ -302,6 +303,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
         raise click.BadParameter(str(error)) from error
     refuse_to_overwrite(Path(out), force)
     check_grid(grid)
+    grid = plan_peers(grid)
     runs = grid.runs()
     kept = grid_checkpoint(Path(out), grid).kept(runs)
     clock = GridClock([run for index, run in enumerate(runs) if index not in kept], pool_size(workers))

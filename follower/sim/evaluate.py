@@ -32,7 +32,7 @@ from follower.sim.checkpoint import PARTIAL, Checkpoint
 from follower.sim.engine import Simulation, simulate
 from follower.sim.gridclock import duration
 from follower.sim.metrics import JobRecord, Result, fairness_against
-from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, replay_agent
+from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, peer_refusal, replay_agent
 from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
 from follower.sim.report import write_report
 from follower.sim.scenario import NO_AGENT, STATIC_AGENTS, Scenario, agent_names, load_scenario
@@ -106,14 +106,17 @@ class Grid:
     seeds: int = DEFAULT_SEEDS
     milp_time_limit: float = MILP_TIME_LIMIT
     peers: tuple[str, ...] = ()  # other systems' agents, replayed beside ours (a decision source must be given)
+    # (scenario label, peer agent, why): a peer left out of a scenario whose cluster it cannot plan (`plan_peers`)
+    peers_left_out: tuple[tuple[str, str, str], ...] = ()
     # The UWFQ section's scenarios on the task-level Spark model, run at as many seeds (none: no section).
     spark: tuple[str, ...] = tuple(str(path) for path in spark_table.scenario_files())
 
     def runs(self) -> list[Run]:
         """Every run, in report order (the seeds of one cell together)."""
+        left_out = {(label, agent) for label, agent, _ in self.peers_left_out}
         found = [Run("reservations", _label(path), path, agent=agent, slack=slack, replicate=k)
                  for path in self.reservations for slack in self.slacks for agent in (*self.agents, *self.peers)
-                 for k in range(self.seeds)]
+                 if (_label(path), agent) not in left_out for k in range(self.seeds)]
         found += [Run("fairness", _label(path), path, policy=policy, replicate=k)
                   for path in self.fairness for policy in self.policies for k in range(self.seeds)]
         return found
@@ -169,6 +172,17 @@ def check_grid(grid: Grid) -> None:
     if problems:
         raise RayonError(f"{len(problems)} of {len(wanted)} scenario(s) do not load:\n" + "\n".join(problems)
                          ).then("nothing was simulated")
+
+
+def plan_peers(grid: Grid) -> Grid:
+    """The grid with each peer agent left out of the reservation scenarios whose cluster it cannot plan at all
+    (YARN's rows on a cluster with GPUs, say), and why: those runs would fail, and the report says so instead."""
+    left_out = []
+    for path in grid.reservations if grid.peers else ():
+        scenario = load_scenario(path)
+        cluster = scenario.plan_cluster(scenario.load_workload())
+        left_out += [(_label(path), agent, why) for agent in grid.peers if (why := peer_refusal(agent, cluster))]
+    return replace(grid, peers_left_out=tuple(left_out))
 
 
 def run_one(run: Run, milp_time_limit: float = MILP_TIME_LIMIT, source: DecisionSource | None = None) -> Outcome:
@@ -290,6 +304,8 @@ def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) ->
     """The machine-readable results (`results.json`): the grid, how long it took, and every run at every seed."""
     return {
         "seeds": grid.seeds, "milp_time_limit_s": grid.milp_time_limit, **asdict(timing),
+        "peers_left_out": [{"scenario": label, "agent": agent, "why": why}
+                           for label, agent, why in grid.peers_left_out],
         "runs": run_records(outcomes),
     }
 
@@ -303,6 +319,7 @@ def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
     only the runs missing (`follower.sim.checkpoint`)."""
     chosen = grid or Grid()
     check_grid(chosen)
+    chosen = plan_peers(chosen)
     checkpoint = grid_checkpoint(folder, chosen)
     kept = checkpoint.kept(chosen.runs())
     began = time.perf_counter()
@@ -330,14 +347,16 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
     try:
         document = json.loads((folder / RESULTS).read_text())
         reservations, fairness = cells_of(document["runs"])
-        agents = tuple(dict.fromkeys(c.agent for c in reservations))
+        left_out = tuple((str(left["scenario"]), str(left["agent"]), str(left["why"]))
+                         for left in document.get("peers_left_out", ()))
+        agents = tuple(dict.fromkeys([*(c.agent for c in reservations), *(agent for _, agent, _ in left_out)]))
         grid = Grid(reservations=tuple(dict.fromkeys(c.scenario for c in reservations)),
                     agents=tuple(a for a in agents if a not in PEER_AGENTS),
                     slacks=tuple(dict.fromkeys(c.slack for c in reservations if c.slack is not None)),
                     fairness=tuple(dict.fromkeys(c.scenario for c in fairness)),
                     policies=tuple(dict.fromkeys(c.policy for c in fairness)), seeds=int(document["seeds"]),
                     milp_time_limit=float(document["milp_time_limit_s"]),
-                    peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark))
+                    peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark), peers_left_out=left_out)
         timing = Timing(float(document["wall_s"]), int(document["workers"]), int(document["cores"]),
                         float(document["load"]))
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -369,7 +388,7 @@ Generated by `rayon evaluate` on {when} (Python {sys.version.split()[0]}); every
 the simulator (`rayon simulate`) on the scenarios in `examples/scenarios/` ({scenarios}).
 Reproduce one run with, for example,
 `rayon simulate examples/scenarios/synthetic_mix.yaml --agent gree-l --seed 43 --json`.
-{peers}{f" {peers_note}" if peers_note else ""}
+{peers}{_left_out_text(grid)}{f" {peers_note}" if peers_note else ""}
 
 {_seeds_text(grid, made)}
 
@@ -383,6 +402,15 @@ the user-fair baseline (`userfair`: one queue per user, equal shares, fair withi
 DSR (deadline slack ratio) their mean lateness relative to their baseline response time — our
 reading of the UWFQ paper's fairness measures. Definitions: `follower/sim/metrics.py`.
 """
+
+
+def _left_out_text(grid: Grid) -> str:
+    """Which peers did not run on which scenario, and why (a sentence each, with a leading space), or ""."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for label, agent, why in grid.peers_left_out:
+        grouped.setdefault((label, why), []).append(agent)
+    return "".join(f" {', '.join(f'`{a}`' for a in agents)} did not run on `{label}`: {why}."
+                   for (label, why), agents in grouped.items())
 
 
 def _seeds_text(grid: Grid, made: Sequence[Cell]) -> str:

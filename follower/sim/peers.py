@@ -34,6 +34,10 @@ YARN_AGENTS = ("yarn-greedy", "yarn-greedy-right", "yarn-aligned")  # YARN 3.4.1
 PEER_AGENTS = YARN_AGENTS
 PEER = "peer"  # the code of an error about replayed decisions
 YARN_TOOLS = ("java", "mvn")  # what the YARN harness needs to build and run YARN's agents
+# The resources of the plans the YARN harness lays (tests/peers/yarn/agent_harness.plan_facts): YARN's two
+# built-in ones. YARN can count more (GPUs as yarn.io/gpu) once its resource types are configured; the harness
+# does not configure any, so a cluster with others is not one YARN's rows can plan.
+YARN_RESOURCES = ("memory", "vcores")
 
 
 class DecisionSource(Protocol):
@@ -54,6 +58,15 @@ def available_peer_agents() -> tuple[tuple[str, ...], str | None]:
     """The peer agents this machine can run (YARN's need java and Maven), and why the others cannot, if so."""
     problem = missing_tools()
     return ((), f"YARN's agents skipped: {problem}") if problem else (YARN_AGENTS, None)
+
+
+def peer_refusal(agent: str, cluster: Cluster) -> str | None:
+    """Why another system's `agent` cannot plan on `cluster` at all (a sentence), or None when it can."""
+    other = [name for name in cluster.resource_names if name not in YARN_RESOURCES]
+    if agent in YARN_AGENTS and other:
+        return (f"the YARN harness lays plans of {' and '.join(YARN_RESOURCES)} only, and this cluster also has "
+                f"{', '.join(other)}")
+    return None
 
 
 def stream_digest(reservations: Sequence[Reservation]) -> str:

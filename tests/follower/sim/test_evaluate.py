@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,36 @@ def test_another_system_s_agent_is_replayed_from_its_source_and_named_in_the_rep
         run_grid(grid, workers=1)
     text = evaluate(tmp_path / "r", grid, workers=1, source=source).read_text()
     assert "| small | 3 | yarn-greedy | fair | 1 |" in text and "replayed in the simulator" in text
+
+
+def test_a_peer_that_cannot_plan_a_scenario_s_cluster_is_left_out_of_it_and_the_report_says_why(
+        small: str, tmp_path: Path) -> None:
+    gpus = tmp_path / "gpus.yaml"
+    gpus.write_text(SMALL.replace("name: small", "name: gpus").replace("vcores: 8}", "vcores: 8, gpu: 2}"))
+    asked: list[int] = []
+
+    def source(agent: str, cluster: Cluster, reservations: Sequence[Reservation]) -> tuple[list[dict], list[str]]:
+        assert "gpu" not in cluster.resource_names  # the grid never asks for a cluster it cannot plan
+        asked.append(len(reservations))
+        planner = Planner(cluster)
+        return [planner.submit(r, "gree", submitted=r.arrival_at(cluster.start)).to_json(planner.plan.clock)
+                for r in reservations], []
+
+    grid = Grid(reservations=(small, str(gpus)), agents=("gree",), slacks=(3.0,), fairness=(), seeds=1, spark=(),
+                peers=("yarn-greedy", "yarn-aligned"))
+    report = evaluate(tmp_path / "r", grid, workers=1, source=source)
+    text = report.read_text()
+    assert len(asked) == 2  # both peers on `small`, neither on `gpus`
+    alone = evaluate(tmp_path / "alone", replace(grid, reservations=(str(gpus),)), workers=1, source=source)
+    assert "did not run on `gpus`" in alone.read_text() and "not in this grid" not in alone.read_text()
+    assert "| small | 3 | yarn-aligned |" in text and "| gpus | 3 | gree |" in text
+    assert "| gpus | 3 | yarn-" not in text
+    assert "`yarn-greedy`, `yarn-aligned` did not run on `gpus`: the YARN harness lays plans of memory and " \
+           "vcores only, and this cluster also has gpu." in text
+    report.unlink()
+    again = CliRunner().invoke(main, ["evaluate", "--render", "--no-spark", "--out", str(tmp_path / "r")])
+    assert again.exit_code == 0, again.output
+    assert report.read_text() == text  # the reason is kept in results.json
 
 
 def test_the_report_answers_what_planning_buys_and_how_the_agents_compare_seed_by_seed(small: str,

@@ -17,7 +17,7 @@ The target of issue 6: at least 200 submits per second with p99 under 50 ms.
 
 With `--wrk SECONDS` the load comes from wrk (Debian's `wrk`, C, not itself the bottleneck) instead of
 Python threads: first its ceiling, the server's empty `GET /v1/health` with the same `--threads`
-connections, then submissions of the same load (each connection its own slice of it) for SECONDS each,
+connections, then submissions of the same load (each wrk thread its own slice of it) for SECONDS each,
 so that the ratio of the two shows what deciding and committing cost beside serving a request at all.
 Each phase also prints the CPU time the server's processes spent per request (from Linux /proc): the cost,
 which other load on the machine does not blur as it blurs the rate. `--workers N` starts `rayon serve
@@ -217,10 +217,16 @@ def cpu_seconds(pids: list[int]) -> float | None:
     return sum(int(f[11]) + int(f[12]) for f in fields) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14, 15
 
 
+def wrk_threads(connections: int) -> int:
+    """wrk's threads: two (the machine's cores), or one per connection if fewer. The submit script splits the
+    reservations among them (each thread's connections share its slice)."""
+    return min(2, connections)
+
+
 def run_wrk(url: str, seconds: float, connections: int, script: Path, *args: str, pids: list[int]) -> str:
-    """One wrk run (two threads: the machine's cores) with a script; its figures as one printable line, with the CPU
-    time the server's processes (`pids`) spent per request: the cost that other load on the machine does not blur."""
-    command = ["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds:g}s", "-s", str(script),
+    """One wrk run (`wrk_threads`) with a script; its figures as one printable line, with the CPU time the server's
+    processes (`pids`) spent per request: the cost that other load on the machine does not blur."""
+    command = ["wrk", "-t", str(wrk_threads(connections)), "-c", str(connections), "-d", f"{seconds:g}s", "-s", str(script),
                url, *(["--", *args] if args else [])]
     before = cpu_seconds(pids)
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
@@ -259,7 +265,7 @@ def with_wrk(args: argparse.Namespace) -> None:
             print(f"  ceiling  {ceiling}   (GET /v1/health: serving a request at all)")
             path = "/v1/reservations" + ("?explain=false" if args.no_explain else "")
             figures = run_wrk(server.url + path, args.wrk, args.threads, folder / "submit.lua", str(lines),
-                              str(args.threads), tokens["bench"], pids=pids)
+                              str(wrk_threads(args.threads)), tokens["bench"], pids=pids)
             print(f"  submit   {figures}")
             scraped = httpx.get(server.url + "/metrics").text
             batches = {name: float(value) for name, value in re.findall(r"^rayon_store_batch_size_(sum|count) (\S+)$",

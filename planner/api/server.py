@@ -6,7 +6,9 @@ the plan stays as it was: a replan commits whole or not at all) and closes the s
 
 With several worker processes (`rayon serve --workers N`, `run_workers`) uvicorn's own supervisor runs
 them on the one listening socket: it restarts a worker that dies, and on SIGTERM passes the signal on
-to each (each ends as above) and returns once all have ended.
+to each (each ends as above) and returns once all have ended. One of the workers decides every
+submission, the others forward theirs to it (planner/store/forward.py): deciding in each would cost
+each the catching up with all the others' decisions.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
@@ -27,6 +30,7 @@ from uvicorn.supervisors import Multiprocess
 
 from planner.api.context import Service
 from planner.api.metrics import SHARED_DIR
+from planner.store.forward import ENV_FOLDER, make_folder
 
 GRACE_SECONDS = 10  # for the requests in flight at a SIGTERM to finish; a decision takes milliseconds
 # Python's cyclic collector, tuned for a server holding a large, long-lived plan: a young collection every
@@ -88,11 +92,15 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
     `factory` must pickle (the workers are fresh interpreters); each worker builds its own app over the one
     plan store. Their metrics are counted in files of a folder made here and removed at the end."""
     shared = tempfile.mkdtemp(prefix="rayon-metrics-")
+    deciding = tempfile.mkdtemp(prefix="rayon-decider-")  # private (0700): where one worker decides for all
+    make_folder(Path(deciding))
     os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
+    os.environ[ENV_FOLDER] = deciding  # and this: each worker's store decides with the others (share_decisions)
     try:
         config = uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
                                 access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
         Multiprocess(config, sockets=[sock]).run()
     finally:
-        os.environ.pop(SHARED_DIR, None)
-        shutil.rmtree(shared, ignore_errors=True)
+        for name, folder in ((SHARED_DIR, shared), (ENV_FOLDER, deciding)):
+            os.environ.pop(name, None)
+            shutil.rmtree(folder, ignore_errors=True)

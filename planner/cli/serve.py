@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import signal
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ from planner.api.limits import DEFAULT_MAX_BODY
 from planner.api.schedule import DEFAULT_REPLAN_LIMIT
 from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
+from planner.store.forward import ENV_FOLDER
 from rdl import units
 from rdl.cli import ParsedParam, RayonCommand
 from rdl.cluster import positive_duration
@@ -275,7 +277,10 @@ def worker_app(given: Options, extensions: Callable[[Store], Sequence[Extension]
     from planner.api import server
 
     logs.configure(given.log_format, given.log_level, given.access_log)
-    app = build_app(given, extensions, load_tokens(given.tokens_path), open_store(given.state_path))
+    store = open_store(given.state_path)
+    if folder := os.environ.get(ENV_FOLDER):  # run_workers' folder: one worker decides for all
+        store.share_decisions(Path(folder))
+    app = build_app(given, extensions, load_tokens(given.tokens_path), store)
     server.tune_collector()
     return app
 

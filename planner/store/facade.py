@@ -51,6 +51,7 @@ from planner.replan import adapt
 from planner.store import axis, history, lifecycle, queries, schema, series
 from planner.store.cache import PlanCache, plan_key, swapping
 from planner.store.errors import StoreError
+from planner.store.forward import Answered, SharedDecider
 from planner.store.group import Batches
 from planner.store.history import Archived
 from planner.store.records import AdvanceReport, CapacityReport, LogEntry, Owner, Page, Record, ReplanOutcome
@@ -77,8 +78,9 @@ class Store:
         self._db = database
         self._lock = threading.RLock()
         self._cache = PlanCache()
-        self._submissions = Batches(self._submit_batch)
+        self._submissions = Batches(self._forward_or_decide)
         self._distrust = 0  # batches still to read the plan before deciding (another writer was seen)
+        self._shared: SharedDecider | None = None  # the worker processes this one decides with (share_decisions)
 
     @property
     def engine(self) -> Engine:
@@ -107,6 +109,9 @@ class Store:
 
     def close(self) -> None:
         """Release the store's connections (and the clock, if this process kept it)."""
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
         self._db.release()
         self.engine.dispose()
 
@@ -202,6 +207,27 @@ class Store:
         (the batches' runner thread decides and commits)."""
         return await self._submissions.run_async(
             _Ticket(reservation, agent, actor, None, explain, validated, owner, validated_on))
+
+    def share_decisions(self, folder: Path) -> None:
+        """Decide submissions together with the other worker processes of one server, which share `folder`: one
+        of them decides every batch, the others forward theirs to it (planner/store/forward.py)."""
+        self._shared = SharedDecider(folder, self._decide_for_others)
+
+    def _decide_for_others(self, tickets: builtins.list[_Ticket]) -> Answered:
+        """Another worker's batch, decided in this process's next batch: the outcomes, and the meta rows after."""
+        outcomes = self._submissions.run_many(tickets)
+        return outcomes, dict(self.recent_meta())
+
+    def _forward_or_decide(self, tickets: Sequence[_Ticket]) -> builtins.list[Decision | BaseException]:
+        """A batch's outcomes, from the worker that decides for all (share_decisions) or decided here."""
+        if self._shared is not None and all(isinstance(ticket.agent, str) for ticket in tickets):
+            answered = self._shared.forward(list(tickets))
+            if answered is not None:
+                outcomes, meta = answered
+                if meta is not None:  # the plan as the decider saw it: what the next requests check against
+                    self._db.last_meta = meta
+                return outcomes
+        return self._submit_batch(tickets)
 
     def _submit_batch(self, tickets: Sequence[_Ticket]) -> builtins.list[Decision | BaseException]:
         """Decide submissions in order, each on the plan the earlier ones left, and commit them in one transaction;

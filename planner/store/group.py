@@ -78,6 +78,21 @@ class Batches(Generic[Item, Outcome]):
             self._lead()
         return slot.result()
 
+    def run_many(self, items: Sequence[Item]) -> list[Outcome | BaseException]:
+        """Run `items` together, in order, in the next batch (with whatever else is waiting): each one's outcome,
+        or the exception that refused it (returned, not raised). A batch another process forwarded comes here."""
+        slots: list[_Slot[Item, Outcome]] = [_Slot(item) for item in items]
+        if not slots:
+            return []
+        with self._guard:
+            self._waiting.extend(slots)  # together: the batch that takes the first takes them all
+            leads, self._leading = not self._leading, True
+        if not leads:
+            slots[0].woken.wait()  # a batch ran them, or the batch before ended and this caller leads the next
+        if not slots[0].done:
+            self._lead()
+        return [slot.error if slot.error is not None else slot.outcome for slot in slots]  # type: ignore[misc]
+
     async def run_async(self, item: Item) -> Outcome:
         """`self(item)` for a coroutine: the same batches, led by the runner thread when this item is first."""
         loop = asyncio.get_running_loop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from planner.store.facade import Store
+from planner.store.forward import ENV_FOLDER, LOCK
 from tests.planner.api.support import (
     Load,
     Server,
@@ -24,6 +26,7 @@ from tests.planner.api.support import (
     start,
     stop,
     stored_violations,
+    submit,
     submit_shares,
 )
 from tests.planner.support import cluster_text
@@ -50,16 +53,21 @@ def command(pid: int) -> bytes:
 
 
 def keeper(state: Path, other_than: int | None = None) -> int:
-    """The process holding the keeper's lock on the plan file (from the kernel's table of locks), once one other
-    than `other_than` holds it."""
-    lock, deadline = state.parent / f"{state.name}.keeper", time.monotonic() + 30
+    """The process holding the keeper's lock on the plan file, once one other than `other_than` holds it."""
+    return lock_holder(state.parent / f"{state.name}.keeper", "no worker keeps the clock", other_than)
+
+
+def lock_holder(lock: Path, missing: str, other_than: int | None = None) -> int:
+    """The process holding `lock` (from the kernel's table of locks), once one other than `other_than` holds it;
+    fails saying `missing` if none does within 30 s."""
+    deadline = time.monotonic() + 30
     while True:
         inode = lock.stat().st_ino if lock.exists() else None
         for line in Path("/proc/locks").read_text().splitlines():
             fields = line.split()
             if fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode) and int(fields[4]) != other_than:
                 return int(fields[4])
-        assert time.monotonic() < deadline, "no worker keeps the clock"
+        assert time.monotonic() < deadline, missing
         time.sleep(0.05)
 
 
@@ -129,3 +137,47 @@ def test_one_worker_keeps_the_clock_and_another_takes_over_when_it_dies(tmp_path
     finally:
         if server.process.poll() is None:
             stop(server)
+
+
+def decider_lock(worker: int) -> Path:
+    """The lock the deciding worker holds (in the folder the server gave its workers, planner/store/forward.py)."""
+    environment = dict(entry.split(b"=", 1) for entry in Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
+                       if b"=" in entry)
+    return Path(environment[ENV_FOLDER.encode()].decode()) / LOCK
+
+
+def test_one_worker_decides_for_all_and_when_it_is_killed_mid_load_nothing_accepted_is_lost(
+        served: tuple[Server, Load]) -> None:
+    server, load = served
+    workers = workers_of(server)
+    lock = decider_lock(workers[0])
+    decider = lock_holder(lock, "no worker decides")
+    assert decider in workers
+    answers: dict[str, int | bool] = {}  # accepted or not; 503, or 0 (no answer): not known
+
+    def run(thread: int) -> None:
+        with server.client(f"u{thread}") as client:
+            for name, text in load.shares[thread]:
+                try:
+                    answer = submit(client, text)
+                except httpx.TransportError:  # in flight on the killed worker itself: no answer
+                    answers[name] = 0
+                    continue
+                assert answer.status_code in (200, 201, 503), answer.text  # 503: the decider died deciding it
+                answers[name] = answer.json()["accepted"] if answer.status_code != 503 else 503
+
+    threads = [threading.Thread(target=run, args=(thread,)) for thread in range(len(load.shares))]
+    for thread in threads:
+        thread.start()
+    while len(answers) < 20:
+        time.sleep(0.005)
+    os.kill(decider, signal.SIGKILL)
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == 160
+    assert lock_holder(lock, "no worker took over deciding", other_than=decider) != decider
+    with Store.open(server.state) as store:
+        accepted = {r.name for r in store.list(state="accepted")}
+    assert {name for name, ok in answers.items() if ok is True} <= accepted  # what was answered accepted is kept
+    assert not accepted & {name for name, ok in answers.items() if ok is False}
+    assert stored_violations(server.state) == []

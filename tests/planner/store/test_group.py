@@ -118,3 +118,30 @@ def test_a_failed_batch_reaches_its_async_callers_and_the_idle_runner_ends(monke
     runner.join(5)
     assert not runner.is_alive() and batches._runner is None  # idle: no thread left behind
     assert asyncio.run(batches.run_async("again")) == "AGAIN"  # a new runner starts when one is needed
+
+
+def test_items_run_together_join_the_next_batch_whole_and_get_their_outcomes_back() -> None:
+    running, release = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def run(items: Sequence[int]) -> list[int | BaseException]:
+        seen.append(list(items))
+        if items[0] == 0:
+            running.set()
+            assert release.wait(30)
+        return [ValueError(f"odd {i}") if i % 2 else i * 10 for i in items]
+
+    batches: Batches[int, int] = Batches(run)
+    first = threading.Thread(target=batches, args=(0,))
+    first.start()
+    assert running.wait(30)
+    got: list[object] = []
+    many = threading.Thread(target=lambda: got.extend(batches.run_many([1, 2, 4])))
+    many.start()
+    while len(batches._waiting) < 3:
+        threading.Event().wait(0.005)
+    release.set()
+    for thread in (first, many):
+        thread.join(30)
+    assert [str(x) if isinstance(x, ValueError) else x for x in got] == ["odd 1", 20, 40]
+    assert seen == [[0], [1, 2, 4]] and batches.run_many([]) == []

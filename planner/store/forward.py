@@ -1,0 +1,231 @@
+"""One deciding process for the worker processes of one server: the others forward their submissions to it.
+
+Every worker of `rayon serve --workers N` could decide submissions itself (each write checks the plan's version),
+but then each must first catch up with every decision the others committed: read their rows, parse their RDL,
+add them to its own plan, on every batch. With two workers that cost more than the second process gave
+(`benchmarks/api.py --wrk 10 --workers 2`: 2.6 ms of CPU per submission, against 1.5 ms for one process). So
+the worker holding the lock `decider.lock` in the workers' shared folder decides for all: it listens on
+`decider.sock` (Python's multiprocessing.connection, with a key only the workers can read), and the others hand
+it each of their batches and get back its decisions, with the plan's meta rows they were made on. The others
+still parse, validate and answer their own requests; they only stop deciding.
+
+Should the decider go (a crash, a restart), a worker finds nobody listening, decides that batch itself (the
+store's version checks keep that correct), and takes the lock if it is free, becoming the decider.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any as AnyType
+
+from planner.store.errors import StoreError
+from planner.store.keeper import FileKeeper
+
+ENV_FOLDER = "RAYON_DECIDER_DIR"  # the workers' shared folder, set by the server for its worker processes
+LOCK, SOCKET, KEY = "decider.lock", "decider.sock", "decider.key"
+CLOSE_WAIT = 30.0  # seconds the decider waits, as it closes, for the batches it is deciding to be answered
+
+log = logging.getLogger("rayon.store")
+
+# What deciding a batch gives: an outcome per item (a decision, or the error that refused it), and the plan's meta
+# rows it was decided on (None when the batch failed whole).
+Answered = tuple[list[AnyType], dict[str, str] | None]
+
+
+def make_folder(folder: Path) -> None:
+    """Ready `folder` (made by the caller, private to it) for a server's workers: the key they authenticate with."""
+    key = folder / KEY
+    key.write_bytes(secrets.token_bytes(32))
+    os.chmod(key, 0o600)
+
+
+class _Failure:
+    """An exception on its way to another process: its class, arguments and attributes (our errors take keyword
+    arguments, which pickle cannot give back to their constructor)."""
+
+    def __init__(self, error: BaseException):
+        self.kind, self.args, self.state = type(error), error.args, dict(vars(error))
+
+    def error(self) -> BaseException:
+        made = self.kind.__new__(self.kind)
+        made.args = self.args
+        vars(made).update(self.state)
+        return made
+
+
+def _wire(outcomes: Sequence[AnyType]) -> list[AnyType]:
+    return [_Failure(o) if isinstance(o, BaseException) else o for o in outcomes]
+
+
+def _unwire(outcomes: Sequence[AnyType]) -> list[AnyType]:
+    return [o.error() if isinstance(o, _Failure) else o for o in outcomes]
+
+
+class Desk:
+    """The decider's side: answers every worker's batches through `decide`, one thread per connected worker."""
+
+    def __init__(self, folder: Path, decide: Callable[[list[AnyType]], Answered]):
+        address = folder / SOCKET
+        with contextlib.suppress(FileNotFoundError):
+            address.unlink()  # a socket file a dead decider left behind
+        self._decide = decide
+        self._listener = Listener(str(address), family="AF_UNIX", authkey=(folder / KEY).read_bytes())
+        self._connections: list[Connection] = []
+        self._guard = threading.Condition()
+        self._busy = 0  # batches being decided: close() waits for them to be answered
+        self._closed = False
+        threading.Thread(target=self._accept, name="rayon-decider", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection = self._listener.accept()
+            except (OSError, EOFError) as error:  # closed, or a caller without the key
+                if self._closed:
+                    return
+                log.warning("a worker could not connect to the decider: %s", error)
+                continue
+            with self._guard:
+                self._connections.append(connection)
+            threading.Thread(target=self._serve, args=(connection,), name="rayon-decider-worker",
+                             daemon=True).start()
+
+    def _serve(self, connection: Connection) -> None:
+        with connection:
+            while True:
+                try:
+                    tickets = connection.recv()
+                except (OSError, EOFError):  # the worker has gone, or close() shut the connection
+                    return
+                with self._guard:
+                    closing, self._busy = self._closed, self._busy + (not self._closed)
+                if closing:  # not decided: the worker decides it itself
+                    with contextlib.suppress(OSError):
+                        connection.send(None)
+                    return
+                try:
+                    self._answer(connection, tickets)
+                finally:
+                    with self._guard:
+                        self._busy -= 1
+                        self._guard.notify_all()
+
+    def _answer(self, connection: Connection, tickets: list[AnyType]) -> None:
+        try:
+            outcomes, meta = self._decide(tickets)
+            answer: AnyType = (_wire(outcomes), meta)
+        except Exception as error:  # every ticket's, as a batch run here gives it
+            answer = (_wire([error] * len(tickets)), None)
+        with contextlib.suppress(OSError):
+            connection.send(answer)
+
+    def close(self) -> None:
+        """Stop answering, once the batches being decided are answered: the workers then decide for themselves
+        (or one of them becomes the decider)."""
+        with self._guard:
+            self._closed = True
+            self._listener.close()
+            self._guard.wait_for(lambda: self._busy == 0, timeout=CLOSE_WAIT)
+            for connection in self._connections:
+                # wakes its thread from recv(), which then closes it (closing it here would not wake it)
+                with contextlib.suppress(OSError), socket.fromfd(connection.fileno(), socket.AF_UNIX,
+                                                                 socket.SOCK_STREAM) as duplicate:
+                    duplicate.shutdown(socket.SHUT_RDWR)
+
+
+class Forwarder:
+    """A worker's side: hands batches to the decider over one connection, made when first needed."""
+
+    def __init__(self, folder: Path):
+        self._address = str(folder / SOCKET)
+        self._key = (folder / KEY).read_bytes()
+        self._connection: Connection | None = None
+        self._guard = threading.Lock()
+
+    def forward(self, tickets: list[AnyType]) -> Answered | None:
+        """The decider's outcomes for `tickets` and the meta they were decided on; None when no decider took them
+        (then decide here). A StoreError when the decider went while deciding them: committed or not, nobody
+        can say here, and deciding them again could refuse what was just accepted."""
+        with self._guard:
+            if self._connection is not None and self._connection.poll(0):
+                self._drop()  # it answers only what it is asked: readable now means it closed since
+            try:
+                if self._connection is None:
+                    self._connection = Client(self._address, family="AF_UNIX", authkey=self._key)
+                self._connection.send(tickets)
+            except (OSError, EOFError):
+                self._drop()
+                return None  # it never had them
+            try:
+                answer = self._connection.recv()
+            except (OSError, EOFError):
+                self._drop()
+                raise StoreError("database", "the worker deciding for every worker of this server stopped while it "
+                                 "decided this submission, which may or may not be committed",
+                                 "read the reservation back to see where it stands") from None
+        if answer is None:
+            return None  # closing: it did not decide them
+        outcomes, meta = answer
+        return _unwire(outcomes), meta
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(OSError):
+                self._connection.close()
+            self._connection = None
+
+    def close(self) -> None:
+        """Close the connection to the decider."""
+        with self._guard:
+            self._drop()
+
+
+class SharedDecider:
+    """One worker's part in deciding for all the workers sharing `folder`: the decider's desk when this process
+    holds the lock, else a forwarder to the process that does."""
+
+    def __init__(self, folder: Path, decide: Callable[[list[AnyType]], Answered]):
+        self._folder, self._decide = folder, decide
+        self._lock = FileKeeper(str(folder / LOCK))
+        self._desk: Desk | None = None
+        self._forwarder = Forwarder(folder)
+        self._elect()
+
+    @property
+    def deciding(self) -> bool:
+        """Whether this process decides for the others."""
+        return self._desk is not None
+
+    def _elect(self) -> None:
+        if self._desk is None and self._lock.holds():
+            self._forwarder.close()
+            self._desk = Desk(self._folder, self._decide)
+            log.info("this worker (pid %d) decides the submissions of every worker", os.getpid())
+
+    def forward(self, tickets: list[AnyType]) -> Answered | None:
+        """The decider's answer to `tickets`, or None when this process must decide them itself: it is the decider,
+        or the decider did not answer (then this process becomes the decider if the lock is free)."""
+        if self._desk is None:
+            answered = self._forwarder.forward(tickets)
+            if answered is not None:
+                return answered
+            self._elect()
+        return None
+
+    def close(self) -> None:
+        """Stop deciding for others (and let the lock go) or forwarding to them."""
+        self._forwarder.close()
+        if self._desk is not None:
+            self._desk.close()
+            self._desk = None
+            with contextlib.suppress(FileNotFoundError):
+                (self._folder / SOCKET).unlink()
+        self._lock.release()

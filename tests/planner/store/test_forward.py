@@ -1,0 +1,116 @@
+"""One worker decides for all (planner/store/forward.py): another process's submissions are decided and committed
+by the decider, its errors come back as they were raised, and when the decider goes a worker decides itself and
+takes its place."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+from multiprocessing.connection import Listener
+from pathlib import Path
+from typing import Any as AnyType
+
+import pytest
+
+from planner.store.errors import StoreError
+from planner.store.facade import Store
+from planner.store.forward import KEY, SOCKET, Forwarder, _Failure, make_folder
+from rdl import parse_text
+from rdl.errors import RDLError, RDLErrors
+from tests.planner.support import cluster_text, pinned
+
+CLUSTER = cluster_text({"vcores": 8}, steps=60)
+
+
+def worker(path: str, folder: str, asked: AnyType, told: AnyType) -> None:
+    """Another worker process: submits what it is asked (name, start, bundles, owner), says what it got back and
+    whether it decides for itself, until asked for nothing."""
+    with Store.open(path) as store:
+        store.share_decisions(Path(folder))
+        while (wanted := asked.get(timeout=60)) is not None:
+            answers = []
+            for name, start, bundles, owner in wanted:
+                try:
+                    decision = store.submit(parse_text(pinned(name, start, 10, bundles))[0], "gree", actor=owner,
+                                            owner=owner)
+                    answers.append((name, decision.accepted, decision.reason.code if decision.reason else None))
+                except StoreError as error:
+                    answers.append((name, None, error.code))
+            assert store._shared is not None
+            told.put((answers, store._shared.deciding, store.known_meta()))
+
+
+def _log(path: Path) -> list[tuple[str, int]]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT reservation, accepted FROM rayon_log WHERE action = 'submit' "
+                                  "ORDER BY id").fetchall()
+
+
+def test_the_decider_decides_another_worker_s_batches_and_a_worker_takes_over_when_it_goes(tmp_path: Path) -> None:
+    path, folder = tmp_path / "plan.db", tmp_path / "workers"
+    folder.mkdir()
+    make_folder(folder)
+    decided: list[int] = []
+    decider = Store.open(path)
+    decider.init(CLUSTER)
+    decider.count_batches(decided.append)
+    decider.share_decisions(folder)
+    assert decider._shared is not None and decider._shared.deciding
+    context = multiprocessing.get_context("spawn")
+    asked, told = context.Queue(), context.Queue()
+    other = context.Process(target=worker, args=(str(path), str(folder), asked, told))
+    other.start()
+    try:
+        decider.submit(parse_text(pinned("mine", 0, 10, 4))[0], "gree", actor="alice", owner="alice")
+        asked.put([("theirs", 0, 4, "bob"), ("too-big", 0, 1, "bob"), ("mine", 20, 1, "bob")])
+        answers, deciding, meta = told.get(timeout=60)
+        # 4 + 4 fill the 8 vcores: the third asks for one more in the same steps; `mine` is alice's name
+        assert answers == [("theirs", True, None), ("too-big", False, "capacity"), ("mine", None, "forbidden")]
+        assert not deciding and sum(decided) == 1 + 3  # the decider's own batch and the forwarded one
+        assert meta == decider.known_meta()  # the worker learnt the plan it was decided on
+        decider.close()  # the decider goes: the worker decides itself, and decides for all from now on
+        asked.put([("later", 30, 8, "bob")])
+        answers, deciding, _ = told.get(timeout=60)
+        assert answers == [("later", True, None)] and deciding
+        assert sum(decided) == 4
+        asked.put(None)
+        other.join(60)
+        assert other.exitcode == 0
+    finally:
+        if other.is_alive():
+            other.kill()
+        decider.close()
+    assert _log(path) == [("mine", 1), ("theirs", 1), ("too-big", 0), ("later", 1)]
+
+
+def test_an_error_crosses_to_the_worker_as_it_was_raised() -> None:
+    import pickle
+
+    store_error = pickle.loads(pickle.dumps(_Failure(StoreError("forbidden", "not yours", "choose another")))).error()
+    assert isinstance(store_error, StoreError)
+    assert (store_error.code, store_error.message, store_error.hint) == ("forbidden", "not yours", "choose another")
+    try:
+        parse_text("reservation x { atom(")
+    except RDLErrors as errors:
+        crossed = pickle.loads(pickle.dumps(_Failure(errors))).error()
+        assert isinstance(crossed, RDLErrors) and crossed.render() == errors.render()
+        assert crossed.errors and all(isinstance(e, RDLError) for e in crossed.errors)
+
+
+def test_a_batch_the_decider_took_and_never_answered_is_an_error_and_is_not_decided_again(tmp_path: Path) -> None:
+    make_folder(tmp_path)
+    forwarder = Forwarder(tmp_path)
+    with Listener(str(tmp_path / SOCKET), family="AF_UNIX", authkey=(tmp_path / KEY).read_bytes()) as crashing:
+
+        def takes_it_and_dies() -> None:
+            with crashing.accept() as connection:
+                connection.recv()
+
+        decider = threading.Thread(target=takes_it_and_dies)
+        decider.start()
+        with pytest.raises(StoreError, match="may or may not be committed") as raised:
+            forwarder.forward(["a ticket"])
+        decider.join(30)
+    assert raised.value.code == "database"
+    assert forwarder.forward(["a ticket"]) is None  # nobody listens now: this worker decides it itself

@@ -13,17 +13,25 @@ from planner.store import group
 from planner.store.group import Batches
 
 
-def test_each_caller_gets_its_own_outcome_or_error_and_batches_form_while_one_runs() -> None:
-    running, release = threading.Event(), threading.Event()
-    seen: list[list[int]] = []
+class HeldFirst:
+    """A batch's run that holds the batch with item 0 until released (so others queue behind it), seeing each
+    batch; odd items fail, even ones give ten times themselves."""
 
-    def run(items: Sequence[int]) -> list[int | BaseException]:
-        seen.append(list(items))
+    def __init__(self) -> None:
+        self.running, self.release = threading.Event(), threading.Event()
+        self.seen: list[list[int]] = []
+
+    def __call__(self, items: Sequence[int]) -> list[int | BaseException]:
+        self.seen.append(list(items))
         if items[0] == 0:
-            running.set()
-            assert release.wait(30)
+            self.running.set()
+            assert self.release.wait(30)
         return [ValueError(f"odd {i}") if i % 2 else i * 10 for i in items]
 
+
+def test_each_caller_gets_its_own_outcome_or_error_and_batches_form_while_one_runs() -> None:
+    run = HeldFirst()
+    running, release, seen = run.running, run.release, run.seen
     batches: Batches[int, int] = Batches(run)
     answers: dict[int, object] = {}
 
@@ -121,16 +129,8 @@ def test_a_failed_batch_reaches_its_async_callers_and_the_idle_runner_ends(monke
 
 
 def test_items_run_together_join_the_next_batch_whole_and_get_their_outcomes_back() -> None:
-    running, release = threading.Event(), threading.Event()
-    seen: list[list[int]] = []
-
-    def run(items: Sequence[int]) -> list[int | BaseException]:
-        seen.append(list(items))
-        if items[0] == 0:
-            running.set()
-            assert release.wait(30)
-        return [ValueError(f"odd {i}") if i % 2 else i * 10 for i in items]
-
+    run = HeldFirst()
+    running, release, seen = run.running, run.release, run.seen
     batches: Batches[int, int] = Batches(run)
     first = threading.Thread(target=batches, args=(0,))
     first.start()

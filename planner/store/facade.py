@@ -81,6 +81,7 @@ class Store:
         self._submissions = Batches(self._forward_or_decide)
         self._distrust = 0  # batches still to read the plan before deciding (another writer was seen)
         self._shared: SharedDecider | None = None  # the worker processes this one decides with (share_decisions)
+        self._on_batch: Callable[[int], None] | None = None  # told each batch's size (count_batches)
 
     @property
     def engine(self) -> Engine:
@@ -126,8 +127,9 @@ class Store:
         self._db.on_commit = hook
 
     def count_batches(self, hook: Callable[[int], None] | None) -> None:
-        """Tell `hook` the size of each batch of submissions committed together (a server's metrics)."""
-        self._submissions.on_batch = hook
+        """Tell `hook` the size of each batch of submissions committed together (a server's metrics): the batches
+        this process writes, other workers' forwarded ones among them (share_decisions), not those it forwards."""
+        self._on_batch = hook
 
     def __enter__(self) -> Store:
         return self
@@ -234,6 +236,8 @@ class Store:
         each one's stored decision, or the error that refused it."""
         refused: dict[int, StoreError] = {}  # tickets whose name another user holds: left out of the decisions
         self._distrust = max(0, self._distrust - 1)
+        if self._on_batch is not None:
+            self._on_batch(len(tickets))
         for attempt in range(DECIDE_ATTEMPTS):
             last = attempt == DECIDE_ATTEMPTS - 1
             if not last:

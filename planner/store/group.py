@@ -62,7 +62,6 @@ class Batches(Generic[Item, Outcome]):
 
     run: Callable[[Sequence[Item]], Sequence[Outcome | BaseException]]
     sizes: dict[int, int] = field(default_factory=dict)
-    on_batch: Callable[[int], None] | None = None  # told each batch's size as it starts
     _waiting: list[_Slot[Item, Outcome]] = field(default_factory=list)
     _leading: bool = False
     _guard: threading.Lock = field(default_factory=threading.Lock)
@@ -157,8 +156,6 @@ class Batches(Generic[Item, Outcome]):
         """Run one batch and give each slot its outcome; nothing escapes, so every waiting caller is answered."""
         self.sizes[len(batch)] = self.sizes.get(len(batch), 0) + 1
         try:
-            if self.on_batch is not None:
-                self.on_batch(len(batch))
             outcomes: Sequence[Outcome | BaseException] = self.run([slot.item for slot in batch])
         except BaseException as error:  # handed to every caller of the batch, who raises it
             outcomes = [error] * len(batch)

@@ -226,8 +226,8 @@ def wrk_threads(connections: int) -> int:
 def run_wrk(url: str, seconds: float, connections: int, script: Path, *args: str, pids: list[int]) -> str:
     """One wrk run (`wrk_threads`) with a script; its figures as one printable line, with the CPU time the server's
     processes (`pids`) spent per request: the cost that other load on the machine does not blur."""
-    command = ["wrk", "-t", str(wrk_threads(connections)), "-c", str(connections), "-d", f"{seconds:g}s", "-s", str(script),
-               url, *(["--", *args] if args else [])]
+    command = ["wrk", "-t", str(wrk_threads(connections)), "-c", str(connections), "-d", f"{seconds:g}s",
+               "-s", str(script), url, *(["--", *args] if args else [])]
     before = cpu_seconds(pids)
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     after = cpu_seconds(pids)

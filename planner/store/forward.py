@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pickle
 import secrets
 import socket
 import threading
@@ -28,6 +29,7 @@ from typing import Any as AnyType
 
 from planner.store.errors import StoreError
 from planner.store.keeper import FileKeeper
+from rdl.errors import EXIT_INTERNAL, RayonError
 
 ENV_FOLDER = "RAYON_DECIDER_DIR"  # the workers' shared folder, set by the server for its worker processes
 LOCK, SOCKET, KEY = "decider.lock", "decider.sock", "decider.key"
@@ -47,26 +49,11 @@ def make_folder(folder: Path) -> None:
     os.chmod(key, 0o600)
 
 
-class _Failure:
-    """An exception on its way to another process: its class, arguments and attributes (our errors take keyword
-    arguments, which pickle cannot give back to their constructor)."""
-
-    def __init__(self, error: BaseException):
-        self.kind, self.args, self.state = type(error), error.args, dict(vars(error))
-
-    def error(self) -> BaseException:
-        made = self.kind.__new__(self.kind)
-        made.args = self.args
-        vars(made).update(self.state)
-        return made
-
-
-def _wire(outcomes: Sequence[AnyType]) -> list[AnyType]:
-    return [_Failure(o) if isinstance(o, BaseException) else o for o in outcomes]
-
-
-def _unwire(outcomes: Sequence[AnyType]) -> list[AnyType]:
-    return [o.error() if isinstance(o, _Failure) else o for o in outcomes]
+def _picklable(outcomes: Sequence[AnyType]) -> list[AnyType]:
+    """The outcomes with each error as one of ours saying what it was (our errors pickle: rdl/errors.py), for an
+    answer whose errors did not pickle."""
+    return [RayonError(f"{type(o).__name__}: {o}", code="internal", exit_code=EXIT_INTERNAL)
+            if isinstance(o, BaseException) and not isinstance(o, RayonError) else o for o in outcomes]
 
 
 class Desk:
@@ -121,11 +108,13 @@ class Desk:
     def _answer(self, connection: Connection, tickets: list[AnyType]) -> None:
         try:
             outcomes, meta = self._decide(tickets)
-            answer: AnyType = (_wire(outcomes), meta)
         except Exception as error:  # every ticket's, as a batch run here gives it
-            answer = (_wire([error] * len(tickets)), None)
+            outcomes, meta = [error] * len(tickets), None
         with contextlib.suppress(OSError):
-            connection.send(answer)
+            try:
+                connection.send((outcomes, meta))
+            except (pickle.PicklingError, TypeError, AttributeError):  # nothing was sent: an error did not pickle
+                connection.send((_picklable(outcomes), meta))
 
     def close(self) -> None:
         """Stop answering, once the batches being decided are answered: the workers then decide for themselves
@@ -174,7 +163,7 @@ class Forwarder:
         if answer is None:
             return None  # closing: it did not decide them
         outcomes, meta = answer
-        return _unwire(outcomes), meta
+        return outcomes, meta
 
     def _drop(self) -> None:
         if self._connection is not None:

@@ -15,9 +15,9 @@ import pytest
 
 from planner.store.errors import StoreError
 from planner.store.facade import Store
-from planner.store.forward import KEY, SOCKET, Forwarder, _Failure, make_folder
+from planner.store.forward import KEY, SOCKET, Desk, Forwarder, make_folder
 from rdl import parse_text
-from rdl.errors import RDLError, RDLErrors
+from rdl.errors import RayonError
 from tests.planner.support import cluster_text, pinned
 
 CLUSTER = cluster_text({"vcores": 8}, steps=60)
@@ -84,18 +84,33 @@ def test_the_decider_decides_another_worker_s_batches_and_a_worker_takes_over_wh
     assert _log(path) == [("mine", 1), ("theirs", 1), ("too-big", 0), ("later", 1)]
 
 
-def test_an_error_crosses_to_the_worker_as_it_was_raised() -> None:
-    import pickle
+class Unpicklable(Exception):
+    """An error holding what pickle cannot carry (a lock)."""
 
-    store_error = pickle.loads(pickle.dumps(_Failure(StoreError("forbidden", "not yours", "choose another")))).error()
-    assert isinstance(store_error, StoreError)
-    assert (store_error.code, store_error.message, store_error.hint) == ("forbidden", "not yours", "choose another")
+    def __init__(self) -> None:
+        super().__init__("holds a lock")
+        self.lock = threading.Lock()
+
+
+def test_errors_cross_to_the_worker_as_raised_and_one_that_cannot_is_said_as_an_internal_error(
+        tmp_path: Path) -> None:
+    make_folder(tmp_path)
+    refused = StoreError("forbidden", "not yours", "choose another")
+
+    def decide(tickets: list[AnyType]) -> tuple[list[AnyType], dict[str, str]]:
+        return [refused, Unpicklable(), "decided"], {"plan_id": "p"}
+
+    desk = Desk(tmp_path, decide)
     try:
-        parse_text("reservation x { atom(")
-    except RDLErrors as errors:
-        crossed = pickle.loads(pickle.dumps(_Failure(errors))).error()
-        assert isinstance(crossed, RDLErrors) and crossed.render() == errors.render()
-        assert crossed.errors and all(isinstance(e, RDLError) for e in crossed.errors)
+        answered = Forwarder(tmp_path).forward(["a", "b", "c"])
+    finally:
+        desk.close()
+    assert answered is not None
+    (crossed, lost, decided), meta = answered
+    assert isinstance(crossed, StoreError) and (crossed.code, crossed.message, crossed.hint) == (
+        "forbidden", "not yours", "choose another")
+    assert isinstance(lost, RayonError) and lost.code == "internal" and lost.message == "Unpicklable: holds a lock"
+    assert decided == "decided" and meta == {"plan_id": "p"}
 
 
 def test_a_batch_the_decider_took_and_never_answered_is_an_error_and_is_not_decided_again(tmp_path: Path) -> None:

@@ -3,14 +3,16 @@
 Every worker of `rayon serve --workers N` could decide submissions itself (each write checks the plan's version),
 but then each must first catch up with every decision the others committed: read their rows, parse their RDL,
 add them to its own plan, on every batch. With two workers that cost more than the second process gave
-(`benchmarks/api.py --wrk 10 --workers 2`: 2.6 ms of CPU per submission, against 1.5 ms for one process). So
+(`benchmarks/api.py --wrk 10 --workers 2`: 2.3-2.9 ms of CPU per submission, against 1.6-2.1 ms for one). So
 the worker holding the lock `decider.lock` in the workers' shared folder decides for all: it listens on
 `decider.sock` (Python's multiprocessing.connection, with a key only the workers can read), and the others hand
 it each of their batches and get back its decisions, with the plan's meta rows they were made on. The others
 still parse, validate and answer their own requests; they only stop deciding.
 
 Should the decider go (a crash, a restart), a worker finds nobody listening, decides that batch itself (the
-store's version checks keep that correct), and takes the lock if it is free, becoming the decider.
+store's version checks keep that correct), and takes the lock if it is free, becoming the decider. A batch the
+decider took and never answered is an error for its submissions (committed or not, only the store can say), not
+decided again: a second decision would refuse the name the first one may have accepted.
 """
 
 from __future__ import annotations

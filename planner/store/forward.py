@@ -25,6 +25,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Sequence
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any as AnyType
@@ -77,7 +78,7 @@ class Desk:
         while True:
             try:
                 connection = self._listener.accept()
-            except (OSError, EOFError) as error:  # closed, or a caller without the key
+            except (OSError, EOFError, AuthenticationError) as error:  # closed, or a caller without the key
                 if self._closed:
                     return
                 log.warning("a worker could not connect to the decider: %s", error)

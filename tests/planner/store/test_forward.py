@@ -7,7 +7,8 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import threading
-from multiprocessing.connection import Listener
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -129,3 +130,18 @@ def test_a_batch_the_decider_took_and_never_answered_is_an_error_and_is_not_deci
         decider.join(30)
     assert raised.value.code == "database"
     assert forwarder.forward(["a ticket"]) is None  # nobody listens now: this worker decides it itself
+
+
+def test_a_caller_without_the_key_is_refused_and_the_decider_goes_on_answering(tmp_path: Path) -> None:
+    make_folder(tmp_path)
+    desk = Desk(tmp_path, lambda tickets: ([t.upper() for t in tickets], None))
+    try:
+        with pytest.raises(AuthenticationError):
+            Client(str(tmp_path / SOCKET), family="AF_UNIX", authkey=b"not the key")
+        got: list[object] = []  # asked in a thread: a decider that stopped accepting would leave it waiting
+        asking = threading.Thread(target=lambda: got.append(Forwarder(tmp_path).forward(["a", "b"])), daemon=True)
+        asking.start()
+        asking.join(30)
+        assert got == [(["A", "B"], None)]
+    finally:
+        desk.close()

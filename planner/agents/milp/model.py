@@ -165,6 +165,9 @@ def compile_order(builder: _Builder, task: GroupTask, presence: pulp.LpAffineExp
 def _boundary(builder: _Builder, task: GroupTask, index: int, presence: pulp.LpAffineExpression) -> None:
     """Stage `index` ends by the split step σ, stage `index + 1` starts from it (and within the gap)."""
     model, problem = builder.model, builder.problem
+    if task.lo > task.hi:  # the order's window holds no step (its stages have no room either): it cannot be placed
+        problem += (presence == 0, builder.name(task.label, "no_room", index))
+        return
     steps = range(task.lo, task.hi + 1)
     split = {t: builder.problem.add_variable(builder.name(task.label, "split", index, t), cat="Binary") for t in steps}
     problem += (split[task.lo] == presence, builder.name(task.label, "split_on", index))

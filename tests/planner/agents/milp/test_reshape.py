@@ -163,3 +163,14 @@ def test_same_set_as_gree_l_never_more_changes(scenario: Scenario) -> None:
 @given(scenario=scenarios())
 def test_same_set_as_gree_l_never_more_changes_at_length(scenario: Scenario) -> None:
     check_smooth_and_valuable(scenario)
+
+
+def test_an_order_in_a_window_with_no_whole_step_is_rejected_beside_one_that_fits() -> None:
+    # `short` must end a minute after it is submitted (00:01), before its window opens (00:01:30): its order has no
+    # step at all to split its stages at (hypothesis found the MILP's model building on it and failing).
+    cluster = make_cluster({"vcores": 2}, 20)
+    fits, short = parse("reservation fits { atom(b={vcores: 1}, w=1m) }\n"
+                        "reservation short deadline=+1m { window(s=2026-11-23T00:01:30Z, e=2026-11-23T00:02:30Z, "
+                        "order(atom(b={vcores: 1}, w=1m), atom(b={vcores: 1}, w=1m))) }")
+    result = MilpAgent(time_limit=2.0).decide(Planner(cluster).plan, [(fits, START), (short, START)])
+    assert [(d.reservation, d.accepted) for d in result.decisions] == [("fits", True), ("short", False)]

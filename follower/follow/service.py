@@ -65,6 +65,7 @@ class Current:
     version: tuple[str, str, str]  # plan id, plan version, clock: what it was worked out from
     round: Round
     next_change: datetime | None
+    view: PlanView  # the plan's windows it was worked out on: the next version's view reuses those unchanged
 
 
 class QueuePublisher:
@@ -94,7 +95,10 @@ class QueuePublisher:
         app.include_router(router)
 
     def tick(self) -> None:
-        """Work out the round now and, with a target, publish it if it changed."""
+        """With a target, work out the round now and publish it if it changed. Without one there is nothing to
+        publish: `/v1/queues` works the round out when asked."""
+        if self.applier is None and self.target is None:
+            return
         current = self.current()
         if self.applier is not None:
             self.apply(current.round)
@@ -109,10 +113,12 @@ class QueuePublisher:
             if self._current is not None and self._current.version == version:
                 return self._current
             plan = self.store.load_plan()
-            view = PlanView(plan)
+            # Reservations unchanged since the last round keep their windows: one compile per new reservation,
+            # not one per accepted reservation at every step of a service that runs for months.
+            view = PlanView(plan, earlier=self._current.view if self._current is not None else None)
             now = units.parse_instant(meta["now"])
             (round,) = self.follower.rounds(view, now, plan.clock.at(view.step_of(now) + 1))
-            self._current = Current(version, round, self._next_change(view, round))
+            self._current = Current(version, round, self._next_change(view, round), view)
             return self._current
 
     def answer(self) -> dict[str, AnyType]:

@@ -48,6 +48,31 @@ def test_the_round_now_and_when_it_next_changes(store: Store) -> None:
     assert queue["guaranteed"]["vcores"] == 4
 
 
+def test_a_new_round_compiles_only_the_reservations_new_since_the_last(store: Store,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import follower.follow.follower as follower_module
+
+    compiled: list[str] = []
+    real = follower_module._windows_of
+    monkeypatch.setattr(follower_module, "_windows_of",
+                        lambda plan, accepted: compiled.append(accepted.reservation.name) or real(plan, accepted))
+    publisher = QueuePublisher(store, FollowTo.parse(f"yunikorn:{store.where}.queues.yaml"))
+    store.submit(one(pinned("a", 10, 20, 4)))
+    publisher.tick()
+    store.submit(one(pinned("b", 12, 20, 2)))
+    publisher.tick()
+    assert compiled == ["a", "b"]  # `a` once, not again for the round after `b` came
+    assert publisher.answer()["next_change"] == at(10)
+
+
+def test_without_a_target_the_round_is_worked_out_only_when_asked(store: Store) -> None:
+    store.submit(one(pinned("a", 10, 20, 4)))
+    publisher = QueuePublisher(store)
+    publisher.tick()  # nothing to publish: no work
+    assert publisher._current is None
+    assert publisher.answer()["next_change"] == at(10) and publisher._current is not None
+
+
 def test_the_file_is_written_when_the_round_changes_and_only_then(store: Store, tmp_path: Path) -> None:
     target = tmp_path / "yunikorn" / "queues.yaml"
     publisher = QueuePublisher(store, FollowTo.parse(f"yunikorn:{target}"))

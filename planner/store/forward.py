@@ -89,6 +89,13 @@ class Desk:
                              daemon=True).start()
 
     def _serve(self, connection: Connection) -> None:
+        try:
+            self._serve_batches(connection)
+        finally:
+            with self._guard:  # a service that runs for months keeps no dead worker's connection
+                self._connections.remove(connection)
+
+    def _serve_batches(self, connection: Connection) -> None:
         with connection:
             while True:
                 try:
@@ -163,10 +170,7 @@ class Forwarder:
                 raise StoreError("database", "the worker deciding for every worker of this server stopped while it "
                                  "decided this submission, which may or may not be committed",
                                  "read the reservation back to see where it stands") from None
-        if answer is None:
-            return None  # closing: it did not decide them
-        outcomes, meta = answer
-        return outcomes, meta
+        return answer  # None: it was closing and did not decide them
 
     def _drop(self) -> None:
         if self._connection is not None:
@@ -216,8 +220,6 @@ class SharedDecider:
         """Stop deciding for others (and let the lock go) or forwarding to them."""
         self._forwarder.close()
         if self._desk is not None:
-            self._desk.close()
+            self._desk.close()  # closing its listener removes the socket file
             self._desk = None
-            with contextlib.suppress(FileNotFoundError):
-                (self._folder / SOCKET).unlink()
         self._lock.release()

@@ -99,6 +99,10 @@ class Metrics:
         """Report the plan in this store and these jobs at every scrape, and time the store's commits."""
         self.scraped.register(PlanCollector(store))
         self.scraped.register(JobCollector(jobs))
+        self.watch_writes(store)
+
+    def watch_writes(self, store: Store) -> None:
+        """Time the store's commits and count its batches (also in the deciding process of `--workers`)."""
         store.time_commits(self.commits.observe)
         store.count_batches(self.batches.observe)
 

@@ -6,9 +6,9 @@ the plan stays as it was: a replan commits whole or not at all) and closes the s
 
 With several worker processes (`rayon serve --workers N`, `run_workers`) uvicorn's own supervisor runs
 them on the one listening socket: it restarts a worker that dies, and on SIGTERM passes the signal on
-to each (each ends as above) and returns once all have ended. One of the workers decides every
-submission, the others forward theirs to it (planner/store/forward.py): deciding in each would cost
-each the catching up with all the others' decisions.
+to each (each ends as above) and returns once all have ended. A process of their own decides every
+submission, and the workers forward theirs to it (planner/api/decider.py, planner/store/forward.py):
+deciding in each would cost each the catching up with all the others' decisions.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
 from planner.api.context import Service
+from planner.api.decider import DeciderProcess
 from planner.api.metrics import SHARED_DIR
 from planner.store.forward import ENV_FOLDER, make_folder
 
@@ -85,22 +86,27 @@ def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
         service.close()  # done already by the app's shutdown, unless a second Ctrl-C cut it short
 
 
-def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int) -> None:
+def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int,
+                decider: Callable[[], None]) -> None:
     """Serve the app `factory` builds in each of `count` worker processes, all on the listening socket, until a
-    signal ends them; returns once every worker has ended.
+    signal ends them, with `decider` deciding their submissions in a process of its own; returns once every
+    process has ended.
 
-    `factory` must pickle (the workers are fresh interpreters); each worker builds its own app over the one
-    plan store. Their metrics are counted in files of a folder made here and removed at the end."""
+    `factory` and `decider` must pickle (the processes are fresh interpreters); each worker builds its own app
+    over the one plan store. Their metrics are counted in files of a folder made here and removed at the end."""
     shared = tempfile.mkdtemp(prefix="rayon-metrics-")
     deciding = tempfile.mkdtemp(prefix="rayon-decider-")  # private (0700): where one worker decides for all
     make_folder(Path(deciding))
     os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
     os.environ[ENV_FOLDER] = deciding  # and this: each worker's store decides with the others (share_decisions)
+    deciding_process = DeciderProcess(decider, Path(deciding))
     try:
+        deciding_process.start()  # first: the workers find it listening
         config = uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
                                 access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
         Multiprocess(config, sockets=[sock]).run()
     finally:
+        deciding_process.stop()  # last: the workers' requests in flight are answered
         for name, folder in ((SHARED_DIR, shared), (ENV_FOLDER, deciding)):
             os.environ.pop(name, None)
             shutil.rmtree(folder, ignore_errors=True)

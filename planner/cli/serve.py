@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
@@ -256,7 +257,8 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_
              units.format_instant(store.now()), moving, tokens_for(tokens), processes, url_host, where[1])
     if app is None:
         store.close()  # each worker opens its own
-        server.run_workers(partial(worker_app, given, extensions), sock, given.log_level, given.workers)
+        server.run_workers(partial(worker_app, given, extensions), sock, given.log_level, given.workers,
+                           partial(decide_for_workers, given))
         return  # SIGHUP: the supervisor replaces the workers one by one, and the new ones read the token file
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
     server.run(app, sock, given.log_level)
@@ -283,6 +285,29 @@ def worker_app(given: Options, extensions: Callable[[Store], Sequence[Extension]
     app = build_app(given, extensions, load_tokens(given.tokens_path), store)
     server.tune_collector()
     return app
+
+
+def decide_for_workers(given: Options) -> None:
+    """The deciding process of `--workers`: the store, deciding every worker's submissions, and no HTTP, until
+    SIGTERM or SIGINT (then it finishes the batches it is deciding and exits 0)."""
+    from planner.api import server
+    from planner.api.metrics import Metrics
+
+    logs.configure(given.log_format, given.log_level, given.access_log)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the server's reload: the workers re-read the token file
+    store = open_store(given.state_path)
+    try:
+        Metrics().watch_writes(store)  # its commits and batches, counted with the workers' figures
+        store.share_decisions(Path(os.environ[ENV_FOLDER]))
+        server.tune_collector()  # the plan it holds out of the collector's walks, as in the workers
+        store.wait_to_decide(stop)  # at once, unless a worker decides meanwhile in place of a dead predecessor
+        while not stop.wait(1.0):
+            pass
+    finally:
+        store.close()
 
 
 @click.command("token", cls=RayonCommand)

@@ -215,6 +215,13 @@ class Store:
         of them decides every batch, the others forward theirs to it (planner/store/forward.py)."""
         self._shared = SharedDecider(folder, self._decide_for_others)
 
+    def wait_to_decide(self, stop: threading.Event, every: float = 1.0) -> bool:
+        """After `share_decisions`: wait until this process decides for the others (trying every `every` seconds)
+        or `stop` is set; whether it decides."""
+        if self._shared is None:
+            raise RuntimeError("wait_to_decide needs share_decisions first")
+        return self._shared.stand_by(stop, every)
+
     def _decide_for_others(self, tickets: builtins.list[_Ticket]) -> Answered:
         """Another worker's batch, decided in this process's next batch: the outcomes, and the meta rows after."""
         outcomes = self._submissions.run_many(tickets)

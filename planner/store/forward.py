@@ -1,13 +1,15 @@
-"""One deciding process for the worker processes of one server: the others forward their submissions to it.
+"""One deciding process for the worker processes of one server: the workers forward their submissions to it.
 
 Every worker of `rayon serve --workers N` could decide submissions itself (each write checks the plan's version),
 but then each must first catch up with every decision the others committed: read their rows, parse their RDL,
 add them to its own plan, on every batch. With two workers that cost more than the second process gave
 (`benchmarks/api.py --wrk 10 --workers 2`: 2.3-2.9 ms of CPU per submission, against 1.6-2.1 ms for one). So
-the worker holding the lock `decider.lock` in the workers' shared folder decides for all: it listens on
-`decider.sock` (Python's multiprocessing.connection, with a key only the workers can read), and the others hand
-it each of their batches and get back its decisions, with the plan's meta rows they were made on. The others
-still parse, validate and answer their own requests; they only stop deciding.
+the process holding the lock `decider.lock` in the server's shared folder decides for all (the server's deciding
+process, planner/api/decider.py, or a worker in its place): it listens on `decider.sock` (Python's
+multiprocessing.connection, with a key only the server's processes can read), and the workers hand it each of
+their batches and get back its decisions, with the plan's meta rows they were made on. The workers still parse,
+validate and answer their own requests; they only stop deciding. The batches waiting together, from any
+workers, are decided as one: one write transaction, one flush to disk.
 
 Should the decider go (a crash, a restart), a worker finds nobody listening, decides that batch itself (the
 store's version checks keep that correct), and takes the lock if it is free, becoming the decider. A batch the
@@ -26,7 +28,7 @@ import socket
 import threading
 from collections.abc import Callable, Sequence
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Connection, Listener, wait
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -60,7 +62,8 @@ def _picklable(outcomes: Sequence[AnyType]) -> list[AnyType]:
 
 
 class Desk:
-    """The decider's side: answers every worker's batches through `decide`, one thread per connected worker."""
+    """The decider's side: one thread answers every worker through `decide`, the batches that are waiting together
+    decided as one (one write transaction for all of them, as group commit does within a process)."""
 
     def __init__(self, folder: Path, decide: Callable[[list[AnyType]], Answered]):
         address = folder / SOCKET
@@ -69,10 +72,13 @@ class Desk:
         self._decide = decide
         self._listener = Listener(str(address), family="AF_UNIX", authkey=(folder / KEY).read_bytes())
         self._connections: list[Connection] = []
+        self._wake_reader, self._wake_writer = socket.socketpair()  # a new connection, or close(), wakes the loop
         self._guard = threading.Condition()
-        self._busy = 0  # batches being decided: close() waits for them to be answered
+        self._busy = False  # deciding: close() waits for those batches to be answered
         self._closed = False
-        threading.Thread(target=self._accept, name="rayon-decider", daemon=True).start()
+        threading.Thread(target=self._accept, name="rayon-decider-accept", daemon=True).start()
+        self._server = threading.Thread(target=self._serve, name="rayon-decider", daemon=True)
+        self._server.start()
 
     def _accept(self) -> None:
         while True:
@@ -85,44 +91,75 @@ class Desk:
                 continue
             with self._guard:
                 self._connections.append(connection)
-            threading.Thread(target=self._serve, args=(connection,), name="rayon-decider-worker",
-                             daemon=True).start()
+            self._wake()
 
-    def _serve(self, connection: Connection) -> None:
-        try:
-            self._serve_batches(connection)
-        finally:
-            with self._guard:  # a service that runs for months keeps no dead worker's connection
-                self._connections.remove(connection)
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_writer.send(b"\0")
 
-    def _serve_batches(self, connection: Connection) -> None:
-        with connection:
-            while True:
-                try:
-                    tickets = connection.recv()
-                except (OSError, EOFError):  # the worker has gone, or close() shut the connection
-                    return
+    def _serve(self) -> None:
+        with self._wake_reader, self._wake_writer:
+            while not self._closed:
                 with self._guard:
-                    closing, self._busy = self._closed, self._busy + (not self._closed)
-                if closing:  # not decided: the worker decides it itself
+                    connections = list(self._connections)
+                ready = wait([*connections, self._wake_reader])
+                if self._wake_reader in ready:
+                    with contextlib.suppress(OSError):
+                        self._wake_reader.recv(4096)
+                asking = [(c, tickets) for c in connections if c in ready and (tickets := self._receive(c)) is not None]
+                if asking:
+                    self._answer(asking)
+        with self._guard:  # closed: a batch sent meanwhile is answered "decide it yourself", not left unanswered
+            for connection in self._connections:
+                with contextlib.suppress(OSError, EOFError):
+                    while connection.poll(0):
+                        connection.recv()
+                        connection.send(None)
+                connection.close()
+            self._connections.clear()
+
+    def _receive(self, connection: Connection) -> list[AnyType] | None:
+        """A worker's batch; None when it has gone (then its connection is forgotten: a service that runs for
+        months keeps no dead worker's connection)."""
+        try:
+            tickets: list[AnyType] = connection.recv()
+            return tickets
+        except (OSError, EOFError):
+            with self._guard:
+                self._connections.remove(connection)
+            connection.close()
+            return None
+
+    def _answer(self, asking: list[tuple[Connection, list[AnyType]]]) -> None:
+        with self._guard:
+            closing = self._closed
+            self._busy = not closing
+        try:
+            if closing:  # not decided: each worker decides its batch itself
+                for connection, _ in asking:
                     with contextlib.suppress(OSError):
                         connection.send(None)
-                    return
-                try:
-                    self._answer(connection, tickets)
-                finally:
-                    with self._guard:
-                        self._busy -= 1
-                        self._guard.notify_all()
+                return
+            tickets = [ticket for _, batch in asking for ticket in batch]
+            try:
+                outcomes, meta = self._decide(tickets)
+            except Exception as error:  # every ticket's, as a batch run here gives it
+                outcomes, meta = [error] * len(tickets), None
+            at = 0
+            for connection, batch in asking:
+                self._send(connection, (outcomes[at:at + len(batch)], meta))
+                at += len(batch)
+        finally:
+            with self._guard:
+                self._busy = False
+                self._guard.notify_all()
 
-    def _answer(self, connection: Connection, tickets: list[AnyType]) -> None:
-        try:
-            outcomes, meta = self._decide(tickets)
-        except Exception as error:  # every ticket's, as a batch run here gives it
-            outcomes, meta = [error] * len(tickets), None
+    @staticmethod
+    def _send(connection: Connection, answer: Answered) -> None:
+        outcomes, meta = answer
         with contextlib.suppress(OSError):
             try:
-                connection.send((outcomes, meta))
+                connection.send(answer)
             except (pickle.PicklingError, TypeError, AttributeError):  # nothing was sent: an error did not pickle
                 connection.send((_picklable(outcomes), meta))
 
@@ -132,12 +169,9 @@ class Desk:
         with self._guard:
             self._closed = True
             self._listener.close()
-            self._guard.wait_for(lambda: self._busy == 0, timeout=CLOSE_WAIT)
-            for connection in self._connections:
-                # wakes its thread from recv(), which then closes it (closing it here would not wake it)
-                with contextlib.suppress(OSError), socket.fromfd(connection.fileno(), socket.AF_UNIX,
-                                                                 socket.SOCK_STREAM) as duplicate:
-                    duplicate.shutdown(socket.SHUT_RDWR)
+            self._guard.wait_for(lambda: not self._busy, timeout=CLOSE_WAIT)
+        self._wake()
+        self._server.join(CLOSE_WAIT)
 
 
 class Forwarder:
@@ -204,7 +238,15 @@ class SharedDecider:
         if self._desk is None and self._lock.holds():
             self._forwarder.close()
             self._desk = Desk(self._folder, self._decide)
-            log.info("this worker (pid %d) decides the submissions of every worker", os.getpid())
+            log.info("this process (pid %d) decides the submissions of every worker", os.getpid())
+
+    def stand_by(self, stop: threading.Event, every: float) -> bool:
+        """Try to become the decider every `every` seconds until this process is one, or `stop` is set; whether it
+        is (the server's deciding process, started again after a crash while a worker decides in its place)."""
+        while True:
+            self._elect()
+            if self.deciding or stop.wait(every):
+                return self.deciding
 
     def forward(self, tickets: list[AnyType]) -> Answered | None:
         """The decider's answer to `tickets`, or None when this process must decide them itself: it is the decider,

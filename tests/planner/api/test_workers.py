@@ -1,5 +1,6 @@
 """`rayon serve --workers N`: several processes on one port and one SQLite plan, counted as one server, one of
-them keeping the clock; SIGTERM ends them all (Linux: processes and locks are found through /proc)."""
+them keeping the clock and a process of their own deciding every submission; SIGTERM ends them all (Linux:
+processes, sockets and locks are found through /proc)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,30 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="fi
 WORKERS = 2
 
 
-def workers_of(server: Server, count: int = WORKERS) -> list[int]:
-    """The server's worker processes, once it has `count` of them (multiprocessing's own helper is no worker)."""
+def processes_of(server: Server, count: int = WORKERS + 1, other_than: int | None = None) -> list[int]:
+    """The server's worker processes and its deciding process, once it has `count` of them other than `other_than`
+    (multiprocessing's own helper is neither)."""
     deadline = time.monotonic() + 30
-    while len(found := [pid for pid in descendants(server.process.pid) if b"spawn_main" in command(pid)]) < count:
-        assert time.monotonic() < deadline, f"the server started {len(found)} of {count} workers"
+    while len(found := [pid for pid in descendants(server.process.pid)
+                        if b"spawn_main" in command(pid) and pid != other_than]) < count:
+        assert time.monotonic() < deadline, f"the server started {len(found)} of {count} processes"
         time.sleep(0.05)
     return found
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether a process holds the socket listening on `port` (the workers do; the deciding process does not)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                inodes.add(fields[9])
+    try:
+        links = {os.readlink(entry) for entry in Path(f"/proc/{pid}/fd").iterdir()}
+    except OSError:
+        return False
+    return any(f"socket:[{inode}]" in links for inode in inodes)
 
 
 def command(pid: int) -> bytes:
@@ -90,7 +108,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Server, Load]]:
 def test_worker_processes_share_one_sqlite_plan_without_over_committing_and_count_as_one(
         served: tuple[Server, Load]) -> None:
     server, load = served
-    assert len(workers_of(server)) == WORKERS
+    assert len(processes_of(server)) == WORKERS + 1
     answers = submit_shares(load, lambda _thread: server)
     assert len(answers) == 160 and 0 < sum(answers.values()) < 160
     with Store.open(server.state) as store:
@@ -103,7 +121,7 @@ def test_worker_processes_share_one_sqlite_plan_without_over_committing_and_coun
 
 def test_sigterm_ends_every_worker_and_the_server_exits_0(served: tuple[Server, Load]) -> None:
     server, _ = served
-    workers_of(server)
+    processes_of(server)
     started = descendants(server.process.pid)  # the workers, and multiprocessing's helper
     server.process.terminate()
     assert server.process.wait(timeout=30) == 0
@@ -121,7 +139,7 @@ def test_one_worker_keeps_the_clock_and_another_takes_over_when_it_dies(tmp_path
     server = start(state, tmp_path / "tokens.yaml", make_tokens(tmp_path / "tokens.yaml"), "--workers",
                    str(WORKERS), "--clock", "fast:600", "--follow-to", f"yunikorn:{queues}")  # 10 minutes a second
     try:
-        workers = workers_of(server)
+        workers = processes_of(server)
         holder = keeper(state)
         time.sleep(2)
         assert holder in workers and queues.exists()  # the keeper publishes the follower's round too
@@ -140,19 +158,21 @@ def test_one_worker_keeps_the_clock_and_another_takes_over_when_it_dies(tmp_path
 
 
 def decider_lock(worker: int) -> Path:
-    """The lock the deciding worker holds (in the folder the server gave its workers, planner/store/forward.py)."""
+    """The lock the deciding process holds (in the folder the server gave its processes, planner/store/forward.py)."""
     environment = dict(entry.split(b"=", 1) for entry in Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
                        if b"=" in entry)
     return Path(environment[ENV_FOLDER.encode()].decode()) / LOCK
 
 
-def test_one_worker_decides_for_all_and_when_it_is_killed_mid_load_nothing_accepted_is_lost(
+def test_a_process_of_its_own_decides_for_all_and_when_it_is_killed_mid_load_nothing_accepted_is_lost(
         served: tuple[Server, Load]) -> None:
     server, load = served
-    workers = workers_of(server)
-    lock = decider_lock(workers[0])
-    decider = lock_holder(lock, "no worker decides")
-    assert decider in workers
+    processes = processes_of(server)
+    lock = decider_lock(processes[0])
+    decider = lock_holder(lock, "nothing decides")
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    assert decider in processes and not listens(decider, port)  # it serves no HTTP request
+    assert all(listens(pid, port) for pid in processes if pid != decider)
     answers: dict[str, int | bool] = {}  # accepted or not; 503, or 0 (no answer): not known
 
     def run(thread: int) -> None:
@@ -176,6 +196,7 @@ def test_one_worker_decides_for_all_and_when_it_is_killed_mid_load_nothing_accep
         thread.join(60)
     assert len(answers) == 160
     assert lock_holder(lock, "no worker took over deciding", other_than=decider) != decider
+    assert len(processes_of(server, other_than=decider)) == WORKERS + 1  # and a new deciding process was started
     with Store.open(server.state) as store:
         accepted = {r.name for r in store.list(state="accepted")}
     assert {name for name, ok in answers.items() if ok is True} <= accepted  # what was answered accepted is kept

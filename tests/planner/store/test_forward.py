@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import threading
+import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
@@ -145,3 +146,76 @@ def test_a_caller_without_the_key_is_refused_and_the_decider_goes_on_answering(t
         assert got == [(["A", "B"], None)]
     finally:
         desk.close()
+
+
+def test_batches_waiting_together_are_decided_as_one_and_each_worker_gets_its_own_outcomes(tmp_path: Path) -> None:
+    make_folder(tmp_path)
+    calls: list[list[str]] = []
+    first_taken, release = threading.Event(), threading.Event()
+
+    def decide(tickets: list[AnyType]) -> tuple[list[AnyType], dict[str, str]]:
+        calls.append(list(tickets))
+        if len(calls) == 1:  # hold the first batch until two others are waiting
+            first_taken.set()
+            release.wait(30)
+        return [t.upper() for t in tickets], {"batch": str(len(calls))}
+
+    desk = Desk(tmp_path, decide)
+    got: dict[str, object] = {}
+
+    def ask(tickets: list[str]) -> threading.Thread:
+        def run() -> None:
+            got[tickets[0]] = Forwarder(tmp_path).forward(tickets)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    try:
+        asking = [ask(["a"])]
+        assert first_taken.wait(30)
+        asking += [ask(["b", "c"]), ask(["d"])]
+        deadline = time.monotonic() + 30
+        while len(desk._connections) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # connected, so their batches follow at once
+        release.set()
+        for thread in asking:
+            thread.join(30)
+    finally:
+        desk.close()
+    assert len(calls) == 2 and calls[0] == ["a"] and sorted(calls[1]) == ["b", "c", "d"]
+    assert got == {"a": (["A"], {"batch": "1"}), "b": (["B", "C"], {"batch": "2"}), "d": (["D"], {"batch": "2"})}
+
+
+def test_a_process_standing_by_becomes_the_decider_once_the_one_deciding_lets_go(tmp_path: Path) -> None:
+    path, folder = tmp_path / "plan.db", tmp_path / "workers"
+    folder.mkdir()
+    make_folder(folder)
+    holder = Store.open(path)
+    holder.init(CLUSTER)
+    holder.share_decisions(folder)
+    context = multiprocessing.get_context("spawn")
+    told = context.Queue()
+    try:
+        assert holder._shared is not None and holder._shared.deciding
+        waiting = context.Process(target=stand_by, args=(str(path), str(folder), told))
+        waiting.start()
+        assert told.get(timeout=60) == "waiting"
+        time.sleep(0.3)
+        assert told.empty()  # it cannot decide while `holder` does
+        holder.close()  # lets the lock go
+        assert told.get(timeout=60) == "deciding"
+        waiting.join(60)
+        assert waiting.exitcode == 0
+    finally:
+        holder.close()
+
+
+def stand_by(path: str, folder: str, told: AnyType) -> None:
+    """A deciding process started while another decides: says it waits, then that it decides once it does."""
+    with Store.open(path) as store:
+        store.share_decisions(Path(folder))
+        assert store._shared is not None and not store._shared.deciding
+        told.put("waiting")
+        assert store.wait_to_decide(threading.Event(), every=0.05)
+        told.put("deciding")

@@ -207,8 +207,18 @@ class Store:
                            validated_on: tuple[str, str, str] | None = None) -> Decision:
         """`submit` (not a dry run) for a coroutine: in the same batches, with no thread blocked while it waits
         (the batches' runner thread decides and commits)."""
-        return await self._submissions.run_async(
-            _Ticket(reservation, agent, actor, None, explain, validated, owner, validated_on))
+        ticket = _Ticket(reservation, agent, actor, None, explain, validated, owner, validated_on)
+        if self._shared is not None and isinstance(agent, str):  # a worker: straight from the loop to the decider
+            answered = await self._shared.forward_async(ticket)
+            if answered is not None:
+                outcome, meta = answered
+                if meta is not None:
+                    self._db.last_meta = meta
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                decision: Decision = outcome
+                return decision
+        return await self._submissions.run_async(ticket)
 
     def share_decisions(self, folder: Path) -> None:
         """Decide submissions together with the other worker processes of one server, which share `folder`: one

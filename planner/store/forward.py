@@ -19,6 +19,7 @@ decided again: a second decision would refuse the name the first one may have ac
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -38,6 +39,9 @@ from rdl.errors import EXIT_INTERNAL, RayonError
 
 ENV_FOLDER = "RAYON_DECIDER_DIR"  # the workers' shared folder, set by the server for its worker processes
 LOCK, SOCKET, KEY = "decider.lock", "decider.sock", "decider.key"
+LOST = ("the process deciding for every worker of this server stopped while it decided this submission, which may "
+        "or may not be committed")
+LOST_HINT = "read the reservation back to see where it stands"
 CLOSE_WAIT = 30.0  # seconds the decider waits, as it closes, for the batches it is deciding to be answered
 
 log = logging.getLogger("rayon.store")
@@ -201,9 +205,7 @@ class Forwarder:
                 answer = self._connection.recv()
             except (OSError, EOFError):
                 self._drop()
-                raise StoreError("database", "the worker deciding for every worker of this server stopped while it "
-                                 "decided this submission, which may or may not be committed",
-                                 "read the reservation back to see where it stands") from None
+                raise StoreError("database", LOST, LOST_HINT) from None
         return answer  # None: it was closing and did not decide them
 
     def _drop(self) -> None:
@@ -218,6 +220,95 @@ class Forwarder:
             self._drop()
 
 
+class LoopForwarder:
+    """A worker's side on its event loop (the HTTP server's submissions): what arrives within one turn of the loop
+    goes to the decider as one batch, with no thread between the request and the socket.
+
+    A thread between them (`Forwarder` under the store's group commit) cost each batch two hand-overs of the
+    interpreter, and on two cores those waits were much of a submission's time. Only connecting waits in a
+    thread, as a decider that accepts but does not answer the handshake must not stall the loop."""
+
+    def __init__(self, folder: Path):
+        self._address = str(folder / SOCKET)
+        self._key = (folder / KEY).read_bytes()
+        self._connection: Connection | None = None
+        self._waiting: list[tuple[AnyType, asyncio.Future[AnyType]]] = []
+        self._flushing = False
+
+    async def forward(self, ticket: AnyType) -> tuple[AnyType, dict[str, str] | None] | None:
+        """The decider's outcome for `ticket` and the meta it was decided on; None when no decider took it (then
+        decide here). Raises the StoreError `Forwarder.forward` raises for a batch taken and never answered."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[AnyType] = loop.create_future()
+        self._waiting.append((ticket, future))
+        if not self._flushing:
+            self._flushing = True
+            loop.call_soon(lambda: loop.create_task(self._flush()))  # after this turn's other requests
+        result: tuple[AnyType, dict[str, str] | None] | None = await future
+        return result
+
+    async def _flush(self) -> None:
+        """Send the waiting tickets as one batch, again and again while more have come meanwhile."""
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    answered = await self._exchange([ticket for ticket, _ in batch])
+                except BaseException as error:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(error)
+                    if not isinstance(error, Exception):
+                        raise
+                    continue
+                for index, (_, future) in enumerate(batch):
+                    if not future.done():
+                        future.set_result(None if answered is None else (answered[0][index], answered[1]))
+        finally:
+            self._flushing = False
+
+    async def _exchange(self, tickets: list[AnyType]) -> Answered | None:
+        if self._connection is not None and self._connection.poll(0):
+            self._drop()  # it answers only what it is asked: readable now means it closed since
+        try:
+            if self._connection is None:
+                self._connection = await asyncio.to_thread(Client, self._address, family="AF_UNIX",
+                                                           authkey=self._key)
+            self._connection.send(tickets)  # a batch is small beside the socket's buffer: this does not wait
+        except (OSError, EOFError):
+            self._drop()
+            return None  # it never had them
+        connection = self._connection
+        loop = asyncio.get_running_loop()
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def ready() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        loop.add_reader(connection.fileno(), ready)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(connection.fileno())
+        try:
+            answer: Answered | None = connection.recv()
+        except (OSError, EOFError):
+            self._drop()
+            raise StoreError("database", LOST, LOST_HINT) from None
+        return answer
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(OSError):
+                self._connection.close()
+            self._connection = None
+
+    def close(self) -> None:
+        """Close the connection to the decider."""
+        self._drop()
+
+
 class SharedDecider:
     """One worker's part in deciding for all the workers sharing `folder`: the decider's desk when this process
     holds the lock, else a forwarder to the process that does."""
@@ -227,6 +318,7 @@ class SharedDecider:
         self._lock = FileKeeper(str(folder / LOCK))
         self._desk: Desk | None = None
         self._forwarder = Forwarder(folder)
+        self._loop_forwarder = LoopForwarder(folder)
         self._elect()
 
     @property
@@ -258,9 +350,18 @@ class SharedDecider:
             self._elect()
         return None
 
+    async def forward_async(self, ticket: AnyType) -> tuple[AnyType, dict[str, str] | None] | None:
+        """The decider's outcome for one ticket, forwarded from the event loop with the others of its turn, and the
+        meta it was decided on; None when this process must decide it itself (the store's own batches then
+        forward it again or elect this process)."""
+        if self._desk is not None:
+            return None
+        return await self._loop_forwarder.forward(ticket)
+
     def close(self) -> None:
         """Stop deciding for others (and let the lock go) or forwarding to them."""
         self._forwarder.close()
+        self._loop_forwarder.close()
         if self._desk is not None:
             self._desk.close()  # closing its listener removes the socket file
             self._desk = None

@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL, Connection, Dialect, Engine
 
 from planner.core.decision import Reason
 from planner.core.plan import Allocation
+from planner.store import driver
 from rdl import units
 from rdl.tree import Resources
 
@@ -154,7 +155,6 @@ _WRITE_META = meta.update().where(meta.c.key == sa.bindparam("meta_key")).values
 FIND_RESERVATION = sa.select(reservations.c.id, reservations.c.state).where(
     reservations.c.name == sa.bindparam("name"))
 _LEASE_KEYS = ("reservation_id", "atom", "instance", "start_step", "end_step", "bundles", "bundle")
-_lease_inserts: dict[str, tuple[str, tuple[str, ...] | None]] = {}
 
 # -- engines and transactions -------------------------------------------------------------------------------
 
@@ -232,13 +232,15 @@ def has_tables(connection: Connection) -> bool:
 
 
 def read_meta(connection: Connection) -> dict[str, str]:
-    """The meta rows as a dict."""
-    return {row.key: row.value for row in connection.execute(_READ_META)}
+    """The meta rows as a dict (read at the start of every transaction: straight from the driver)."""
+    prepared = driver.STATEMENTS.get("read meta", connection.dialect, lambda: _READ_META)
+    return {key: value for key, value in connection.exec_driver_sql(prepared.sql)}
 
 
 def write_meta(connection: Connection, values: dict[str, str]) -> None:
     """Set meta keys (the rows exist: `create` writes every key)."""
-    connection.execute(_WRITE_META, [{"meta_key": k, "meta_value": v} for k, v in values.items()])
+    driver.execute_many(connection, driver.STATEMENTS.get("write meta", connection.dialect, lambda: _WRITE_META),
+                        [{"meta_key": k, "meta_value": v} for k, v in values.items()])
 
 
 def create(connection: Connection, values: dict[str, str], replace: bool) -> None:
@@ -254,30 +256,14 @@ def create(connection: Connection, values: dict[str, str], replace: bool) -> Non
 
 def insert_leases(connection: Connection, held: Iterable[tuple[int, Iterable[Allocation]]]) -> None:
     """Store allocations as lease rows (`held`: each reservation's row id and its allocations), in one
-    statement, each bundle shape serialised once.
-
-    The rows go straight to the driver's executemany (the statement is still Core's, compiled once
-    per dialect): SQLAlchemy's per-row parameter handling was most of the cost of storing a decision.
-    """
-    sql, order = _lease_insert(connection.dialect)
+    statement, each bundle shape serialised once."""
     shapes: dict[Resources, str] = {}
     rows = [{"reservation_id": reservation_id, "atom": a.atom, "instance": a.instance, "start_step": a.start,
              "end_step": a.end, "bundles": a.bundles,
              "bundle": shapes.get(a.bundle) or shapes.setdefault(a.bundle, json.dumps(dict(a.bundle.items())))}
             for reservation_id, allocations in held for a in allocations]
-    if rows:
-        params: AnyType = [tuple(row[k] for k in order) for row in rows] if order is not None else rows
-        connection.exec_driver_sql(sql, params)
-
-
-def _lease_insert(dialect: Dialect) -> tuple[str, tuple[str, ...] | None]:
-    """The lease INSERT in the driver's own parameter style, and the parameter order when positional."""
-    key = f"{dialect.name}:{dialect.paramstyle}"
-    if key not in _lease_inserts:
-        compiled = leases.insert().inline().compile(dialect=dialect, column_keys=list(_LEASE_KEYS))
-        order = tuple(compiled.positiontup or ()) if compiled.positional else None
-        _lease_inserts[key] = (compiled.string, order)
-    return _lease_inserts[key]
+    driver.execute_many(connection, driver.STATEMENTS.get("leases", connection.dialect,
+                                                          lambda: leases.insert().inline(), _LEASE_KEYS), rows)
 
 
 def read_leases(connection: Connection, ids: AnyType) -> dict[int, list[Allocation]]:

@@ -16,7 +16,7 @@ from planner.core.compile import Clock
 from planner.core.decision import Decision
 from planner.core.plan import Accepted, Allocation
 from planner.replan import adapt
-from planner.store import queries, schema
+from planner.store import driver, queries, schema
 from planner.store.records import CapacityReport, Record, ReplanOutcome
 from planner.store.rendering import Instants, allocation_json, decision_json
 from rdl import units
@@ -46,10 +46,16 @@ def log_row(action: str, actor: str | None, name: str | None, request: str | Non
                 clock=clock)
 
 
+LOG_KEYS = ("time", "actor", "action", "reservation", "request", "accepted", "reason_code", "reason", "decision",
+            "clock")  # log_row's
+RESERVATION_KEYS = ("name", "rdl", "user", "queue", "value", "priority", "submitted", "state", "agent", "decided",
+                    "updated", "reason_code", "reason", "version")  # a decided reservation's row (`Rows._insert`)
+
+
 def append_log(connection: Connection, rows: Sequence[dict[str, AnyType]]) -> None:
     """Append rows to the decision log, in one statement however many."""
-    if rows:
-        connection.execute(schema.log.insert(), list(rows))
+    driver.execute_many(connection, driver.STATEMENTS.get("log", connection.dialect, lambda: schema.log.insert(),
+                                                          LOG_KEYS), rows)
 
 
 @dataclass(frozen=True)
@@ -192,9 +198,8 @@ class Rows:
                 state="accepted" if decision.accepted else "rejected", agent=decision.extra.get("agent"),
                 decided=decided, updated=decided, reason_code=reason.code if reason else None,
                 reason=reason.to_json() if reason else None, version=version))
-        table = schema.reservations
-        ids = self.connection.execute(table.insert().returning(table.c.id, sort_by_parameter_order=True),
-                                      rows).scalars().all()
+        ids = driver.insert_returning(self.connection, driver.STATEMENTS.get(
+            "reservation", self.connection.dialect, driver.returning_id(schema.reservations), RESERVATION_KEYS), rows)
         schema.insert_leases(self.connection, [(row_id, item.decision.allocations)
                                                for row_id, (item, _, _) in zip(ids, inserted, strict=True)])
 

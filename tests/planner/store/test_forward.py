@@ -4,6 +4,7 @@ takes its place."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import sqlite3
 import threading
@@ -17,7 +18,7 @@ import pytest
 
 from planner.store.errors import StoreError
 from planner.store.facade import Store
-from planner.store.forward import KEY, SOCKET, Desk, Forwarder, make_folder
+from planner.store.forward import KEY, SOCKET, Desk, Forwarder, LoopForwarder, make_folder
 from rdl import parse_text
 from rdl.errors import RayonError
 from tests.planner.support import cluster_text, pinned
@@ -219,3 +220,27 @@ def stand_by(path: str, folder: str, told: AnyType) -> None:
         told.put("waiting")
         assert store.wait_to_decide(threading.Event(), every=0.05)
         told.put("deciding")
+
+
+def test_from_an_event_loop_the_submissions_of_one_turn_go_as_one_batch_and_none_without_a_decider(
+        tmp_path: Path) -> None:
+    make_folder(tmp_path)
+    calls: list[list[str]] = []
+
+    def decide(tickets: list[AnyType]) -> tuple[list[AnyType], dict[str, str]]:
+        calls.append(list(tickets))
+        return [t.upper() for t in tickets], {"plan_id": "p"}
+
+    async def three(forwarder: LoopForwarder) -> list[AnyType]:
+        return list(await asyncio.gather(*(forwarder.forward(ticket) for ticket in ("a", "b", "c"))))
+
+    desk = Desk(tmp_path, decide)
+    forwarder = LoopForwarder(tmp_path)
+    try:
+        answers = asyncio.run(three(forwarder))
+        assert calls == [["a", "b", "c"]]
+        assert answers == [("A", {"plan_id": "p"}), ("B", {"plan_id": "p"}), ("C", {"plan_id": "p"})]
+    finally:
+        desk.close()
+    assert asyncio.run(three(forwarder)) == [None, None, None]  # nobody listens: each is decided where it is
+    forwarder.close()

@@ -1,7 +1,7 @@
 """Submissions and listings per second through the HTTP API (`rayon serve` on loopback, SQLite), under load.
 
     python benchmarks/api.py [--threads 8] [--count 500] [--lists 100] [--seed 11] [--no-explain] [--week] [--verbose]
-    python benchmarks/api.py --wrk 10 [--threads 8] [--count 3000] [--no-explain] [--workers 2]
+    python benchmarks/api.py --wrk 10 [--threads 8] [--count 3000] [--no-explain] [--workers 2] [--decider process]
 
 Starts `rayon serve` on a fresh SQLite plan and drives it from client threads in this
 process, each thread with its own user's token: first every thread submits `--count` reservations
@@ -21,7 +21,8 @@ connections, then submissions of the same load (each wrk thread its own slice of
 so that the ratio of the two shows what deciding and committing cost beside serving a request at all.
 Each phase also prints the CPU time the server's processes spent per request (from Linux /proc): the cost,
 which other load on the machine does not blur as it blurs the rate. `--workers N` starts `rayon serve
---workers N` (N processes on one port and one store).
+--workers N` (N processes on one port and one store), `--decider process|inline` passes that on: where the
+submissions are decided (a process of its own, or a serving process).
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print every answer other than 2xx")
     parser.add_argument("--wrk", type=float, metavar="SECONDS", help="drive the server with wrk for SECONDS per phase")
     parser.add_argument("--workers", type=int, default=1, help="with --wrk: the server's worker processes")
+    parser.add_argument("--decider", choices=("inline", "process"),
+                        help="with --wrk: where the server decides (its default: process with several workers)")
     args = parser.parse_args()
     if args.wrk:
         with_wrk(args)
@@ -255,11 +258,14 @@ def with_wrk(args: argparse.Namespace) -> None:
         (folder / "submit.lua").write_text(WRK_SCRIPT)
         (folder / "latency.lua").write_text(WRK_LATENCY)
         total = sum(len(share) for share in load.shares)
-        print(f"wrk, {args.threads} connections, {args.wrk:g} s per phase; {args.workers} server process"
-              f"{'es' if args.workers > 1 else ''}, SQLite on loopback, explain "
-              f"{'off' if args.no_explain else 'on'}; {total:,} reservations of the concurrency test load ready")
-        with running(state, token_file, tokens, "--workers", str(args.workers)) as server:
-            settle(server.url, args.workers)
+        apart = args.decider == "process" or (args.decider is None and args.workers > 1)
+        print(f"wrk, {args.threads} connections, {args.wrk:g} s per phase; {args.workers} serving process"
+              f"{'es' if args.workers > 1 else ''}{' and a deciding process' if apart else ''}, SQLite on loopback, "
+              f"explain {'off' if args.no_explain else 'on'}; {total:,} reservations of the concurrency test load "
+              "ready")
+        decider = ("--decider", args.decider) if args.decider else ()
+        with running(state, token_file, tokens, "--workers", str(args.workers), *decider) as server:
+            settle(server.url, args.workers + apart)
             pids = [server.process.pid, *descendants(server.process.pid)]
             ceiling = run_wrk(server.url + "/v1/health", args.wrk, args.threads, folder / "latency.lua", pids=pids)
             print(f"  ceiling  {ceiling}   (GET /v1/health: serving a request at all)")

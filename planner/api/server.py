@@ -87,10 +87,10 @@ def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
 
 
 def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int,
-                decider: Callable[[], None]) -> None:
+                decider: Callable[[], None] | None) -> None:
     """Serve the app `factory` builds in each of `count` worker processes, all on the listening socket, until a
-    signal ends them, with `decider` deciding their submissions in a process of its own; returns once every
-    process has ended.
+    signal ends them, with `decider` deciding their submissions in a process of its own (None: one of the workers
+    decides for all); returns once every process has ended.
 
     `factory` and `decider` must pickle (the processes are fresh interpreters); each worker builds its own app
     over the one plan store. Their metrics are counted in files of a folder made here and removed at the end."""
@@ -99,14 +99,16 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
     make_folder(Path(deciding))
     os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
     os.environ[ENV_FOLDER] = deciding  # and this: each worker's store decides with the others (share_decisions)
-    deciding_process = DeciderProcess(decider, Path(deciding))
+    deciding_process = DeciderProcess(decider, Path(deciding)) if decider is not None else None
     try:
-        deciding_process.start()  # first: the workers find it listening
+        if deciding_process is not None:
+            deciding_process.start()  # first: the workers find it listening
         config = uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
                                 access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
         Multiprocess(config, sockets=[sock]).run()
     finally:
-        deciding_process.stop()  # last: the workers' requests in flight are answered
+        if deciding_process is not None:
+            deciding_process.stop()  # last: the workers' requests in flight are answered
         for name, folder in ((SHARED_DIR, shared), (ENV_FOLDER, deciding)):
             os.environ.pop(name, None)
             shutil.rmtree(folder, ignore_errors=True)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 MAX_WORKERS = 64
+DECIDERS = ("inline", "process")
 PATHS = ("state", "tokens")  # configuration keys whose relative paths count from the configuration file's folder
 NULL = "tag:yaml.org,2002:null"
 log = logging.getLogger("rayon.serve")
@@ -121,6 +122,7 @@ class Options:
     replan_every: float | None
     replan_time_limit: float
     workers: int = 1
+    decider: str | None = None  # `inline` or `process`; None: `process` with several workers, else `inline`
     extra: Mapping[str, object] = field(default_factory=dict)  # options a command built on this one adds
 
 
@@ -218,6 +220,10 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
 @click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=1, show_default=True,
               help="Worker processes serving the one plan on the one port, for more requests per second on "
               "several cores; one of them keeps the clock.")
+@click.option("--decider", type=click.Choice(DECIDERS), help="Where submissions are decided: `process`, a process of "
+              "its own beside the workers (the default with several workers; on two cores or more it answers the most "
+              "submissions a second, with one worker too); `inline`, in the serving process (the default with one "
+              "worker: a single process; with several, one of the workers decides for all).")
 @click.pass_context
 def serve(ctx: click.Context, config_path: str | None, **_: object) -> None:  # the options: `options(ctx)`
     """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
@@ -241,7 +247,8 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_
 
     tokens = load_tokens(given.tokens_path)
     store = open_store(given.state_path)
-    app = None if given.workers > 1 else build_app(given, extensions, tokens, store)
+    apart = given.decider == "process" or (given.decider is None and given.workers > 1)
+    app = None if given.workers > 1 or apart else build_app(given, extensions, tokens, store)
     sock = bind(given.host, given.port)
     where = sock.getsockname()
     url_host = f"[{where[0]}]" if ":" in where[0] else where[0]
@@ -252,13 +259,17 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_
     clock = given.clock
     moving = {"manual": "moves only with `rayon advance`", "wall": "follows the wall clock",
               "fast": f"runs {clock.rate:g} times faster than real time"}[clock.kind]
-    processes = f"{given.workers} worker processes; " if app is None else ""
+    processes = ""
+    if app is None and apart:
+        processes = f"{given.workers} worker process{'es' if given.workers > 1 else ''} and a deciding process; "
+    elif app is None:
+        processes = f"{given.workers} worker processes, one of them deciding; "
     log.info("rayon serve: plan store %s; plan clock %s (%s); %s; %slistening on http://%s:%d", store.where,
              units.format_instant(store.now()), moving, tokens_for(tokens), processes, url_host, where[1])
     if app is None:
         store.close()  # each worker opens its own
         server.run_workers(partial(worker_app, given, extensions), sock, given.log_level, given.workers,
-                           partial(decide_for_workers, given))
+                           partial(decide_for_workers, given) if apart else None)
         return  # SIGHUP: the supervisor replaces the workers one by one, and the new ones read the token file
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
     server.run(app, sock, given.log_level)

@@ -25,14 +25,15 @@ class Prepared:
     """A statement in the driver's own SQL and parameter style, and how to turn a row of values into parameters."""
 
     sql: str
-    order: tuple[str, ...] | None  # the parameters' order when the style is positional
-    processors: Mapping[str, Callable[[AnyType], AnyType]]  # by parameter, where the column's type converts
+    keys: tuple[str, ...]  # the parameters, in order when the style is positional
+    positional: bool
+    converters: tuple[Callable[[AnyType], AnyType] | None, ...]  # each parameter's bind processor, if its type has one
 
     def parameters(self, row: Mapping[str, AnyType]) -> AnyType:
         """One row's parameters as the driver takes them."""
-        converted = {key: (self.processors[key](value) if key in self.processors else value)
-                     for key, value in row.items()}
-        return tuple(converted[key] for key in self.order) if self.order is not None else converted
+        values = tuple(row[key] if convert is None else convert(row[key])
+                       for key, convert in zip(self.keys, self.converters, strict=True))
+        return values if self.positional else dict(zip(self.keys, values, strict=True))
 
 
 class Statements:
@@ -57,13 +58,9 @@ class Statements:
     def _prepare(dialect: Dialect, statement: Insert | Update | Select[AnyType], keys: Sequence[str] | None,
                  ) -> Prepared:
         compiled = statement.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)
-        order = tuple(compiled.positiontup or ()) if compiled.positional else None
-        processors = {}
-        for name, bind in compiled.binds.items():
-            processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if processor is not None:
-                processors[name] = processor
-        return Prepared(compiled.string, order, processors)
+        names = tuple(compiled.positiontup or ()) if compiled.positional else tuple(compiled.binds)
+        converters = tuple(compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names)
+        return Prepared(compiled.string, names, bool(compiled.positional), converters)
 
 
 STATEMENTS = Statements()
@@ -75,12 +72,18 @@ def execute_many(connection: Connection, prepared: Prepared, rows: Sequence[Mapp
         connection.exec_driver_sql(prepared.sql, [prepared.parameters(row) for row in rows])
 
 
-def insert_returning(connection: Connection, prepared: Prepared, rows: Sequence[Mapping[str, AnyType]],
-                     ) -> list[int]:
-    """Insert the rows one statement each (so each id is known to belong to its row), returning their ids."""
-    return [int(connection.exec_driver_sql(prepared.sql, prepared.parameters(row)).scalar_one()) for row in rows]
+def names_in(table: sa.Table, count: int) -> Callable[[], Select[AnyType]]:
+    """A SELECT of the id, user and state of `count` named rows of `table` (parameters `n0`, `n1`, ...)."""
+    columns = (table.c.id, table.c.name, table.c.user, table.c.state)
+    return lambda: sa.select(*columns).where(table.c.name.in_([sa.bindparam(f"n{i}") for i in range(count)]))
 
 
-def returning_id(table: sa.Table) -> Callable[[], Insert]:
-    """An INSERT into `table` that returns the new row's id."""
-    return lambda: table.insert().returning(table.c.id)
+def named_rows(connection: Connection, table: sa.Table, names: Sequence[str]) -> Sequence[AnyType]:
+    """The rows (id, name, user, state) of `table` holding these names, in one statement."""
+    if not names:
+        return []
+    count = 1 << (len(names) - 1).bit_length()  # a statement per power of two, the last name repeated to fill it
+    padded = [*names, *[names[-1]] * (count - len(names))]
+    prepared = STATEMENTS.get(f"{table.name} named {count}", connection.dialect, names_in(table, count))
+    return connection.exec_driver_sql(prepared.sql, prepared.parameters(
+        {f"n{i}": name for i, name in enumerate(padded)})).all()

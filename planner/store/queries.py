@@ -15,15 +15,13 @@ from typing import Any as AnyType
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from planner.store import schema
+from planner.store import driver, schema
 from planner.store.records import Holding, LogEntry, Owner, Page, Record, record_of
 from rdl.cluster import Cluster
 from rdl.shape import step_ceil, step_floor
 
 reservations, leases, log = schema.reservations, schema.leases, schema.log
 _OWNER = sa.select(reservations.c.user, reservations.c.state).where(reservations.c.name == sa.bindparam("name"))
-_NAMED = sa.select(reservations.c.id, reservations.c.name, reservations.c.user, reservations.c.state).where(
-    reservations.c.name.in_(sa.bindparam("names", expanding=True)))
 
 
 def state_of(connection: Connection, name: str) -> str | None:
@@ -49,8 +47,8 @@ class Named:
 
 def named(connection: Connection, wanted: Iterable[str]) -> dict[str, Named]:
     """The stored reservations of these names (one query for a whole batch), by name."""
-    return {row.name: Named(row.id, row.user, row.state)
-            for row in connection.execute(_NAMED, {"names": sorted(set(wanted))})}
+    return {name: Named(row_id, user, state)
+            for row_id, name, user, state in driver.named_rows(connection, reservations, sorted(set(wanted)))}
 
 
 def names(connection: Connection, user: str | None) -> list[str]:

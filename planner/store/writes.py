@@ -198,10 +198,13 @@ class Rows:
                 state="accepted" if decision.accepted else "rejected", agent=decision.extra.get("agent"),
                 decided=decided, updated=decided, reason_code=reason.code if reason else None,
                 reason=reason.to_json() if reason else None, version=version))
-        ids = driver.insert_returning(self.connection, driver.STATEMENTS.get(
-            "reservation", self.connection.dialect, driver.returning_id(schema.reservations), RESERVATION_KEYS), rows)
-        schema.insert_leases(self.connection, [(row_id, item.decision.allocations)
-                                               for row_id, (item, _, _) in zip(ids, inserted, strict=True)])
+        table = schema.reservations
+        driver.execute_many(self.connection, driver.STATEMENTS.get(
+            "reservations", self.connection.dialect, lambda: table.insert().inline(), RESERVATION_KEYS), rows)
+        names = [item.reservation.name for item, _, _ in inserted]
+        ids = {name: row_id for row_id, name, _, _ in driver.named_rows(self.connection, table, names)}
+        schema.insert_leases(self.connection, [(ids[item.reservation.name], item.decision.allocations)
+                                               for item, _, _ in inserted])
 
     def _replace_leases(self, name: str, allocations: Iterable[Allocation]) -> int:
         """Give the named reservation these leases instead of its own; returns its row id."""

@@ -202,3 +202,33 @@ def test_a_process_of_its_own_decides_for_all_and_when_it_is_killed_mid_load_not
     assert {name for name, ok in answers.items() if ok is True} <= accepted  # what was answered accepted is kept
     assert not accepted & {name for name, ok in answers.items() if ok is False}
     assert stored_violations(server.state) == []
+
+
+def test_one_worker_with_a_deciding_process_of_its_own_serves_the_plan_and_sigterm_ends_both(tmp_path: Path) -> None:
+    load = Load.make(4, 40)
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(load.cluster, "cluster.yaml")
+    tokens = make_tokens(tmp_path / "tokens.yaml", {f"u{thread}": "user" for thread in range(4)})
+    server = start(state, tmp_path / "tokens.yaml", tokens, "--decider", "process")
+    try:
+        processes = processes_of(server, 2)
+        decider = lock_holder(decider_lock(processes[0]), "nothing decides")
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        (worker,) = [pid for pid in processes if pid != decider]
+        assert listens(worker, port) and not listens(decider, port)
+        answers = submit_shares(load, lambda _thread: server)
+        assert len(answers) == 160 and 0 < sum(answers.values()) < 160
+        with Store.open(state) as store:
+            assert {r.name for r in store.list(state="accepted")} == {name for name, ok in answers.items() if ok}
+        assert stored_violations(state) == []
+        started = descendants(server.process.pid)
+        server.process.terminate()
+        assert server.process.wait(timeout=30) == 0
+        deadline = time.monotonic() + 10
+        while any(exists(pid) for pid in started):
+            assert time.monotonic() < deadline, "a process of the server outlived it"
+            time.sleep(0.05)
+    finally:
+        if server.process.poll() is None:
+            stop(server)

@@ -206,7 +206,8 @@ class Store:
                            explain: bool = True, validated: bool = False, owner: str | None = None,
                            validated_on: tuple[str, str, str] | None = None) -> Decision:
         """`submit` (not a dry run) for a coroutine: in the same batches, with no thread blocked while it waits
-        (the batches' runner thread decides and commits)."""
+        (the batches' runner thread decides and commits); a worker that shares decisions hands it to the decider
+        straight from its loop (planner/store/forward.py `LoopForwarder`)."""
         ticket = _Ticket(reservation, agent, actor, None, explain, validated, owner, validated_on)
         if self._shared is not None and isinstance(agent, str):  # a worker: straight from the loop to the decider
             answered = await self._shared.forward_async(ticket)

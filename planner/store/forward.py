@@ -178,13 +178,33 @@ class Desk:
         self._server.join(CLOSE_WAIT)
 
 
-class Forwarder:
-    """A worker's side: hands batches to the decider over one connection, made when first needed."""
+class _Link:
+    """A worker's one connection to the decider, made when first needed."""
 
     def __init__(self, folder: Path):
         self._address = str(folder / SOCKET)
         self._key = (folder / KEY).read_bytes()
         self._connection: Connection | None = None
+
+    def _connect(self) -> Connection:
+        return Client(self._address, family="AF_UNIX", authkey=self._key)
+
+    def _drop_if_closed(self) -> None:
+        if self._connection is not None and self._connection.poll(0):
+            self._drop()  # it answers only what it is asked: readable now means it closed since
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(OSError):
+                self._connection.close()
+            self._connection = None
+
+
+class Forwarder(_Link):
+    """A worker's side: hands batches to the decider over one connection, made when first needed."""
+
+    def __init__(self, folder: Path):
+        super().__init__(folder)
         self._guard = threading.Lock()
 
     def forward(self, tickets: list[AnyType]) -> Answered | None:
@@ -192,11 +212,10 @@ class Forwarder:
         (then decide here). A StoreError when the decider went while deciding them: committed or not, nobody
         can say here, and deciding them again could refuse what was just accepted."""
         with self._guard:
-            if self._connection is not None and self._connection.poll(0):
-                self._drop()  # it answers only what it is asked: readable now means it closed since
+            self._drop_if_closed()
             try:
                 if self._connection is None:
-                    self._connection = Client(self._address, family="AF_UNIX", authkey=self._key)
+                    self._connection = self._connect()
                 self._connection.send(tickets)
             except (OSError, EOFError):
                 self._drop()
@@ -208,19 +227,13 @@ class Forwarder:
                 raise StoreError("database", LOST, LOST_HINT) from None
         return answer  # None: it was closing and did not decide them
 
-    def _drop(self) -> None:
-        if self._connection is not None:
-            with contextlib.suppress(OSError):
-                self._connection.close()
-            self._connection = None
-
     def close(self) -> None:
         """Close the connection to the decider."""
         with self._guard:
             self._drop()
 
 
-class LoopForwarder:
+class LoopForwarder(_Link):
     """A worker's side on its event loop (the HTTP server's submissions): what arrives within one turn of the loop
     goes to the decider as one batch, with no thread between the request and the socket.
 
@@ -229,9 +242,7 @@ class LoopForwarder:
     thread, as a decider that accepts but does not answer the handshake must not stall the loop."""
 
     def __init__(self, folder: Path):
-        self._address = str(folder / SOCKET)
-        self._key = (folder / KEY).read_bytes()
-        self._connection: Connection | None = None
+        super().__init__(folder)
         self._waiting: list[tuple[AnyType, asyncio.Future[AnyType]]] = []
         self._flushing = False
 
@@ -268,12 +279,10 @@ class LoopForwarder:
             self._flushing = False
 
     async def _exchange(self, tickets: list[AnyType]) -> Answered | None:
-        if self._connection is not None and self._connection.poll(0):
-            self._drop()  # it answers only what it is asked: readable now means it closed since
+        self._drop_if_closed()
         try:
             if self._connection is None:
-                self._connection = await asyncio.to_thread(Client, self._address, family="AF_UNIX",
-                                                           authkey=self._key)
+                self._connection = await asyncio.to_thread(self._connect)
             self._connection.send(tickets)  # a batch is small beside the socket's buffer: this does not wait
         except (OSError, EOFError):
             self._drop()
@@ -297,12 +306,6 @@ class LoopForwarder:
             self._drop()
             raise StoreError("database", LOST, LOST_HINT) from None
         return answer
-
-    def _drop(self) -> None:
-        if self._connection is not None:
-            with contextlib.suppress(OSError):
-                self._connection.close()
-            self._connection = None
 
     def close(self) -> None:
         """Close the connection to the decider."""

@@ -122,7 +122,13 @@ def test_worker_processes_share_one_sqlite_plan_without_over_committing_and_coun
 def test_sigterm_ends_every_worker_and_the_server_exits_0(served: tuple[Server, Load]) -> None:
     server, _ = served
     processes_of(server)
-    started = descendants(server.process.pid)  # the workers, and multiprocessing's helper
+    assert_sigterm_ends_every_process(server)
+
+
+def assert_sigterm_ends_every_process(server: Server) -> None:
+    """SIGTERM: the server exits 0 and none of its processes (workers, decider, multiprocessing's helper) outlives
+    it."""
+    started = descendants(server.process.pid)
     server.process.terminate()
     assert server.process.wait(timeout=30) == 0
     deadline = time.monotonic() + 10
@@ -222,13 +228,7 @@ def test_one_worker_with_a_deciding_process_of_its_own_serves_the_plan_and_sigte
         with Store.open(state) as store:
             assert {r.name for r in store.list(state="accepted")} == {name for name, ok in answers.items() if ok}
         assert stored_violations(state) == []
-        started = descendants(server.process.pid)
-        server.process.terminate()
-        assert server.process.wait(timeout=30) == 0
-        deadline = time.monotonic() + 10
-        while any(exists(pid) for pid in started):
-            assert time.monotonic() < deadline, "a process of the server outlived it"
-            time.sleep(0.05)
+        assert_sigterm_ends_every_process(server)
     finally:
         if server.process.poll() is None:
             stop(server)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import shutil
 import signal
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,7 +35,10 @@ from planner.api.decider import DeciderProcess
 from planner.api.metrics import SHARED_DIR
 from planner.store.forward import ENV_FOLDER, make_folder
 
+log = logging.getLogger("rayon.api")
 GRACE_SECONDS = 10  # for the requests in flight at a SIGTERM to finish; a decision takes milliseconds
+ENV_SERVER = "RAYON_SERVER_PID"  # the server process that started the workers and the decider
+ORPHAN_CHECK = 1.0  # seconds between two looks, in a worker or the decider, at whether the server is still there
 # Python's cyclic collector, tuned for a server holding a large, long-lived plan: a young collection every
 # 50,000 allocations rather than 700, and a full one after 100 of the middle generation's rather than 10.
 COLLECTOR_THRESHOLDS = (50_000, 50, 100)
@@ -86,6 +91,23 @@ def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
         service.close()  # done already by the app's shutdown, unless a second Ctrl-C cut it short
 
 
+def end_with_server(end: Callable[[], None]) -> None:
+    """In a worker or the deciding process: call `end` once the server that started this process has gone (killed
+    with SIGKILL, say), so that no process of a dead server goes on answering on its port or holding the plan's
+    locks. Under systemd the unit's control group is cleaned up anyway; started by hand, nothing else would."""
+    expected = os.environ.get(ENV_SERVER)
+    if expected is None:
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(expected):
+            time.sleep(ORPHAN_CHECK)
+        log.warning("the server process (pid %s) has gone: this process (pid %d) ends too", expected, os.getpid())
+        end()
+
+    threading.Thread(target=watch, name="rayon-server-watch", daemon=True).start()
+
+
 def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int,
                 decider: Callable[[], None] | None) -> None:
     """Serve the app `factory` builds in each of `count` worker processes, all on the listening socket, until a
@@ -99,6 +121,7 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
     make_folder(Path(deciding))
     os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
     os.environ[ENV_FOLDER] = deciding  # and this: each worker's store decides with the others (share_decisions)
+    os.environ[ENV_SERVER] = str(os.getpid())  # and this: they end if this process goes (end_with_server)
     deciding_process = DeciderProcess(decider, Path(deciding)) if decider is not None else None
     try:
         if deciding_process is not None:
@@ -109,6 +132,7 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
     finally:
         if deciding_process is not None:
             deciding_process.stop()  # last: the workers' requests in flight are answered
+        os.environ.pop(ENV_SERVER, None)
         for name, folder in ((SHARED_DIR, shared), (ENV_FOLDER, deciding)):
             os.environ.pop(name, None)
             shutil.rmtree(folder, ignore_errors=True)

@@ -295,6 +295,7 @@ def worker_app(given: Options, extensions: Callable[[Store], Sequence[Extension]
         store.share_decisions(Path(folder))
     app = build_app(given, extensions, load_tokens(given.tokens_path), store)
     server.tune_collector()
+    server.end_with_server(lambda: os.kill(os.getpid(), signal.SIGTERM))  # ends as on SIGTERM: requests finish
     return app
 
 
@@ -314,6 +315,7 @@ def decide_for_workers(given: Options) -> None:
         Metrics().watch_writes(store)  # its commits and batches, counted with the workers' figures
         store.share_decisions(Path(os.environ[ENV_FOLDER]))
         server.tune_collector()  # the plan it holds out of the collector's walks, as in the workers
+        server.end_with_server(stop.set)
         store.wait_to_decide(stop)  # at once, unless a worker decides meanwhile in place of a dead predecessor
         while not stop.wait(1.0):
             pass

@@ -232,3 +232,29 @@ def test_one_worker_with_a_deciding_process_of_its_own_serves_the_plan_and_sigte
     finally:
         if server.process.poll() is None:
             stop(server)
+
+
+def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_path: Path) -> None:
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(cluster_text({"vcores": 8}, steps=60), "cluster.yaml")
+    server = start(state, tmp_path / "tokens.yaml", make_tokens(tmp_path / "tokens.yaml"), "--decider", "process")
+    processes: list[int] = []
+    try:
+        processes = processes_of(server, 2)
+        os.kill(server.process.pid, signal.SIGKILL)  # no SIGTERM passed on: they must notice by themselves
+        server.process.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(running_spawned(pid) for pid in processes):
+            assert time.monotonic() < deadline, "a worker or the decider outlived the killed server"
+            time.sleep(0.1)
+    finally:
+        for pid in filter(running_spawned, processes):  # after a failure: no process left behind by the test
+            os.kill(pid, signal.SIGKILL)
+        if server.process.poll() is None:
+            stop(server)
+
+
+def running_spawned(pid: int) -> bool:
+    """Whether the process is still one of those the server spawned (its pid not yet reused by another)."""
+    return exists(pid) and b"spawn_main" in command(pid)

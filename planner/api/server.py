@@ -98,9 +98,10 @@ def end_with_server(end: Callable[[], None]) -> None:
     expected = os.environ.get(ENV_SERVER)
     if expected is None:
         return
+    server = int(expected)
 
     def watch() -> None:
-        while os.getppid() == int(expected):
+        while os.getppid() == server:
             time.sleep(ORPHAN_CHECK)
         log.warning("the server process (pid %s) has gone: this process (pid %d) ends too", expected, os.getpid())
         end()

@@ -73,7 +73,7 @@ def execute_many(connection: Connection, prepared: Prepared, rows: Sequence[Mapp
 
 
 def names_in(table: sa.Table, count: int) -> Callable[[], Select[AnyType]]:
-    """A SELECT of the id, user and state of `count` named rows of `table` (parameters `n0`, `n1`, ...)."""
+    """A SELECT of the id, name, user and state of `count` named rows of `table` (parameters `n0`, `n1`, ...)."""
     columns = (table.c.id, table.c.name, table.c.user, table.c.state)
     return lambda: sa.select(*columns).where(table.c.name.in_([sa.bindparam(f"n{i}") for i in range(count)]))
 

@@ -245,6 +245,7 @@ class LoopForwarder(_Link):
         super().__init__(folder)
         self._waiting: list[tuple[AnyType, asyncio.Future[AnyType]]] = []
         self._flushing = False
+        self._flusher: asyncio.Task[None] | None = None  # held here: the loop keeps only a weak reference to a task
 
     async def forward(self, ticket: AnyType) -> tuple[AnyType, dict[str, str] | None] | None:
         """The decider's outcome for `ticket` and the meta it was decided on; None when no decider took it (then
@@ -254,9 +255,12 @@ class LoopForwarder(_Link):
         self._waiting.append((ticket, future))
         if not self._flushing:
             self._flushing = True
-            loop.call_soon(lambda: loop.create_task(self._flush()))  # after this turn's other requests
+            loop.call_soon(self._start_flush, loop)  # after this turn's other requests
         result: tuple[AnyType, dict[str, str] | None] | None = await future
         return result
+
+    def _start_flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._flusher = loop.create_task(self._flush())
 
     async def _flush(self) -> None:
         """Send the waiting tickets as one batch, again and again while more have come meanwhile."""

@@ -201,9 +201,8 @@ class Rows:
         table = schema.reservations
         driver.execute_many(self.connection, driver.STATEMENTS.get(
             "reservations", self.connection.dialect, lambda: table.insert().inline(), RESERVATION_KEYS), rows)
-        names = [item.reservation.name for item, _, _ in inserted]
-        ids = {name: row_id for row_id, name, _, _ in driver.named_rows(self.connection, table, names)}
-        schema.insert_leases(self.connection, [(ids[item.reservation.name], item.decision.allocations)
+        stored = queries.named(self.connection, [item.reservation.name for item, _, _ in inserted])
+        schema.insert_leases(self.connection, [(stored[item.reservation.name].id, item.decision.allocations)
                                                for item, _, _ in inserted])
 
     def _replace_leases(self, name: str, allocations: Iterable[Allocation]) -> int:

@@ -50,9 +50,15 @@ class Planner:
             self.plan.add(Accepted(reservation, submitted, list(outcome.allocations)))
         return Decision(reservation.name, True, outcome.allocations, extra={"agent": chosen.name})
 
-    def advance(self, now: datetime) -> None:
-        """Move the plan's clock to `now`: what starts before it can no longer be placed."""
-        self.plan.now = now
+    def advance(self, now: datetime) -> int:
+        """Move the plan's clock to `now` (never back) and roll its window with it; the steps the window moved.
+
+        The one way a plan's clock moves (DESIGN.md, "One clock"): the store, the service and the simulator all
+        call it, so a simulated plan rolls exactly as a served one does. What starts before `now` can no longer
+        be placed; steps that fall off the back are history; new ones come in at the front with the cluster
+        file's capacity.
+        """
+        return self.plan.roll(now)
 
     def adapt(self, capacity: np.ndarray, acceptance: Sequence[str], agent: str | Agent = DEFAULT_AGENT,
               cluster: Cluster | None = None) -> Adaptation:

@@ -170,6 +170,7 @@ class Simulation:
     def _round(self) -> None:
         """One follower round at now: queue capacities from the plan, then waiting applications in."""
         now = self.env.now
+        self._advance()
         capacity = {name: self.scheduler.capacity().get(name) for name in self.resource_names}
         round_ = self.follower.round(self.view, self._datetime(now), capacity)
         self.scheduler.advance(now)  # moves and kills below are stamped with this round's time
@@ -183,10 +184,16 @@ class Simulation:
         self._admit_waiting()
         self._kick()
 
+    def _advance(self) -> None:
+        """Move the plan's clock to now; it rolls as a served plan does (one clock), and the view follows it."""
+        if self.planning and self.planner.advance(self._datetime(self.env.now)):
+            self.view = PlanView(self.planner.plan, self.view)
+
     def _replan(self, _round: Any) -> None:
         """The follower saw reservations over what the nodes have: adapt the plan to it from now on."""
         if not self.planning or self.planner.agent is None:
             return
+        self._advance()
         report = self.planner.adapt(self._datetime(self.env.now), self.scheduler.capacity())
         self.view = PlanView(self.planner.plan, self.view)
         for name in report.dropped:
@@ -195,6 +202,7 @@ class Simulation:
 
     def _restore(self) -> None:
         """A node came back: what the plan may count on from now is the planned capacity again (up to the nodes)."""
+        self._advance()
         self.planner.adapt(self._datetime(self.env.now), self.scheduler.capacity())
         self.view = PlanView(self.planner.plan, self.view)
 
@@ -214,9 +222,12 @@ class Simulation:
         """Submit the job's reservation to the planner; True when accepted."""
         reservation = job_reservation(job, self.planner.plan.cluster, self.start,
                                       self.scheduler.config.preemption_delay)
+        self._advance()
         decision = self.planner.reserve(reservation, self._datetime(self.env.now))
         record.reservation = job.id
         record.accepted = decision.accepted
+        if not decision.accepted:
+            record.rejection = decision.reason.code if decision.reason is not None else "capacity"
         self._trace(self.env.now, job.id, "accepted" if decision.accepted else "rejected",
                     f"{self.follower.plan_queue}.{queue_name(job.id)}",
                     detail=None if decision.accepted or decision.reason is None else decision.reason.code)
@@ -324,25 +335,24 @@ class Simulation:
         self._reschedule(run)
 
     def _lose(self, run: RunningJob, container_id: str) -> None:
-        """A container of `run` went (preempted or its node failed): ask for it again (a task it ran starts over)."""
+        """A container of `run` went (preempted or its node failed): ask for it again, and charge the work it
+        loses (follower.sim.running): a task starts over, a gang goes back to its last saved state."""
         self._progress(run)
+        lost = run.lose(container_id, self.env.now, self.scenario.checkpoint)
+        run.record.lost_work_s += lost
         if container_id == run.driver:
             run.driver = None
             self._ask(run, "driver", run.job.driver, 1, DRIVER_PRIORITY)
         elif container_id in run.executors:
             run.executors.discard(container_id)
-            lost = run.running.pop(container_id, None)
-            if lost is not None:
-                run.pending.appendleft(lost[0])
+            run.running.pop(container_id, None)
             self._ask(run, "executor", run.job.executor, 1, EXECUTOR_PRIORITY)
         self._reschedule(run)
         self._kick()
 
     def _progress(self, run: RunningJob) -> None:
         """Count the work done since the last change at the rate it ran."""
-        now = self.env.now
-        run.work -= run.rate * (now - run.since)
-        run.since = now
+        run.progress(self.env.now)
 
     def _reschedule(self, run: RunningJob) -> None:
         """Predict the job's end at its new rate (older predictions become stale by version)."""
@@ -364,7 +374,7 @@ class Simulation:
                 break
             seconds = run.pending.popleft()
             run.version += 1
-            run.running[executor] = (seconds, run.version)
+            run.running[executor] = (seconds, run.version, self.env.now)
             self._at(self.env.now + seconds, partial(self._task_done, run, executor, run.version))
         if not run.pending and not run.running:
             self._maybe_finish(run, run.version)
@@ -388,7 +398,7 @@ class Simulation:
             self._kick()
 
     def _task_done(self, run: RunningJob, executor: str, token: int) -> None:
-        if run.ended or run.running.get(executor, (0.0, -1))[1] != token:
+        if run.ended or run.running.get(executor, (0.0, -1, 0.0))[1] != token:
             return  # the executor was lost meanwhile: its task went back to the queue
         run.done.append(run.running.pop(executor)[0])
         self._start_tasks(run)

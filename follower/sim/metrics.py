@@ -18,7 +18,7 @@ Definitions (kept here so the report and the tests read the same ones):
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,10 +42,12 @@ class JobRecord:
     deadline: float | None = None
     reservation: str | None = None
     accepted: bool | None = None
+    rejection: str | None = None  # the planner's reason code when it rejected the reservation
     start: float | None = None
     finish: float | None = None
     preempted: int = 0  # containers taken back by preemption
     lost: int = 0  # containers lost with a failed node
+    lost_work_s: float = 0.0  # container-seconds of work thrown away by preemption and failures (redone)
     dropped: bool = False  # its reservation was dropped when capacity shrank
     refused: bool = False  # no queue took its application
     killed: bool = False  # ended unfinished by the follower (its reservation ended, `on_expiry: kill`)
@@ -102,6 +104,7 @@ def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end:
         "utilization": _headline(utilization),
         "utilization_by_resource": utilization,
         "preemptions": preemptions,
+        "lost_work_s": sum(job.lost_work_s for job in jobs),
         "all_jobs": responses(jobs),
         "size_buckets": size_buckets(jobs),
         "best_effort_size_buckets": size_buckets(best_effort),
@@ -122,6 +125,7 @@ def _production(jobs: list[JobRecord], end: float) -> dict[str, Any]:
         "accepted_met_deadline": sum(job.met_deadline for job in accepted),
         "completed": sum(job.finish is not None for job in jobs),
         "dropped": sum(job.dropped for job in jobs),
+        "rejections": dict(sorted(Counter(job.rejection for job in jobs if job.rejection is not None).items())),
     }
 
 

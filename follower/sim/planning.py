@@ -17,7 +17,7 @@ from planner.admission import Planner
 from planner.agents.base import Agent
 from planner.agents.registry import DEFAULT_AGENT, get_agent
 from planner.core.decision import Decision
-from planner.core.plan import Plan
+from planner.core.plan import Plan, capacity_over_time
 from planner.replan.adapt import Adaptation
 from rdl.cluster import Cluster
 from rdl.shape import step_ceil
@@ -51,22 +51,43 @@ def simulation_agent(name: str, time_limit: float = MILP_TIME_LIMIT) -> Agent:
 
 
 class SimulatedPlanner:
-    """A Planner with the capacity it was planned on, its agent, and its reservations in order of acceptance."""
+    """A Planner with the nodes' capacity it may count on, its agent, and its reservations in order of acceptance.
+
+    Its plan rolls with the simulated clock exactly as the store's does (`Planner.advance`): steps fall off the
+    back and new ones come in at the front with the cluster file's capacity, capped by what the nodes have now
+    while some are down (the planner cannot know when they return)."""
 
     def __init__(self, cluster: Cluster, start: datetime, agent: Agent | None):
         self.planner = Planner(cluster, start)
         self.agent = agent
-        self.planned_capacity = self.planner.plan.capacity.copy()
         self.acceptance: list[str] = []
+        self.cap: np.ndarray | None = None  # what the nodes have now, per resource, while it is below the plan
 
     @property
     def plan(self) -> Plan:
         return self.planner.plan
 
+    def advance(self, now: datetime) -> int:
+        """Move the plan's clock (and window) to `now`; the steps the window moved. Reservations whose every lease
+        ended before the new window leave the plan, as the store expires them (lifecycle.expire)."""
+        moved = self.planner.advance(now)
+        if not moved:
+            return 0
+        if self.cap is not None:  # the new steps came in with the file's capacity: the nodes' cap holds
+            self._capped(self.plan.capacity, now)
+        ended = [name for name, accepted in self.plan.accepted.items()
+                 if all(allocation.end <= 0 for allocation in accepted.allocations)]
+        for name in ended:
+            self.plan.remove(name)
+        if ended:
+            gone = set(ended)
+            self.acceptance = [name for name in self.acceptance if name not in gone]
+        return moved
+
     def reserve(self, reservation: Reservation, now: datetime) -> Decision:
         """Decide a reservation submitted now (the plan's clock moved to it first)."""
         assert self.agent is not None
-        self.planner.advance(now)
+        self.advance(now)
         decision = self.planner.submit(reservation, self.agent, submitted=now, explain=False)
         if decision.accepted:
             self.acceptance.append(reservation.name)
@@ -74,14 +95,21 @@ class SimulatedPlanner:
 
     def adapt(self, now: datetime, real: Mapping[str, float]) -> Adaptation:
         """Re-plan onto what the nodes really have from now on (the planned capacity before now)."""
+        self.advance(now)
         return self.planner.adapt(self.capacity_from(now, real), self.acceptance, self.agent or DEFAULT_AGENT)
 
     def capacity_from(self, now: datetime, real: Mapping[str, float]) -> np.ndarray:
-        """The planned capacity, capped from the current step on by what the nodes have now (the planner
-        cannot know when failed nodes return, so it assumes they stay away)."""
+        """The planned capacity (the cluster file's, on the plan's current window), capped from the current step on
+        by what the nodes have now (the planner cannot know when failed nodes return, so it assumes they stay away)."""
+        have = np.array([real.get(name) for name in self.plan.resources], dtype=np.float64)
+        planned = capacity_over_time(self.plan.cluster, self.plan.clock)
+        self.cap = None if bool(np.all(have[:, None] >= planned)) else have
+        return self._capped(planned, now) if self.cap is not None else planned
+
+    def _capped(self, capacity: np.ndarray, now: datetime) -> np.ndarray:
+        """`capacity` (changed in place) held to the nodes' cap from the step of `now` on."""
+        assert self.cap is not None
         clock = self.plan.clock
         now_step = min(clock.steps, max(0, step_ceil(clock.origin, now, clock.step)))
-        have = np.array([real.get(name) for name in self.plan.resources])
-        capacity = self.planned_capacity.copy()
-        capacity[:, now_step:] = np.minimum(capacity[:, now_step:], have[:, None])
+        capacity[:, now_step:] = np.minimum(capacity[:, now_step:], self.cap[:, None])
         return capacity

@@ -5,6 +5,7 @@ name: tiny                        # default: the file's name
 seed: 7                           # default 0; `--seed` overrides
 start: 2026-11-23T00:00:00Z       # the wall-clock time of simulated time 0
 duration: 2h                      # when the simulation ends (default: when the last job ends)
+checkpoint: 10m                   # jobs save their work this often (default none: a lost container loses it all)
 agent: gree-l                     # none | static | static-half | gree | gree-l | milp; `--agent` overrides
 policy: fair                      # fifo | fair | stateaware | drf | uwfq; `--policy` overrides
 cluster:
@@ -39,7 +40,7 @@ import yaml
 
 from follower.scheduler.policies import APP_POLICIES
 from follower.sim.workloads.alibaba import AlibabaParams, read_alibaba
-from follower.sim.workloads.fields import choice, duration, integer, number, resources, text
+from follower.sim.workloads.fields import choice, duration, flag, integer, number, resources, text
 from follower.sim.workloads.google import GoogleParams, read_google
 from follower.sim.workloads.job import BEST_EFFORT, KINDS, NONE, PRODUCTION, Job, Workload, node_names
 from follower.sim.workloads.reader import BAD, Reader
@@ -51,7 +52,8 @@ from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, node_groups, parse_clu
 from rdl.errors import did_you_mean
 from rdl.source import read_text
 
-KEYS = ("name", "seed", "start", "duration", "agent", "policy", "cluster", "workload", "scheduler", "follower")
+KEYS = ("name", "seed", "start", "duration", "checkpoint", "agent", "policy", "cluster", "workload", "scheduler",
+        "follower")
 CLUSTER_KEYS = ("nodes", "step", "horizon", "failures", "policies")
 WORKLOAD_KINDS = ("synthetic", "trace", "uwfq", "jobs")
 TRACE_FORMATS: dict[str, tuple[type, Callable[..., Workload]]] = {
@@ -136,6 +138,7 @@ class Scenario:
     workload: WorkloadSpec
     scheduler: Section = Section({})
     follower: Section = Section({})
+    checkpoint: float | None = None  # seconds between a job's saved states; None: nothing is saved
 
     def load_workload(self) -> Workload:
         """The jobs (generated or imported) with the scenario's seed; importers may raise TraceError or ValueError."""
@@ -193,6 +196,11 @@ def _choice(text: str, options: tuple[str, ...]) -> str:
     return text
 
 
+def _checkpoint(text: str) -> float | None:
+    """`none`, or how often jobs save their work (a positive duration)."""
+    return None if text == "none" else positive_duration(text)
+
+
 def _seed(text: str) -> int:
     if not text.isdigit():
         raise ValueError(f"expected a whole number of 0 or more, got `{text}`")
@@ -227,6 +235,7 @@ def parse_scenario(text: str, file: str = "<scenario>", folder: Path | None = No
     values: dict[str, Any] = {
         "seed": get("seed", _seed, 0),
         "duration": get("duration", positive_duration, None),
+        "checkpoint": get("checkpoint", _checkpoint, None),
         "agent": get("agent", lambda t: _choice(t, agent_names()), DEFAULT_AGENT),
         "policy": get("policy", lambda t: _choice(t, policies), DEFAULT_POLICY),
         "name": get("name", str, Path(file).name.split(".")[0]),
@@ -359,7 +368,7 @@ def _variant(reader: Reader, node: yaml.Node, kind: str, key: str,
 JOB_FIELDS: dict[str, dict[str, Any]] = {
     "id": text(), "user": text(), "submit": duration(), "kind": choice(*KINDS), "driver": resources(),
     "executors": integer(minimum=0), "executor": resources(), "runtime": duration(), "declared": duration(),
-    "deadline": duration(), "queue": text(),
+    "deadline": duration(), "queue": text(), "gang": flag(),
 }
 
 

@@ -74,7 +74,7 @@ def moving_clock(report: AdvanceReport) -> Callable[[Planner], None]:
     def move(planner: Planner) -> None:
         for name in report.expired:
             planner.plan.remove(name)
-        planner.plan.roll(report.now)
+        planner.advance(report.now)
 
     return move
 

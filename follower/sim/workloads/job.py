@@ -58,6 +58,7 @@ class Job:
     tags: tuple[tuple[str, str], ...] = ()
     tasks: tuple[float, ...] = ()  # per-task seconds, when the trace has them; executors take them in order
     malleable: bool = False  # reserves its tasks' work rather than one gang (needs tasks, no driver container)
+    gang: bool = False  # runs only with every container (an MPI job's ranks); losing one loses the unsaved work
 
     def __post_init__(self) -> None:
         problem = next(self._problems(), None)
@@ -83,6 +84,8 @@ class Job:
             yield "executors need resources: give `executor`"
         if self.containers == 0:
             yield "a job needs at least one container with resources"
+        if self.gang and (self.malleable or self.tasks):
+            yield "a gang job runs as one piece: it has no tasks and is not malleable"
         if self.malleable and (not self.tasks or not self.executors or self.containers > self.executors):
             yield "a malleable job runs its tasks on its executors alone: give it tasks, executors and no driver"
 

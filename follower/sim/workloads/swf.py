@@ -170,7 +170,8 @@ def _make_job(values: list[float], submit: float, params: SwfParams, machine: _M
                kind=PRODUCTION if production else BEST_EFFORT, driver=container, executors=processors - 1,
                executor=container, runtime=runtime, declared=declared,
                deadline=params.slack.deadline(submit, declared, rng) if production else None,
-               queue=params.production_queue if production else params.best_effort_queue, tags=tags)
+               queue=params.production_queue if production else params.best_effort_queue, tags=tags,
+               gang=True)  # an MPI job: its ranks run together or not at all
 
 
 def _raw(value: float) -> str:

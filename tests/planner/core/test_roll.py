@@ -99,3 +99,15 @@ def test_a_weekly_dip_comes_back_every_week_as_the_plan_rolls() -> None:
         dips = [plan.clock.at(step) for step in range(plan.clock.steps) if plan.capacity[0, step] == 4]
         thursday = START + timedelta(days=7 * week + 3)
         assert dips == [thursday + timedelta(hours=hour) for hour in range(6)]
+
+
+def test_the_planners_advance_is_the_roll_one_clock_for_the_store_the_service_and_the_simulator() -> None:
+    from planner.admission import Planner
+
+    planner, plan = Planner(CLUSTER), Plan(CLUSTER)
+    for each in (planner.plan, plan):
+        each.add(Accepted(RESERVATION, START, [Allocation("x", 5, 30, 2, BUNDLE)]))
+    assert planner.advance(instant(21)) == plan.roll(instant(21)) == 21
+    assert planner.plan.clock == plan.clock and planner.plan.clock.origin == instant(21)
+    assert np.array_equal(planner.plan.used, plan.used) and np.array_equal(planner.plan.capacity, plan.capacity)
+    assert planner.advance(instant(10)) == 0 and planner.plan.now == instant(21)  # never back

@@ -52,11 +52,12 @@ from follower.follow.follower import Follower, PlanView, queue_name
 from follower.scheduler.applications import Allocation, Preemption
 from follower.scheduler.errors import PlacementRejected
 from follower.scheduler.scheduler import Scheduler
+from follower.sim.baselines import CAPACITY, is_baseline, split_for
 from follower.sim.metrics import JobRecord, Result, Usage, summarize
 from follower.sim.planning import SimulatedPlanner, job_reservation, simulation_agent
 from follower.sim.running import RunningJob, estimated_work
-from follower.sim.scenario import NO_AGENT, STATIC_AGENTS, Scenario
-from follower.sim.setup import SIMULATION_POLICIES, STATIC_QUEUE, follower_from, peak_production, scheduler_config
+from follower.sim.scenario import Scenario
+from follower.sim.setup import SIMULATION_POLICIES, STATIC_QUEUE, follower_from, scheduler_config
 from follower.sim.tracing import EventLog
 from follower.sim.workloads.job import Job, Workload, node_names
 from planner.agents.base import Agent
@@ -82,14 +83,14 @@ class Simulation:
         self.start: datetime = scenario.start
         cluster = scenario.plan_cluster(self.workload)
         self.step = float(cluster.step.total_seconds()) if isinstance(cluster.step, timedelta) else float(cluster.step)
-        self.planning = scenario.agent not in (NO_AGENT, *STATIC_AGENTS)
+        self.planning = agent is not None or not is_baseline(scenario.agent)
         self.planner = SimulatedPlanner(cluster, self.start,
                                         agent or (simulation_agent(scenario.agent) if self.planning else None))
         self.view = PlanView(self.planner.plan)
-        share = STATIC_AGENTS.get(scenario.agent)
-        self.static = None if share is None else peak_production(self.workload.jobs, share,
-                                                                  dict(cluster.peak_capacity().items()))
-        self.scheduler = Scheduler(scheduler_config(scenario, self.static))
+        sizing = scenario.sizing_workload() if scenario.agent == CAPACITY else None
+        self.split = None if self.planning else split_for(scenario.agent, self.workload,
+                                                          dict(cluster.peak_capacity().items()), sizing)
+        self.scheduler = Scheduler(scheduler_config(scenario, self.split))
         self.follower: Follower = follower_from(scenario, replan=self._replan)
         self.resource_names = tuple(cluster.resource_names)
         self.nodes = dict(node_names(scenario.node_groups(self.workload)))
@@ -255,9 +256,11 @@ class Simulation:
     def _submit(self, run: RunningJob, reservation: str | None) -> None:
         job = run.job
         try:  # without a reservation, the placement rules choose (by default: the best-effort queue)
-            static = self.static is not None and job.is_production  # the static baselines' production queue
+            split = self.split is not None and job.is_production  # a baseline's production queue
+            edf = split and self.split is not None and self.split.earliest_deadline_first and job.deadline is not None
             path = self.scheduler.submit(job.id, job.user, self.env.now, reservation=reservation,
-                                         queue=STATIC_QUEUE if static else None,
+                                         queue=STATIC_QUEUE if split else None,
+                                         priority=-round(job.deadline or 0.0) if edf else 0,
                                          estimated_work=estimated_work(job), job=job.id, tags=dict(job.tags))
         except PlacementRejected as refused:
             self._trace(self.env.now, job.id, "refused", None, detail=refused.reason)

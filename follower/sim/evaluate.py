@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from follower.sim.baselines import is_baseline
 from follower.sim.cell import Cell
 from follower.sim.checkpoint import PARTIAL, Checkpoint
 from follower.sim.engine import Simulation, simulate
@@ -35,7 +36,7 @@ from follower.sim.metrics import JobRecord, Result, fairness_against
 from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, peer_refusal, replay_agent
 from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
 from follower.sim.report import write_report
-from follower.sim.scenario import NO_AGENT, STATIC_AGENTS, Scenario, agent_names, load_scenario
+from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES, USER_FAIR
 from follower.sim.spark import table as spark_table
 from rdl.errors import RayonError, RDLErrors
@@ -205,7 +206,7 @@ def run_one(run: Run, milp_time_limit: float = MILP_TIME_LIMIT, source: Decision
         result: Result = simulate(chosen, workload=workload, planning_agent=replayed)
         return Outcome(replace(run, policy=result.policy, seed=result.seed), result.summary, result.records,
                        result.wall_s + deciding)
-    planning = chosen.agent not in (NO_AGENT, *STATIC_AGENTS)
+    planning = not is_baseline(chosen.agent)
     agent = simulation_agent(chosen.agent, milp_time_limit) if planning else None
     result = Simulation(chosen, agent=agent).run()
     return Outcome(replace(run, agent=result.agent, policy=result.policy, seed=result.seed), result.summary,

@@ -21,10 +21,11 @@ from typing import Any
 
 import matplotlib
 
+from follower.sim.baselines import NO_AGENT
 from follower.sim.cell import Cell, Reader, bucket_response
 from follower.sim.metrics import SIZE_BUCKETS
 from follower.sim.peers import PEER_AGENTS
-from follower.sim.scenario import NO_AGENT, agent_names
+from follower.sim.scenario import agent_names
 from follower.sim.setup import SIMULATION_POLICIES
 from follower.sim.spread import Spread
 

@@ -6,7 +6,7 @@ seed: 7                           # default 0; `--seed` overrides
 start: 2026-11-23T00:00:00Z       # the wall-clock time of simulated time 0
 duration: 2h                      # when the simulation ends (default: when the last job ends)
 checkpoint: 10m                   # jobs save their work this often (default none: a lost container loses it all)
-agent: gree-l                     # none | static | static-half | gree | gree-l | milp; `--agent` overrides
+agent: gree-l                     # none | priority | capacity | static | static-half (baselines) | gree | gree-l | milp
 policy: fair                      # fifo | fair | stateaware | drf | uwfq; `--policy` overrides
 cluster:
   nodes: [{name: worker, count: 4, memory: 16GiB, vcores: 8}]   # or `nodes: trace`
@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from follower.scheduler.policies import APP_POLICIES
+from follower.sim.baselines import BASELINES, sizing_params
 from follower.sim.workloads.alibaba import AlibabaParams, read_alibaba
 from follower.sim.workloads.fields import choice, duration, flag, integer, number, resources, text
 from follower.sim.workloads.google import GoogleParams, read_google
@@ -61,10 +62,6 @@ TRACE_FORMATS: dict[str, tuple[type, Callable[..., Workload]]] = {
 }
 POLICIES = tuple(APP_POLICIES)  # the queue scheduler's application policies, by name
 DEFAULT_POLICY = "fair"
-NO_AGENT = "none"  # the time-agnostic baseline: no reservations
-# The baselines Rayon was measured against: no reservations, production in a static queue of YARN's
-# CapacityScheduler kind, guaranteed the peak of production demand (or half of it), best effort beside it.
-STATIC_AGENTS = {"static": 1.0, "static-half": 0.5}
 DEFAULT_START = datetime(2026, 11, 23, tzinfo=UTC)
 DEFAULT_HORIZON = 7 * 86400
 FROM_TRACE = "trace"
@@ -72,8 +69,8 @@ MAX_NODES = 100_000  # simulated nodes: each is an object the scheduler ranks (a
 
 
 def agent_names() -> tuple[str, ...]:
-    """`none`, the static production queues, and every planning agent."""
-    return (NO_AGENT, *STATIC_AGENTS, *AGENTS)
+    """The baselines (`none`, `priority`, `capacity`, the `static` oracles), then every planning agent."""
+    return (*BASELINES, *AGENTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +147,11 @@ class Scenario:
         table: Mapping[str, tuple[type, Callable[..., Workload]]] = UWFQ_SCENARIOS if spec.kind == "uwfq" \
             else TRACE_FORMATS
         return table[spec.variant or ""][1](spec.params, self.seed, self.name)
+
+    def sizing_workload(self) -> Workload:
+        """Another window of the same workload, on which the `capacity` baseline sizes its production queue."""
+        params, seed = sizing_params(self.workload.params, self.seed)
+        return replace(self, workload=replace(self.workload, params=params), seed=seed).load_workload()
 
     def node_groups(self, workload: Workload) -> tuple[NodeGroup, ...]:
         """The scenario's nodes, or those the workload's trace implies (`nodes: trace`)."""

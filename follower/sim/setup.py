@@ -15,31 +15,30 @@ sharing equally (fair among siblings, equal weights) and each user's jobs sorted
 from __future__ import annotations
 
 import copy
-import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from follower.follow.follower import PLAN_QUEUE, Follower, FollowerError
 from follower.scheduler.policies import APP_POLICIES
+from follower.sim.baselines import Split
 from follower.sim.scenario import Scenario, Section
 from follower.sim.workloads.fields import MAX_COUNT
-from follower.sim.workloads.job import Job
 from rdl.config import ConfigReader
 from rdl.errors import RDLError, RDLErrors, Span, did_you_mean, shown
 
 BEST_EFFORT = "besteffort"  # below root
 BEST_EFFORT_QUEUE = f"root.{BEST_EFFORT}"
-STATIC_QUEUE = "root.production"  # the static baselines' production queue
+STATIC_QUEUE = "root.production"  # the baselines' production queue (follower.sim.baselines)
 USER_FAIR = "userfair"
 SIMULATION_POLICIES = (*APP_POLICIES, USER_FAIR)
 FOLLOWER_KEYS = ("plan_queue", "default_queue", "on_expiry", "round_steps", "max_policy")
 DEFAULT_FOLLOWER: dict[str, Any] = {"plan_queue": PLAN_QUEUE, "default_queue": "default", "on_expiry": "move",
-                                    "round_steps": 1, "max_policy": "plan"}
+                                    "round_steps": 1, "max_policy": "strict"}  # the follower's own default
 
 
-def scheduler_config(scenario: Scenario, production: Mapping[str, float] | None = None) -> dict[str, Any]:
+def scheduler_config(scenario: Scenario, split: Split | None = None) -> dict[str, Any]:
     """The scheduler mapping: the scenario's `scheduler:` keys over the defaults, the policy on the plan's queues;
-    with `production`, a static production queue guaranteed that much (the static baselines)."""
+    with a baseline's `split`, a production queue and best effort guaranteed what it says (follower.sim.baselines)."""
     follower = {**DEFAULT_FOLLOWER, **dict(scenario.follower.data)}
     plan_queue = str(follower["plan_queue"])
     config: dict[str, Any] = {
@@ -62,29 +61,11 @@ def scheduler_config(scenario: Scenario, production: Mapping[str, float] | None 
                                {"rule": "user", "parent": BEST_EFFORT_QUEUE, "create": True}]
     elif isinstance(best_effort, dict):
         best_effort["policy"] = policy
-    if production is not None:
-        config["queues"][STATIC_QUEUE.rsplit(".", 1)[1]] = {"guaranteed": dict(production), "policy": policy}
+    if split is not None:
+        config["queues"][STATIC_QUEUE.rsplit(".", 1)[1]] = {"guaranteed": dict(split.production), "policy": policy}
+        if split.best_effort and isinstance(config["queues"].get(BEST_EFFORT), dict):
+            config["queues"][BEST_EFFORT]["guaranteed"] = dict(split.best_effort)
     return config
-
-
-def peak_production(jobs: Iterable[Job], share: float, capacity: Mapping[str, float]) -> dict[str, float]:
-    """What an operator would guarantee a static production queue: `share` of the most production jobs hold at
-    once, per resource, if each ran from its submission for its declared time (no more than the cluster has)."""
-    changes: dict[float, dict[str, float]] = {}
-    for job in jobs:
-        if not job.is_production:
-            continue
-        for at, sign in ((job.submit, 1.0), (job.submit + job.declared, -1.0)):
-            step = changes.setdefault(at, {})
-            for name, value in job.total.items():
-                step[name] = step.get(name, 0.0) + sign * value
-    held: dict[str, float] = {}
-    peak: dict[str, float] = {}
-    for at in sorted(changes):
-        for name, value in changes[at].items():
-            held[name] = held.get(name, 0.0) + value
-            peak[name] = max(peak.get(name, 0.0), held[name])
-    return {name: min(share * value, capacity.get(name, math.inf)) for name, value in peak.items() if value > 0}
 
 
 def _plan_entry(config: dict[str, Any], plan_queue: str) -> dict[str, Any]:

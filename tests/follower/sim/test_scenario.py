@@ -119,7 +119,7 @@ def test_command_line_overrides_are_checked() -> None:
         scenario.with_options(agent="gre-l")
     with pytest.raises(ValueError, match=r"unknown policy `fiffo`.*did you mean `fifo`"):
         scenario.with_options(policy="fiffo")
-    assert agent_names() == ("none", "static", "static-half", "gree", "gree-l", "milp")
+    assert agent_names() == ("none", "priority", "capacity", "static", "static-half", "gree", "gree-l", "milp")
 
 
 def test_an_unknown_key_is_named_with_its_place_and_a_suggestion() -> None:

@@ -20,6 +20,7 @@ from follower.sim.baselines import (
 from follower.sim.engine import Simulation, simulate
 from follower.sim.scenario import agent_names
 from follower.sim.setup import BEST_EFFORT_QUEUE, STATIC_QUEUE
+from follower.sim.workloads.swf import SwfParams
 from follower.sim.workloads.tracefile import Slice
 from tests.follower.sim.test_engine import mix
 
@@ -75,13 +76,7 @@ def test_capacity_is_sized_on_another_window_not_on_the_run_itself() -> None:
 
 
 def test_a_trace_slice_is_sized_on_the_window_before_it_or_after_the_first() -> None:
-    class Params:
-        pass
-
-    later, seed = sizing_params(type("P", (), {})(), 3)
-    assert seed == 4  # no slice: another draw of the same stream
-    from follower.sim.workloads.swf import SwfParams
-
+    assert sizing_params(object(), 3)[1] == 4  # no slice: another draw of the same stream
     params = SwfParams(file="x.swf", slice=Slice(start=86400.0, length=2 * 86400.0))
     moved, _ = sizing_params(params, 1)
     assert moved.slice == Slice(start=3 * 86400.0, length=2 * 86400.0)  # no room before: the window after

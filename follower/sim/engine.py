@@ -40,7 +40,7 @@ from __future__ import annotations
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -62,6 +62,7 @@ from follower.sim.tracing import EventLog
 from follower.sim.workloads.job import Job, Workload, node_names
 from planner.agents.base import Agent
 from planner.agents.replay import ReplayAgent, replay_summary
+from planner.core.plan import Allocation as PlanAllocation
 
 DRIVER_PRIORITY = 1
 EXECUTOR_PRIORITY = 0
@@ -234,6 +235,7 @@ class Simulation:
                     detail=None if decision.accepted or decision.reason is None else decision.reason.code)
         if decision.accepted:
             self.view = PlanView(self.planner.plan, self.view)
+            record.plan_changes = level_changes(decision.allocations or [])
         return decision.accepted
 
     def _admit_waiting(self) -> None:
@@ -472,6 +474,15 @@ class Simulation:
     def _datetime(self, seconds: float) -> datetime:
         return self.start + timedelta(seconds=seconds)
 
+
+
+def level_changes(allocations: Sequence[PlanAllocation]) -> int:
+    """How often the bundles these allocations hold change level over the steps, their start and end included."""
+    edges: dict[int, int] = {}
+    for allocation in allocations:
+        edges[allocation.start] = edges.get(allocation.start, 0) + allocation.bundles
+        edges[allocation.end] = edges.get(allocation.end, 0) - allocation.bundles
+    return sum(1 for change in edges.values() if change != 0)
 
 
 def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = None, seed: int | None = None,

@@ -6,6 +6,14 @@ Definitions (kept here so the report and the tests read the same ones):
   beyond the end are counted as `open`, not as misses.
 - Response time: finish − submit; slowdown: response ÷ the job's run time alone
   (its actual duration with no waiting), at least 1.
+- Start latency: start − submit (a production job's includes its wait for its lease); lateness: how long after
+  its deadline a late production job finished (or the run ended, for one that never did).
+- SLA over feasible jobs: the same share, counting only the production jobs that could meet their deadline at
+  all, those whose run time alone fits between their submission and their deadline.
+- Plan changes: how often an accepted reservation's planned allocation changes level over its steps (its
+  start and end included): what a follower has to move; GREE-L aims to keep it low.
+- Acceptance over time: production jobs submitted and accepted in each tenth of the run, by arrival.
+- Short best-effort jobs: those under SHORT_JOB seconds alone; their mean wait before they start.
 - Size buckets (UWFQ paper): jobs ranked by their run time alone; the 0–80, 80–95 and
   95–100 percentile groups, each with its mean response time; over every job, and over the
   best-effort jobs alone (how reservations for production weigh on the rest, by job size).
@@ -28,6 +36,8 @@ import numpy as np
 PRODUCTION = "production"
 BEST_EFFORT = "best_effort"
 SIZE_BUCKETS = ((0.0, 80.0), (80.0, 95.0), (95.0, 100.0))
+SHORT_JOB = 60.0  # seconds alone: the best-effort jobs whose wait an interactive user feels
+TIME_BUCKETS = 10  # acceptance over time: arrivals in this many equal parts of the run
 
 
 @dataclass
@@ -48,6 +58,7 @@ class JobRecord:
     preempted: int = 0  # containers taken back by preemption
     lost: int = 0  # containers lost with a failed node
     lost_work_s: float = 0.0  # container-seconds of work thrown away by preemption and failures (redone)
+    plan_changes: int = 0  # level changes of its accepted reservation's planned allocation
     dropped: bool = False  # its reservation was dropped when capacity shrank
     refused: bool = False  # no queue took its application
     killed: bool = False  # ended unfinished by the follower (its reservation ended, `on_expiry: kill`)
@@ -64,6 +75,22 @@ class JobRecord:
         if response is None:
             return None
         return max(1.0, response / self.alone) if self.alone > 0 else 1.0
+
+    @property
+    def wait(self) -> float | None:
+        """Seconds from submission to its first container, or None if it never started."""
+        return None if self.start is None else self.start - self.submit
+
+    @property
+    def feasible(self) -> bool:
+        """Whether its run time alone fits between its submission and its deadline."""
+        return self.deadline is not None and self.submit + self.alone <= self.deadline + 1e-9
+
+    def lateness(self, end: float) -> float:
+        """Seconds past its deadline it finished (or, unfinished, the run ended); 0 when on time or no deadline."""
+        if self.deadline is None:
+            return 0.0
+        return max(0.0, (self.finish if self.finish is not None else end) - self.deadline)
 
     @property
     def met_deadline(self) -> bool:
@@ -100,7 +127,7 @@ def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end:
     utilization = usage.utilization()
     return {
         "production": _production(production, end),
-        "best_effort": responses(best_effort),
+        "best_effort": {**responses(best_effort), **_short(best_effort)},
         "utilization": _headline(utilization),
         "utilization_by_resource": utilization,
         "preemptions": preemptions,
@@ -115,7 +142,12 @@ def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end:
 def _production(jobs: list[JobRecord], end: float) -> dict[str, Any]:
     met = sum(job.met_deadline for job in jobs)
     accepted = [job for job in jobs if job.accepted]
-    open_ = sum(job.finish is None and job.deadline is not None and job.deadline > end for job in jobs)
+    still_open = [job.finish is None and job.deadline is not None and job.deadline > end for job in jobs]
+    open_ = sum(still_open)
+    feasible = [job for job, pending in zip(jobs, still_open, strict=True) if job.feasible and not pending]
+    known = [job for job, pending in zip(jobs, still_open, strict=True) if not pending]
+    late = [job.lateness(end) for job in known if not job.met_deadline]
+    waits = [job.wait for job in jobs if job.wait is not None]
     return {
         "jobs": len(jobs),
         "accepted": len(accepted),
@@ -126,7 +158,35 @@ def _production(jobs: list[JobRecord], end: float) -> dict[str, Any]:
         "completed": sum(job.finish is not None for job in jobs),
         "dropped": sum(job.dropped for job in jobs),
         "rejections": dict(sorted(Counter(job.rejection for job in jobs if job.rejection is not None).items())),
+        "sla_feasible": _ratio(sum(job.met_deadline for job in feasible), len(feasible)),
+        "feasible": len(feasible),
+        "median_start_latency_s": _percentile(waits, 50.0),
+        "p95_start_latency_s": _percentile(waits, 95.0),
+        "late": len(late),
+        "mean_lateness_s": _mean(late),
+        "plan_changes": sum(job.plan_changes for job in accepted),
+        "acceptance_over_time": acceptance_over_time(jobs, end),
     }
+
+
+def acceptance_over_time(jobs: list[JobRecord], end: float) -> list[dict[str, float]]:
+    """Production jobs submitted and accepted in each of TIME_BUCKETS equal parts of the run, by arrival."""
+    if not jobs or not math.isfinite(end) or end <= 0:
+        return []
+    width = end / TIME_BUCKETS
+    buckets = [{"from_s": index * width, "submitted": 0, "accepted": 0} for index in range(TIME_BUCKETS)]
+    for job in jobs:
+        bucket = buckets[min(TIME_BUCKETS - 1, int(job.submit // width))]
+        bucket["submitted"] += 1
+        bucket["accepted"] += bool(job.accepted)
+    return buckets
+
+
+def _short(jobs: list[JobRecord]) -> dict[str, Any]:
+    """How long the short jobs waited to start (the interactive user's experience of a busy cluster)."""
+    short = [job for job in jobs if job.alone < SHORT_JOB]
+    waits = [job.wait for job in short if job.wait is not None]
+    return {"short_jobs": len(short), "short_mean_wait_s": _mean(waits)}
 
 
 def responses(jobs: list[JobRecord]) -> dict[str, Any]:

@@ -44,3 +44,36 @@ def test_utilisation_is_used_over_available_resource_time() -> None:
     usage.add({"vcores": 4.0}, {"vcores": 8.0, "memory": 10.0}, 10.0)
     usage.add({"vcores": 8.0, "memory": 10.0}, {"vcores": 8.0, "memory": 10.0}, 10.0)
     assert usage.utilization() == {"vcores": 0.75, "memory": 0.5}
+
+
+def test_the_reviewers_figures_are_worked_out_from_the_records() -> None:
+    from follower.sim.engine import level_changes
+    from planner.core.plan import Allocation
+    from rdl.tree import Resources
+
+    jobs = [
+        JobRecord("on-time", "a", "production", submit=0.0, alone=100.0, deadline=300.0, accepted=True, start=50.0,
+                  finish=150.0, plan_changes=2),
+        JobRecord("late", "a", "production", submit=100.0, alone=100.0, deadline=250.0, accepted=True, start=200.0,
+                  finish=400.0, plan_changes=4),
+        JobRecord("hopeless", "b", "production", submit=500.0, alone=300.0, deadline=600.0, accepted=False,
+                  rejection="window", start=510.0, finish=810.0),
+        JobRecord("quick", "c", "best_effort", submit=0.0, alone=30.0, start=90.0, finish=120.0),
+        JobRecord("long", "c", "best_effort", submit=0.0, alone=600.0, start=0.0, finish=600.0),
+    ]
+    summary = summarize(jobs, Usage(), 0, end=1000.0)
+    production = summary["production"]
+    assert production["sla_attainment"] == 1 / 3
+    assert (production["feasible"], production["sla_feasible"]) == (2, 0.5)  # `hopeless` could never make it
+    assert production["median_start_latency_s"] == 50.0 and production["late"] == 2
+    assert production["mean_lateness_s"] == (150.0 + 210.0) / 2
+    assert production["plan_changes"] == 6 and production["rejections"] == {"window": 1}
+    over_time = production["acceptance_over_time"]
+    assert len(over_time) == 10 and over_time[0] == {"from_s": 0.0, "submitted": 1, "accepted": 1}
+    assert over_time[5] == {"from_s": 500.0, "submitted": 1, "accepted": 0}
+    assert (summary["best_effort"]["short_jobs"], summary["best_effort"]["short_mean_wait_s"]) == (1, 90.0)
+    bundle = Resources.of({"vcores": 1.0})
+    flat, stepped = [Allocation("x", 0, 10, 4, bundle)], [Allocation("x", 0, 5, 2, bundle),
+                                                          Allocation("x", 5, 10, 6, bundle)]
+    assert (level_changes(flat), level_changes(stepped)) == (2, 3)
+    assert level_changes([Allocation("x", 0, 5, 2, bundle), Allocation("x", 5, 9, 2, bundle)]) == 2

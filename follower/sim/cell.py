@@ -59,6 +59,16 @@ class Cell:
                 values.append(value)
         return spread(values)
 
+    def ratio_of_sums(self, baseline: Cell, get: Reader) -> float | None:
+        """This cell's figure summed over the seeds both cells ran, over `baseline`'s sum (None when that is 0): the
+        ratio for counts, where a mean of per-seed ratios is swayed by the seeds whose count is near zero."""
+        theirs = dict(zip(baseline.seeds, baseline.summaries, strict=True))
+        mine = base = 0.0
+        for seed, summary in zip(self.seeds, self.summaries, strict=True):
+            if seed in theirs and (a := get(summary)) is not None and (b := get(theirs[seed])) is not None:
+                mine, base = mine + a, base + b
+        return mine / base if base else None
+
     def fairness_spread(self, key: str) -> Spread | None:
         """Mean and 95 % interval over the seeds of a fairness figure (`dvr`, `dsr`)."""
         return spread(value for figures in self.fairness if (value := figures.get(key)) is not None)

@@ -1,17 +1,18 @@
 """`rayon evaluate`: run the comparison grids of the simulator and write the report.
 
 Three studies (issues #8 and #19):
-- Reservations: `none` (time-agnostic), the static production queues (`static`, `static-half`), `gree`,
-  `gree-l` and `milp`, and YARN's own agents where a decision source is given (`peers`, replayed:
-  follower/sim/peers.py), per scenario and mean slack factor — SLA attainment, best-effort response,
-  utilisation, preemptions, acceptance.
+- Reservations: the baselines (`none`, `priority`, `capacity`, and the oracles `static`, `static-half`:
+  follower/sim/baselines.py), `gree`, `gree-l` and `milp`, and YARN's own agents where a decision source is
+  given (`peers`, replayed: follower/sim/peers.py), per scenario and mean slack factor — SLA attainment,
+  best-effort response, utilisation, preemptions, lost work, acceptance.
 - Fairness: `fifo`, `fair`, `userfair` (one queue per user, equal shares) and `uwfq` per
   scenario — mean response, the 0–80/80–95/95–100 % size buckets, slowdown, and DVR/DSR
   against the `userfair` run of the same workload.
 - UWFQ on the task-level Spark model (follower/sim/spark), against the paper's figures.
 
-Runs are independent, so they go to a process pool (`--workers`); results come back in grid
-order whatever the finishing order, so the report is the same for the same grid and seeds.
+Runs are independent, so they go to Dask's `distributed` (`--workers` processes of a local cluster, or a
+user's cluster with `--scheduler`: follower/sim/gridrun.py); results come back in grid order whatever the
+finishing order, so the report is the same for the same grid and seeds.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ from follower.sim.cell import Cell
 from follower.sim.checkpoint import PARTIAL, Checkpoint
 from follower.sim.engine import Simulation, simulate
 from follower.sim.gridclock import duration
+from follower.sim.gridrun import grid_client, run_each
 from follower.sim.metrics import JobRecord, Result, fairness_against
 from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, peer_refusal, replay_agent
 from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
@@ -226,30 +227,33 @@ def run_order(runs: Sequence[Run]) -> list[int]:
 
 
 def run_grid(grid: Grid, workers: int | None = None, progress: Callable[[Outcome], None] | None = None,
-             source: DecisionSource | None = None, checkpoint: Checkpoint | None = None) -> list[Outcome]:
-    """Every run of the grid (in a process pool when `workers` > 1), in grid order; `source` decides the peers'
-    runs (it must pickle, for the pool). With a `checkpoint`, the runs it keeps are taken from it, not run again
-    (nor told to `progress`), and each run is kept there as it finishes."""
+             source: DecisionSource | None = None, checkpoint: Checkpoint | None = None,
+             scheduler: str | None = None) -> list[Outcome]:
+    """Every run of the grid, in grid order: here when `workers` is 1, otherwise on Dask (a local cluster of
+    `workers` processes, or the cluster whose scheduler is at `scheduler`; follower.sim.gridrun). `source` decides
+    the peers' runs (it must pickle). With a `checkpoint`, the runs it keeps are taken from it, not run again (nor
+    told to `progress`), and each run is kept there as it finishes."""
     runs = grid.runs()
     count = pool_size(workers)
     done: dict[int, Outcome] = checkpoint.done(runs) if checkpoint is not None else {}
     missing = [index for index in run_order(runs) if index not in done]
 
     def finished(index: int, outcome: Outcome) -> None:
+        if index in done:
+            return  # taken once, whatever a lost worker did with it
         done[index] = outcome
         if checkpoint is not None:
             checkpoint.save(runs[index], outcome)
         if progress is not None:
             progress(outcome)
 
-    if count <= 1:
+    if count <= 1 and scheduler is None:
         for index in missing:
             finished(index, run_one(runs[index], grid.milp_time_limit, source))
     else:
-        with ProcessPoolExecutor(max_workers=count) as pool:
-            futures = {pool.submit(run_one, runs[index], grid.milp_time_limit, source): index for index in missing}
-            for future in as_completed(futures):
-                finished(futures[future], future.result())
+        with grid_client(scheduler, count) as client:
+            run_each(client, run_one, [runs[index] for index in missing], (grid.milp_time_limit, source),
+                     lambda position, outcome: finished(missing[position], outcome))
     return [done[index] for index in range(len(runs))]
 
 
@@ -313,7 +317,7 @@ def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) ->
 
 def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
              progress: Callable[[Outcome], None] | None = None, source: DecisionSource | None = None,
-             peers_note: str = "") -> Path:
+             peers_note: str = "", scheduler: str | None = None) -> Path:
     """Run the grid and write `results.json` (every seed's figures) and the report from it (`render`) into
     `folder`; returns the report's path. `source` decides the grid's peer agents; `peers_note` says why some were
     left out. Each run is kept in `folder`/partial as it finishes: run again after a stop, the grid simulates
@@ -324,7 +328,7 @@ def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
     checkpoint = grid_checkpoint(folder, chosen)
     kept = checkpoint.kept(chosen.runs())
     began = time.perf_counter()
-    outcomes = run_grid(chosen, workers, progress, source, checkpoint)
+    outcomes = run_grid(chosen, workers, progress, source, checkpoint, scheduler)
     # The wall time counts the runs kept from an earlier attempt at what they took then, shared among the workers.
     earlier = sum(outcome.wall_s for index, outcome in enumerate(outcomes) if index in kept)
     wall = time.perf_counter() - began + earlier / pool_size(workers)

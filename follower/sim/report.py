@@ -18,12 +18,16 @@ from follower.sim.spread import format_spread
 
 RESERVATION_COLUMNS: tuple[tuple[str, Reader, str], ...] = (
     ("SLA attainment", lambda s: s["production"]["sla_attainment"], "{:.1%}"),
+    ("SLA over feasible", lambda s: s["production"].get("sla_feasible"), "{:.1%}"),
     ("accepted", lambda s: s["production"]["accepted"], "{:.1f}"),
     ("production jobs", lambda s: s["production"]["jobs"], "{:.1f}"),
+    ("production start, median (s)", lambda s: s["production"].get("median_start_latency_s"), "{:.0f}"),
     ("BE mean response (s)", lambda s: s["best_effort"]["mean_response_s"], "{:.0f}"),
-    ("BE p95 response (s)", lambda s: s["best_effort"]["p95_response_s"], "{:.0f}"),
+    ("BE mean slowdown", lambda s: s["best_effort"]["mean_slowdown"], "{:.2f}"),
+    ("short BE wait (s)", lambda s: s["best_effort"].get("short_mean_wait_s"), "{:.0f}"),
     ("utilisation", lambda s: s["utilization"], "{:.1%}"),
     ("preemptions", lambda s: s["preemptions"], "{:.1f}"),
+    ("lost work (container-h)", lambda s: (s.get("lost_work_s") or 0.0) / 3600.0, "{:.1f}"),
 )
 
 

@@ -152,10 +152,11 @@ def test_quick_takes_the_small_grid_for_what_is_not_given(small: str, tmp_path: 
                                        "small", "--fairness", "", "--workers", "1", "--no-spark", "--out", str(out)])
     assert result.exit_code == 0, result.output
     # the quick agents at the quick slack and seeds, on the scenario given
-    assert "12 simulations (4 cells × 3 seeds)" in result.stderr
-    assert "[12/12] small " in result.stderr and "left)" in result.stderr  # progress estimates the time left
+    assert "15 simulations (5 cells × 3 seeds)" in result.stderr
+    assert "[15/15] small " in result.stderr and "left)" in result.stderr  # progress estimates the time left
     text = (out / "report.md").read_text()
-    assert all(f"| small | 3 | {agent} | fair | 3 |" in text for agent in ("none", "static", "gree", "gree-l"))
+    assert all(f"| small | 3 | {agent} | fair | 3 |" in text for agent in ("none", "priority", "capacity", "gree",
+                                                                          "gree-l"))
     assert "fewer seeds than the full report's 5" in text
     assert "`milp`" not in text and "| small | 1.5 |" not in text
 

@@ -21,6 +21,9 @@ from follower.sim.evaluate import (
     DEFAULT_SEEDS,
     EXAMPLES,
     FAIRNESS_SCENARIOS,
+    LOAD_AGENTS,
+    LOAD_SCENARIOS,
+    LOADS,
     POLICIES,
     RESERVATION_SCENARIOS,
     SLACKS,
@@ -86,13 +89,20 @@ def _summary_rows(result: Result) -> list[list[Any]]:
         ["  met deadline", production["met_deadline"]],
         ["  still open at the end", production["open"]],
         ["  SLA attainment", pct(production["sla_attainment"])],
+        [f"  SLA over the {production['feasible']} that could make it", pct(production["sla_feasible"])],
+        ["  rejected, by reason", ", ".join(f"{code} {count}" for code, count in production["rejections"].items())
+         or "none"],
+        ["  start after submission, median (s)", seconds(production["median_start_latency_s"])],
+        ["  late, mean lateness (s)", f"{production['late']}, {seconds(production['mean_lateness_s'])}"],
         ["best-effort jobs", best["jobs"]],
         ["  completed", best["completed"]],
         ["  mean response (s)", seconds(best["mean_response_s"])],
         ["  p95 response (s)", seconds(best["p95_response_s"])],
         ["  mean slowdown", "–" if best["mean_slowdown"] is None else f"{best['mean_slowdown']:.2f}"],
+        [f"  the {best['short_jobs']} under a minute: mean wait (s)", seconds(best["short_mean_wait_s"])],
         ["utilisation", pct(summary["utilization"])],
         ["preemptions", summary["preemptions"]],
+        ["lost work (container-hours)", f"{summary['lost_work_s'] / 3600:.1f}"],
         ["simulated (s)", f"{result.simulated_s:.0f}"],
         ["wall (s)", f"{result.wall_s:.2f}"],
         ["events", result.events],
@@ -110,6 +120,8 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 @click.option("--policy", type=click.Choice(SIMULATION_POLICIES), help="Application sorting in the queues "
               "(`userfair`: one queue per user, equal shares). Default: the scenario's.")
 @click.option("--seed", type=click.IntRange(min=0), help="Random seed (default: the scenario's).")
+@click.option("--load", type=click.FloatRange(min=0.0, min_open=True), help="Offered load: the same jobs arriving "
+              "this many times as fast (default: the scenario's, 1).")
 @click.option("--trace", type=click.Path(exists=True, dir_okay=False), help="Trace file to read instead of the "
               "workload's `file` (another copy, or a larger file of the same format).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON document.")
@@ -117,13 +129,15 @@ def _summary_rows(result: Result) -> list[list[Any]]:
               help="Write one JSON line per event (time, application, event, queue, node, resources).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when it is a terminal).")
 def simulate_command(scenario: str, agent: str | None, decisions: str | None, policy: str | None, seed: int | None,
-                     trace: str | None, as_json: bool, trace_out: str | None, progress: bool | None) -> None:
+                     load: float | None, trace: str | None, as_json: bool, trace_out: str | None,
+                     progress: bool | None) -> None:
     """Simulate SCENARIO: jobs arrive, reserve, get queue capacity from the plan, run, and are measured.
 
     \b
     Examples:
       rayon simulate examples/scenarios/tiny.yaml
       rayon simulate examples/scenarios/synthetic_mix.yaml --agent none --json
+      rayon simulate examples/scenarios/synthetic_mix.yaml --agent capacity --load 2
       rayon simulate examples/scenarios/ricc_week.yaml --policy drf --trace-out events.jsonl
       rayon simulate examples/scenarios/ricc_2days.yaml --trace /data/traces/ricc_2010.swf.gz
       rayon simulate examples/scenarios/tiny.yaml --decisions tiny-yarn-greedy.json
@@ -132,6 +146,8 @@ def simulate_command(scenario: str, agent: str | None, decisions: str | None, po
     folder $RAYON_TRACES names.
     """
     chosen = read_scenario(scenario, trace)
+    if load is not None:
+        chosen = replace(chosen, load=load)
     show = sys.stderr.isatty() if progress is None else progress
     try:
         workload = chosen.load_workload()
@@ -180,6 +196,17 @@ def _names(text: str, what: str, known: tuple[str, ...] | None = None) -> tuple[
     return names
 
 
+def _load(text: str) -> float:
+    """A load factor of the sweep (a positive number)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"a load factor must be a positive number such as 1.5, got `{text}`")
+    return value
+
+
 def scenarios_folder(given: str | None) -> Path | None:
     """Where scenario names are looked up: `--scenarios`, else the repository's examples/scenarios when it is there."""
     if given is not None:
@@ -215,7 +242,10 @@ def refuse_to_overwrite(out: Path, force: bool) -> None:
 # MILP (minutes per run on the traces), and the fairness study on one small scenario; three seeds per cell, the
 # fewest that give an interval of some use (t = 4.30, against 12.7 with two).
 QUICK = {"reservations": "synthetic_mix,alibaba_2days", "agents": "none,priority,capacity,gree,gree-l", "slacks": "3",
-         "fairness": "uwfq_power_small", "seeds": "3"}
+         "fairness": "uwfq_power_small", "seeds": "3", "load_scenarios": "synthetic_mix", "loads": "1,2"}
+
+
+QUICK_FLAGS = ", ".join(f"--{name.replace('_', '-')} {value}" for name, value in QUICK.items())
 
 
 @dataclass(frozen=True)
@@ -243,6 +273,12 @@ class PeerRows:
 @click.option("--fairness", default=",".join(FAIRNESS_SCENARIOS), show_default=True,
               help="Scenarios of the fairness study (empty: skip).")
 @click.option("--policies", default=",".join(POLICIES), show_default=True, help="Policies compared.")
+@click.option("--load-scenarios", default=",".join(LOAD_SCENARIOS), show_default=True,
+              help="Scenarios of the load study: the same jobs arriving faster (empty: skip).")
+@click.option("--loads", default=",".join(f"{load:g}" for load in LOADS), show_default=True,
+              help="Load factors of the load study (arrivals that many times as fast).")
+@click.option("--load-agents", default=",".join(LOAD_AGENTS), show_default=True,
+              help="Baselines and agents of the load study.")
 @click.option("--seeds", type=click.IntRange(min=1), default=DEFAULT_SEEDS, show_default=True,
               help="Runs per cell, at the scenario's seed s, s+1, ...; the report gives mean ± 95 % interval.")
 @click.option("--milp-time-limit", type=click.FloatRange(min=0.1), default=MILP_TIME_LIMIT, show_default=True,
@@ -258,10 +294,11 @@ class PeerRows:
 @click.option("--render", is_flag=True, help="Write the report in --out again from its results.json, simulating "
               "nothing (but the Spark section's runs): for a change in how the report is written.")
 @click.option("--quick", is_flag=True, help="A small grid in a few minutes (options given still win): "
-              f"{', '.join(f'--{k} {v}' for k, v in QUICK.items())}.")
+              f"{QUICK_FLAGS}.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,
-                     agents: str, slacks: str, fairness: str, policies: str, seeds: int, milp_time_limit: float,
+                     agents: str, slacks: str, fairness: str, policies: str, load_scenarios: str, loads: str,
+                     load_agents: str, seeds: int, milp_time_limit: float,
                      workers: int | None, scheduler: str | None, spark: bool, render: bool, quick: bool) -> None:
     """Run the comparison grids and write a Markdown report with tables and figures.
 
@@ -294,6 +331,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
         reservations = given.get("reservations", reservations)
         agents, slacks = given.get("agents", agents), given.get("slacks", slacks)
         fairness = given.get("fairness", fairness)
+        load_scenarios, loads = given.get("load_scenarios", load_scenarios), given.get("loads", loads)
         seeds = int(given.get("seeds", seeds))
     folder = scenarios_folder(scenarios_dir)
     peers = ctx.obj if isinstance(ctx.obj, PeerRows) else PeerRows()
@@ -302,7 +340,10 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
                     slacks=tuple(float(value) for value in _names(slacks, "slack factor")),
                     fairness=_scenario_paths(fairness, folder),
                     policies=_names(policies, "policy", SIMULATION_POLICIES), seeds=seeds,
-                    milp_time_limit=milp_time_limit, peers=peers.agents, spark=Grid.spark if spark else ())
+                    milp_time_limit=milp_time_limit, peers=peers.agents, spark=Grid.spark if spark else (),
+                    load_scenarios=_scenario_paths(load_scenarios, folder),
+                    loads=tuple(_load(value) for value in _names(loads, "load factor")),
+                    load_agents=_names(load_agents, "agent", agent_names()))
     except ValueError as error:
         raise click.BadParameter(str(error)) from error
     refuse_to_overwrite(Path(out), force)

@@ -28,6 +28,7 @@ class Cell:
     seeds: tuple[int, ...]
     summaries: tuple[dict[str, Any], ...]
     fairness: tuple[dict[str, Any], ...] = ()
+    load: float | None = None  # the load study's arrival factor
 
     @property
     def option(self) -> str:

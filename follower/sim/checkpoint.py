@@ -41,7 +41,8 @@ class Checkpoint:
             scenario = hashlib.sha256(Path(run.path).read_bytes()).hexdigest()
         except OSError:
             scenario = ""  # not readable now: the run itself will say so
-        what = json.dumps([asdict(run), scenario, self.milp_time_limit], sort_keys=True, default=str)
+        fields = {name: value for name, value in asdict(run).items() if not (name == "load" and value is None)}
+        what = json.dumps([fields, scenario, self.milp_time_limit], sort_keys=True, default=str)
         return hashlib.sha256(what.encode()).hexdigest()[:24] + ".pickle"
 
     def load(self, run: Run) -> Outcome | None:

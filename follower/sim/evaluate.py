@@ -47,7 +47,11 @@ AGENTS = agent_names()
 SLACKS = (1.5, 3.0, 10.0)
 POLICIES = ("fifo", "fair", USER_FAIR, "uwfq")
 # Alibaba: two days, see its scenario; synthetic_malleable: synthetic_mix's jobs as tasks (GREE against GREE-L)
-RESERVATION_SCENARIOS = ("synthetic_mix", "synthetic_malleable", "ricc_week", "alibaba_2days")
+RESERVATION_SCENARIOS = ("synthetic_mix", "synthetic_malleable", "ricc_2days", "alibaba_2days")
+# The load study: the same jobs arriving faster, per baseline and planning agent (follower/sim/load.py).
+LOAD_SCENARIOS = ("synthetic_mix", "alibaba_2days")
+LOADS = (1.0, 1.5, 2.0, 3.0)
+LOAD_AGENTS = ("none", "priority", "capacity", "gree", "gree-l")
 FAIRNESS_SCENARIOS = ("uwfq_power_small", "uwfq_super_small", "google_homo", "google_hetero")
 DEFAULT_SEEDS = 5  # per cell: t(0.975, 4) = 2.78, where 3 seeds would give 4.30 and 2 seeds 12.7
 MILP = "milp"  # the agent with a time limit per decision, and the grid's longest runs
@@ -83,6 +87,7 @@ class Run:
     slack: float | None = None
     seed: int | None = None
     replicate: int = 0
+    load: float | None = None  # the load study's arrival factor (None: the scenario's own load)
 
     @property
     def option(self) -> str:
@@ -90,9 +95,9 @@ class Run:
         return (self.agent if self.study == "reservations" else self.policy) or ""
 
     @property
-    def cell(self) -> tuple[str, str, str | None, str | None, float | None]:
+    def cell(self) -> tuple[str, str, str | None, str | None, float | None, float | None]:
         """The grid cell this run is one seed of."""
-        return (self.study, self.label, self.agent, self.policy, self.slack)
+        return (self.study, self.label, self.agent, self.policy, self.slack, self.load)
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,9 @@ class Grid:
     peers_left_out: tuple[tuple[str, str, str], ...] = ()
     # The UWFQ section's scenarios on the task-level Spark model, run at as many seeds (none: no section).
     spark: tuple[str, ...] = tuple(str(path) for path in spark_table.scenario_files())
+    load_scenarios: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in LOAD_SCENARIOS)
+    loads: tuple[float, ...] = LOADS
+    load_agents: tuple[str, ...] = LOAD_AGENTS
 
     def runs(self) -> list[Run]:
         """Every run, in report order (the seeds of one cell together)."""
@@ -121,6 +129,9 @@ class Grid:
                  if (_label(path), agent) not in left_out for k in range(self.seeds)]
         found += [Run("fairness", _label(path), path, policy=policy, replicate=k)
                   for path in self.fairness for policy in self.policies for k in range(self.seeds)]
+        found += [Run("load", _label(path), path, agent=agent, load=load, replicate=k)
+                  for path in self.load_scenarios for agent in self.load_agents for load in self.loads
+                  for k in range(self.seeds)]
         return found
 
 
@@ -169,7 +180,7 @@ def check_grid(grid: Grid) -> None:
     In the pool a bad scenario would fail only after the runs before it, and take the pool with it.
     """
     wanted = {path: grid.slacks for path in grid.reservations}
-    wanted.update({path: () for path in grid.fairness if path not in wanted})
+    wanted.update({path: () for path in (*grid.fairness, *grid.load_scenarios) if path not in wanted})
     problems = [problem for path, slacks in wanted.items() if (problem := scenario_problem(path, slacks))]
     if problems:
         raise RayonError(f"{len(problems)} of {len(wanted)} scenario(s) do not load:\n" + "\n".join(problems)
@@ -195,7 +206,7 @@ def run_one(run: Run, milp_time_limit: float = MILP_TIME_LIMIT, source: Decision
         scenario = with_slack(scenario, run.slack)
     peer = run.agent in PEER_AGENTS
     chosen = scenario.with_options(agent=None if peer else run.agent, policy=run.policy,
-                                   seed=scenario.seed + run.replicate, policies=SIMULATION_POLICIES)
+                                   seed=scenario.seed + run.replicate, policies=SIMULATION_POLICIES, load=run.load)
     if peer:
         if source is None:
             raise RayonError(f"`{run.agent}` is another system's agent: its decisions need a source", code=PEER,
@@ -272,7 +283,8 @@ def fairness_by_run(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
 def run_records(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """Every run as `results.json` keeps it: what ran, at which seed, how long, its figures and its DVR/DSR."""
     return [{"study": o.run.study, "scenario": o.run.label, "agent": o.run.agent, "policy": o.run.policy,
-             "slack": o.run.slack, "seed": o.run.seed, "wall_s": o.wall_s, "summary": o.summary, "fairness": fairness}
+             "slack": o.run.slack, "load": o.run.load, "seed": o.run.seed, "wall_s": o.wall_s, "summary": o.summary,
+             "fairness": fairness}
             for o, fairness in zip(outcomes, fairness_by_run(outcomes), strict=True)]
 
 
@@ -285,14 +297,23 @@ def cells(outcomes: Sequence[Outcome]) -> tuple[list[Cell], list[Cell]]:
 def cells_of(runs: Sequence[dict[str, Any]]) -> tuple[list[Cell], list[Cell]]:
     """The cells of runs as `run_records` gives them (a KeyError for a record without them): reservation cells,
     and fairness cells, each with its runs' seeds in grid order."""
+    made = _grouped(runs)
+    return [c for c in made if c.study == "reservations"], [c for c in made if c.study == "fairness"]
+
+
+def load_cells_of(runs: Sequence[dict[str, Any]]) -> list[Cell]:
+    """The load study's cells (one per scenario, agent and load), each with its runs' seeds in grid order."""
+    return [c for c in _grouped(runs) if c.study == "load"]
+
+
+def _grouped(runs: Sequence[dict[str, Any]]) -> list[Cell]:
     grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for run in runs:
-        grouped.setdefault((run["study"], run["scenario"], run["agent"] or "", run["policy"] or "", run["slack"]),
-                           []).append(run)
-    made = [Cell(study, scenario, agent, policy, slack, tuple(r["seed"] or 0 for r in members),
-                 tuple(r["summary"] for r in members), tuple(r.get("fairness") or {} for r in members))
-            for (study, scenario, agent, policy, slack), members in grouped.items()]
-    return [c for c in made if c.study == "reservations"], [c for c in made if c.study == "fairness"]
+        grouped.setdefault((run["study"], run["scenario"], run["agent"] or "", run["policy"] or "", run["slack"],
+                            run.get("load")), []).append(run)
+    return [Cell(study, scenario, agent, policy, slack, tuple(r["seed"] or 0 for r in members),
+                 tuple(r["summary"] for r in members), tuple(r.get("fairness") or {} for r in members), load)
+            for (study, scenario, agent, policy, slack, load), members in grouped.items()]
 
 
 @dataclass(frozen=True)
@@ -352,6 +373,7 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
     try:
         document = json.loads((folder / RESULTS).read_text())
         reservations, fairness = cells_of(document["runs"])
+        loaded = load_cells_of(document["runs"])
         left_out = tuple((str(left["scenario"]), str(left["agent"]), str(left["why"]))
                          for left in document.get("peers_left_out", ()))
         agents = tuple(dict.fromkeys([*(c.agent for c in reservations), *(agent for _, agent, _ in left_out)]))
@@ -361,7 +383,10 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
                     fairness=tuple(dict.fromkeys(c.scenario for c in fairness)),
                     policies=tuple(dict.fromkeys(c.policy for c in fairness)), seeds=int(document["seeds"]),
                     milp_time_limit=float(document["milp_time_limit_s"]),
-                    peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark), peers_left_out=left_out)
+                    peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark), peers_left_out=left_out,
+                    load_scenarios=tuple(dict.fromkeys(c.scenario for c in loaded)),
+                    loads=tuple(sorted({c.load for c in loaded if c.load is not None})),
+                    load_agents=tuple(dict.fromkeys(c.agent for c in loaded)))
         timing = Timing(float(document["wall_s"]), int(document["workers"]), int(document["cores"]),
                         float(document["load"]))
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -370,7 +395,8 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
     spark_section = spark_study(grid.spark, grid.seeds) if grid.spark else ""
     when = datetime.fromtimestamp((folder / RESULTS).stat().st_mtime, UTC).strftime("%Y-%m-%d")
     preamble = _preamble(grid, when, timing, [*reservations, *fairness], peers_note)
-    return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])))
+    return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])),
+                        loaded)
 
 
 def spark_study(files: Sequence[str], seeds: int) -> str:
@@ -381,7 +407,8 @@ def spark_study(files: Sequence[str], seeds: int) -> str:
 
 
 def _preamble(grid: Grid, when: str, timing: Timing, made: Sequence[Cell], peers_note: str = "") -> str:
-    scenarios = ", ".join(f"`{_label(p)}`" for p in (*grid.reservations, *grid.fairness))
+    scenarios = ", ".join(f"`{name}`" for name in dict.fromkeys(_label(p) for p in (*grid.reservations, *grid.fairness,
+                                                                                      *grid.load_scenarios)))
     peers = (f"YARN's own agents ({', '.join(f'`{p}`' for p in grid.peers)}) were decided by YARN 3.4.1's classes "
              "through the peer harness (`python benchmarks/peers/evaluate.py`, which runs this grid with them) and "
              "replayed in the simulator (docs/yarn.md)." if grid.peers else

@@ -10,6 +10,7 @@ once, from the future that finished (none is counted twice). The caller keeps ea
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -32,7 +33,8 @@ def grid_client(scheduler: str | None, workers: int) -> Iterator[Any]:
                 yield client
             return
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK,
-                          dashboard_address=None, silence_logs=True) as cluster, Client(cluster) as client:
+                          dashboard_address=None, worker_dashboard_address=None,
+                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
             yield client
 
 

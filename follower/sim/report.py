@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from follower.sim.answers import answers
+from follower.sim.answers import BE_SLOWDOWN, SLA, answers
 from follower.sim.cell import Cell, Reader, all_jobs, bucket_response
 from follower.sim.figures import best_effort_figure, buckets_figure, preemptions_figure, sla_figure
+from follower.sim.load import SLA_TARGET, SLOWDOWN_LIMIT, carried
 from follower.sim.metrics import SIZE_BUCKETS
 from follower.sim.spread import format_spread
 
@@ -63,9 +64,30 @@ def fairness_table(cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
+def load_table(cells: Sequence[Cell]) -> str:
+    """Markdown: per scenario and agent, production SLA and best-effort mean slowdown at each load, and the highest
+    load carried (SLA at least SLA_TARGET and slowdown at most SLOWDOWN_LIMIT there and at every lower load)."""
+    loads = sorted({cell.load for cell in cells if cell.load is not None})
+    lines = ["| scenario | agent | " + " | ".join(f"load {load:g}: SLA, BE slowdown" for load in loads)
+             + " | highest load carried |", "|---|---|" + "---|" * (len(loads) + 1)]
+    by = {(cell.scenario, cell.agent, cell.load): cell for cell in cells}
+    for scenario, agent in dict.fromkeys((cell.scenario, cell.agent) for cell in cells):
+        points, shown = [], []
+        for load in loads:
+            cell = by.get((scenario, agent, load))
+            sla = cell.spread(SLA) if cell is not None else None
+            slowdown = cell.spread(BE_SLOWDOWN) if cell is not None else None
+            points.append((load, None if sla is None else sla.mean, None if slowdown is None else slowdown.mean))
+            shown.append(f"{format_spread(sla, '{:.1%}')}, {format_spread(slowdown, '{:.2f}')}")
+        highest = carried(points)
+        carried_text = "none" if highest is None else f"{highest:g}"
+        lines.append(f"| {scenario} | {agent} | " + " | ".join(shown) + f" | {carried_text} |")
+    return "\n".join(lines)
+
+
 def write_report(folder: Path, reservations: Sequence[Cell], fairness: Sequence[Cell], preamble: str,
-                 published: str = "") -> Path:
-    """Write `report.md` with both studies' tables and figures into `folder`; returns its path."""
+                 published: str = "", loaded: Sequence[Cell] = ()) -> Path:
+    """Write `report.md` with the studies' tables and figures into `folder`; returns its path."""
     folder.mkdir(parents=True, exist_ok=True)
     parts = [preamble.rstrip(), ""]
     if found := answers(reservations):
@@ -81,6 +103,13 @@ def write_report(folder: Path, reservations: Sequence[Cell], fairness: Sequence[
                   "Best-effort mean response by job size (jobs ranked by their run time alone), over the response "
                   "of the same jobs under `none` at the same seed: above 1, reserving for production slowed them.",
                   "", "![Preemptions per agent](preemptions.png)", ""]
+    if loaded:
+        parts += ["## Load: how much more work does the same cluster carry?", "",
+                  f"The same jobs arriving faster (load f: every submission time divided by f; sizes, run times and "
+                  f"deadline slack unchanged; `rayon simulate SCENARIO --load f`). A load is carried while production "
+                  f"meets at least {SLA_TARGET:.0%} of its deadlines and best effort's mean slowdown stays at most "
+                  f"{SLOWDOWN_LIMIT:g}, there and at every lower load of the sweep (means over the seeds).", "",
+                  load_table(loaded), ""]
     if fairness:
         buckets_figure(fairness, folder / "buckets.png")
         parts += ["## Fairness: user-aware virtual time", "", fairness_table(fairness), "",

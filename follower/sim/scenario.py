@@ -6,6 +6,7 @@ seed: 7                           # default 0; `--seed` overrides
 start: 2026-11-23T00:00:00Z       # the wall-clock time of simulated time 0
 duration: 2h                      # when the simulation ends (default: when the last job ends)
 checkpoint: 10m                   # jobs save their work this often (default none: a lost container loses it all)
+load: 1.5                         # arrivals this many times as fast (default 1); `--load` overrides
 agent: gree-l                     # none | priority | capacity | static | static-half (baselines) | gree | gree-l | milp
 policy: fair                      # fifo | fair | stateaware | drf | uwfq; `--policy` overrides
 cluster:
@@ -30,6 +31,7 @@ documented in docs/workloads.md.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -40,6 +42,7 @@ import yaml
 
 from follower.scheduler.policies import APP_POLICIES
 from follower.sim.baselines import BASELINES, sizing_params
+from follower.sim.load import at_load
 from follower.sim.workloads.alibaba import AlibabaParams, read_alibaba
 from follower.sim.workloads.fields import choice, duration, flag, integer, number, resources, text
 from follower.sim.workloads.google import GoogleParams, read_google
@@ -53,8 +56,8 @@ from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, node_groups, parse_clu
 from rdl.errors import did_you_mean
 from rdl.source import read_text
 
-KEYS = ("name", "seed", "start", "duration", "checkpoint", "agent", "policy", "cluster", "workload", "scheduler",
-        "follower")
+KEYS = ("name", "seed", "start", "duration", "checkpoint", "load", "agent", "policy", "cluster", "workload",
+        "scheduler", "follower")
 CLUSTER_KEYS = ("nodes", "step", "horizon", "failures", "policies")
 WORKLOAD_KINDS = ("synthetic", "trace", "uwfq", "jobs")
 TRACE_FORMATS: dict[str, tuple[type, Callable[..., Workload]]] = {
@@ -136,9 +139,14 @@ class Scenario:
     scheduler: Section = Section({})
     follower: Section = Section({})
     checkpoint: float | None = None  # seconds between a job's saved states; None: nothing is saved
+    load: float = 1.0  # arrivals this many times as fast as the workload gives them (follower.sim.load)
 
     def load_workload(self) -> Workload:
-        """The jobs (generated or imported) with the scenario's seed; importers may raise TraceError or ValueError."""
+        """The jobs (generated or imported) with the scenario's seed, at its load; importers may raise TraceError or
+        ValueError."""
+        return at_load(self._jobs(), self.load)
+
+    def _jobs(self) -> Workload:
         spec = self.workload
         if spec.kind == "jobs":
             return Workload.of(self.name, spec.params)
@@ -178,13 +186,15 @@ class Scenario:
         return parse_cluster(self.cluster_yaml(workload), f"{self.file}#cluster")
 
     def with_options(self, agent: str | None = None, policy: str | None = None, seed: int | None = None,
-                     policies: tuple[str, ...] = POLICIES) -> Scenario:
+                     policies: tuple[str, ...] = POLICIES, load: float | None = None) -> Scenario:
         """The same scenario with command-line overrides; an unknown name raises ValueError with a "did you mean"."""
         for name, options, what in ((agent, agent_names(), "agent"), (policy, policies, "policy")):
             if name is not None and name not in options:
                 raise ValueError(f"unknown {what} `{name}`: " + _choice_message(name, options))
+        if load is not None and not (math.isfinite(load) and load > 0):
+            raise ValueError(f"a load factor must be a positive number, got {load}")
         return replace(self, agent=agent or self.agent, policy=policy or self.policy,
-                       seed=self.seed if seed is None else seed)
+                       seed=self.seed if seed is None else seed, load=self.load if load is None else load)
 
 
 def _choice_message(name: str, options: tuple[str, ...]) -> str:
@@ -201,6 +211,17 @@ def _choice(text: str, options: tuple[str, ...]) -> str:
 def _checkpoint(text: str) -> float | None:
     """`none`, or how often jobs save their work (a positive duration)."""
     return None if text == "none" else positive_duration(text)
+
+
+def _load(text: str) -> float:
+    """A load factor: a positive number (arrivals that many times as fast)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"expected a positive number such as `1.5`, got `{text}`")
+    return value
 
 
 def _seed(text: str) -> int:
@@ -238,6 +259,7 @@ def parse_scenario(text: str, file: str = "<scenario>", folder: Path | None = No
         "seed": get("seed", _seed, 0),
         "duration": get("duration", positive_duration, None),
         "checkpoint": get("checkpoint", _checkpoint, None),
+        "load": get("load", _load, 1.0),
         "agent": get("agent", lambda t: _choice(t, agent_names()), DEFAULT_AGENT),
         "policy": get("policy", lambda t: _choice(t, policies), DEFAULT_POLICY),
         "name": get("name", str, Path(file).name.split(".")[0]),

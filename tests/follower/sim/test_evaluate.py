@@ -62,7 +62,8 @@ def test_the_slack_factor_reaches_the_generated_deadlines(small: str) -> None:
 
 def test_a_tiny_grid_writes_a_report_with_both_studies(small: str, tmp_path: Path) -> None:
     fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
-    grid = Grid(reservations=(small,), agents=("none", "gree-l"), slacks=(3.0,), fairness=(fairness,),
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none", "gree-l"), slacks=(3.0,), fairness=(fairness,),
                 policies=("fair", "userfair"), seeds=1, spark=())
     assert len(grid.runs()) == 4
     report = evaluate(tmp_path / "report", grid, workers=1)
@@ -77,7 +78,8 @@ def test_a_tiny_grid_writes_a_report_with_both_studies(small: str, tmp_path: Pat
 
 
 def test_the_grid_comes_back_in_grid_order_from_a_process_pool(small: str) -> None:
-    grid = Grid(reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=1)
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=1)
     results = run_grid(grid, workers=2)
     assert [outcome.run.agent for outcome in results] == ["none", "gree", "gree-l"]
     reservations, fairness = cells(results)
@@ -106,7 +108,7 @@ def test_evaluate_names_every_scenario_that_does_not_load_before_simulating(smal
     missing = tmp_path / "missing.yaml"
     result = CliRunner().invoke(main, ["evaluate", "--reservations", f"{small},{typo},{no_slack}", "--fairness",
                                        f"{small},{missing}", "--agents", "none", "--slacks", "3",
-                                       "--out", str(tmp_path / "r"), "--workers", "2"])
+                                       "--load-scenarios", "", "--out", str(tmp_path / "r"), "--workers", "2"])
     assert result.exit_code == 2, result.output
     assert "3 of 4 scenario(s) do not load" in result.stderr
     assert f"{typo}:" in result.stderr and "unknown key `synthetc`" in result.stderr
@@ -119,7 +121,8 @@ def test_names_are_looked_up_in_the_scenarios_folder_and_a_report_is_not_overwri
                                                                                      tmp_path: Path) -> None:
     out = tmp_path / "r"
     args = ["evaluate", "--scenarios", str(Path(small).parent), "--reservations", "small", "--fairness", "",
-            "--agents", "none", "--slacks", "3", "--seeds", "1", "--workers", "1", "--out", str(out)]
+            "--agents", "none", "--slacks", "3", "--seeds", "1", "--workers", "1", "--load-scenarios", "", "--out",
+            str(out)]
     first = CliRunner().invoke(main, args)
     assert first.exit_code == 0, first.output
     (out / "report.md").write_text("kept")
@@ -149,11 +152,12 @@ def test_without_the_examples_folder_names_say_where_to_point(tmp_path: Path, mo
 def test_quick_takes_the_small_grid_for_what_is_not_given(small: str, tmp_path: Path) -> None:
     out = tmp_path / "q"
     result = CliRunner().invoke(main, ["evaluate", "--quick", "--scenarios", str(Path(small).parent), "--reservations",
-                                       "small", "--fairness", "", "--workers", "1", "--no-spark", "--out", str(out)])
+                                       "small", "--fairness", "", "--load-scenarios", "small", "--workers", "1",
+                                       "--no-spark", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    # the quick agents at the quick slack and seeds, on the scenario given
-    assert "15 simulations (5 cells × 3 seeds)" in result.stderr
-    assert "[15/15] small " in result.stderr and "left)" in result.stderr  # progress estimates the time left
+    # the quick agents at the quick slack and seeds, on the scenario given; the load study at loads 1 and 2
+    assert "45 simulations (15 cells × 3 seeds)" in result.stderr
+    assert "[45/45] small " in result.stderr and "left)" in result.stderr  # progress estimates the time left
     text = (out / "report.md").read_text()
     assert all(f"| small | 3 | {agent} | fair | 3 |" in text for agent in ("none", "priority", "capacity", "gree",
                                                                           "gree-l"))
@@ -163,7 +167,7 @@ def test_quick_takes_the_small_grid_for_what_is_not_given(small: str, tmp_path: 
 
 def test_two_seeds_draw_different_workloads_and_the_cell_keeps_both_and_their_mean(small: str,
                                                                                     tmp_path: Path) -> None:
-    grid = Grid(reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(), seeds=2)
+    grid = Grid(load_scenarios=(), reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(), seeds=2)
     outcomes = run_grid(grid, workers=1)
     assert [outcome.run.seed for outcome in outcomes] == [3, 4]  # the scenario's seed, then the next
     first, second = (outcome.summary for outcome in outcomes)
@@ -178,7 +182,7 @@ def test_two_seeds_draw_different_workloads_and_the_cell_keeps_both_and_their_me
 
 def test_the_report_shows_mean_and_interval_and_the_results_keep_every_seed(small: str, tmp_path: Path) -> None:
     fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
-    grid = Grid(reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(fairness,),
+    grid = Grid(load_scenarios=(), reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(fairness,),
                 policies=("fair", "userfair"), seeds=2, spark=())
     report = evaluate(tmp_path / "r", grid, workers=1)
     text = report.read_text()
@@ -194,7 +198,8 @@ def test_the_report_shows_mean_and_interval_and_the_results_keep_every_seed(smal
 
 
 def test_runs_start_with_the_milp_then_every_cell_once_before_any_cell_twice() -> None:
-    grid = Grid(reservations=("a.yaml",), agents=("gree", "milp"), slacks=(3.0,), fairness=("b.yaml",),
+    grid = Grid(load_scenarios=(),
+                reservations=("a.yaml",), agents=("gree", "milp"), slacks=(3.0,), fairness=("b.yaml",),
                 policies=("fair",), seeds=2)
     runs = grid.runs()
     started = [(runs[index].agent or runs[index].policy, runs[index].replicate) for index in run_order(runs)]
@@ -215,7 +220,8 @@ def test_the_milp_time_limit_reaches_the_agent_of_every_planning_run(small: str,
     monkeypatch.setattr(module, "simulation_agent", recording)
     result = CliRunner().invoke(main, ["evaluate", "--reservations", small, "--fairness", "", "--agents",
                                        "none,gree-l", "--slacks", "3", "--seeds", "1", "--milp-time-limit", "0.7",
-                                       "--workers", "1", "--no-spark", "--out", str(tmp_path / "r")])
+                                       "--workers", "1", "--no-spark", "--load-scenarios", "", "--out",
+                                       str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert asked == [("gree-l", 0.7)]  # `none` plans nothing: no agent
     assert real("milp", 0.7).time_limit == 0.7  # type: ignore[attr-defined]
@@ -225,7 +231,8 @@ SPARK = str(Path(__file__).parents[3] / "examples" / "spark" / "4_super_small.ya
 
 
 def test_the_report_has_the_task_level_uwfq_section_at_the_grid_s_seeds(small: str, tmp_path: Path) -> None:
-    grid = Grid(reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(), seeds=2, spark=(SPARK,))
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(), seeds=2, spark=(SPARK,))
     text = evaluate(tmp_path / "r", grid, workers=1).read_text()
     section = text[text.index("## UWFQ on the task-level Spark model"):]
     assert f"`rayon spark {SPARK} --seeds 2 --markdown`" in section
@@ -243,7 +250,8 @@ def test_another_system_s_agent_is_replayed_from_its_source_and_named_in_the_rep
         return [planner.submit(r, "gree", submitted=r.arrival_at(cluster.start)).to_json(planner.plan.clock)
                 for r in reservations], []
 
-    grid = Grid(reservations=(small,), agents=("gree",), slacks=(3.0,), fairness=(), seeds=1, spark=(),
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("gree",), slacks=(3.0,), fairness=(), seeds=1, spark=(),
                 peers=("yarn-greedy",))
     outcomes = run_grid(grid, workers=1, source=source)
     assert [o.run.agent for o in outcomes] == ["gree", "yarn-greedy"] and asked and asked[0][0] == "yarn-greedy"
@@ -269,7 +277,8 @@ def test_a_peer_that_cannot_plan_a_scenario_s_cluster_is_left_out_of_it_and_the_
         return [planner.submit(r, "gree", submitted=r.arrival_at(cluster.start)).to_json(planner.plan.clock)
                 for r in reservations], []
 
-    grid = Grid(reservations=(small, str(gpus)), agents=("gree",), slacks=(3.0,), fairness=(), seeds=1, spark=(),
+    grid = Grid(load_scenarios=(),
+                reservations=(small, str(gpus)), agents=("gree",), slacks=(3.0,), fairness=(), seeds=1, spark=(),
                 peers=("yarn-greedy", "yarn-aligned"))
     report = evaluate(tmp_path / "r", grid, workers=1, source=source)
     text = report.read_text()
@@ -288,7 +297,8 @@ def test_a_peer_that_cannot_plan_a_scenario_s_cluster_is_left_out_of_it_and_the_
 
 def test_the_report_answers_what_planning_buys_and_how_the_agents_compare_seed_by_seed(small: str,
                                                                                        tmp_path: Path) -> None:
-    grid = Grid(reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=2,
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=2,
                 spark=())
     text = evaluate(tmp_path / "r", grid, workers=1).read_text()
     answers = text[text.index("## Answers"):text.index("## Reservations")]
@@ -299,7 +309,8 @@ def test_the_report_answers_what_planning_buys_and_how_the_agents_compare_seed_b
 
 def test_a_report_is_written_again_from_its_results_alone(small: str, tmp_path: Path) -> None:
     fairness = str(Path(__file__).parents[3] / "examples" / "scenarios" / "uwfq_super_small.yaml")
-    grid = Grid(reservations=(small,), agents=("none", "gree-l"), slacks=(3.0,), fairness=(fairness,),
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none", "gree-l"), slacks=(3.0,), fairness=(fairness,),
                 policies=("fair", "userfair"), seeds=2, spark=())
     report = evaluate(tmp_path / "r", grid, workers=1)
     written = report.read_text()
@@ -315,7 +326,8 @@ def test_a_stopped_grid_goes_on_from_its_kept_runs_and_a_changed_scenario_runs_a
         small: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import follower.sim.evaluate as evaluation
 
-    grid = Grid(reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=1, spark=())
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none", "gree", "gree-l"), slacks=(3.0,), fairness=(), seeds=1, spark=())
     real, ran = evaluation.run_one, []
 
     def stops_at_the_third(run: evaluation.Run, *args: object, **kwargs: object) -> evaluation.Outcome:
@@ -347,3 +359,33 @@ def test_a_stopped_grid_goes_on_from_its_kept_runs_and_a_changed_scenario_runs_a
     assert kept.kept(grid.runs()) == {0}
     Path(small).write_text(SMALL.replace("jobs: 16", "jobs: 12"))
     assert kept.kept(grid.runs()) == set()  # the scenario changed: its kept run is not taken for the new one
+
+
+def test_the_load_study_finds_the_highest_load_each_agent_carries(small: str, tmp_path: Path) -> None:
+    grid = Grid(reservations=(), fairness=(), spark=(), load_scenarios=(small,), loads=(1.0, 4.0),
+                load_agents=("none", "gree-l"), seeds=1)
+    runs = grid.runs()
+    assert [(run.study, run.agent, run.load) for run in runs] == [
+        ("load", "none", 1.0), ("load", "none", 4.0), ("load", "gree-l", 1.0), ("load", "gree-l", 4.0)]
+    text = evaluate(tmp_path / "r", grid, workers=1).read_text()
+    assert "## Load: how much more work does the same cluster carry?" in text
+    assert "| small | none | " in text and "| small | gree-l | " in text
+    document = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert sorted({run["load"] for run in document["runs"]}) == [1.0, 4.0]
+
+
+def test_a_load_is_the_same_jobs_arriving_faster() -> None:
+    from follower.sim.load import at_load, carried
+
+    workload = load_scenario(str(Path(__file__).parents[3] / "examples" / "scenarios" / "tiny.yaml")).load_workload()
+    faster = at_load(workload, 2.0)
+    for before, after in zip(workload.jobs, faster.jobs, strict=True):
+        assert after.submit == before.submit / 2 and after.runtime == before.runtime
+        assert (after.deadline is None) == (before.deadline is None)
+        if before.deadline is not None and after.deadline is not None:
+            assert after.deadline - after.submit == before.deadline - before.submit
+    assert at_load(workload, 1.0) is workload
+    with pytest.raises(ValueError, match="positive"):
+        at_load(workload, 0.0)
+    assert carried([(1.0, 0.99, 1.2), (2.0, 0.97, 1.9), (3.0, 0.90, 1.5), (4.0, 1.0, 1.0)]) == 2.0
+    assert carried([(1.0, 0.80, 1.0)]) is None

@@ -29,12 +29,14 @@ def figures(outcomes: list) -> list[tuple[str, int, str]]:  # type: ignore[type-
 
 
 def test_a_local_cluster_gives_the_figures_of_a_serial_run(small: str) -> None:
-    grid = Grid(reservations=(small,), agents=("none", "capacity", "gree-l"), slacks=(3.0,), fairness=(), seeds=2)
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none", "capacity", "gree-l"), slacks=(3.0,), fairness=(), seeds=2)
     assert figures(run_grid(grid, workers=2)) == figures(run_grid(grid, workers=1))
 
 
 def test_a_worker_killed_mid_grid_loses_no_run_and_counts_none_twice(small: str, tmp_path: Path) -> None:
-    grid = Grid(reservations=(small,), agents=("none", "priority", "gree", "gree-l"), slacks=(3.0,), fairness=(),
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none", "priority", "gree", "gree-l"), slacks=(3.0,), fairness=(),
                 seeds=3)
     runs = grid.runs()
     checkpoint = Checkpoint(tmp_path / "partial", grid.milp_time_limit)

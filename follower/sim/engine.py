@@ -212,7 +212,8 @@ class Simulation:
 
     def _arrive(self, job: Job) -> None:
         work = job.runtime * job.executors if job.executors else job.runtime
-        record = JobRecord(job.id, job.user, job.kind, job.submit, job.runtime, job.deadline)
+        record = JobRecord(job.id, job.user, job.kind, job.submit, job.runtime, job.deadline,
+                           work_s=job.runtime * job.containers)
         run = self.jobs[job.id] = RunningJob(job, record, work, since=self.env.now, pending=deque(job.tasks))
         if job.is_production and self.planning and self._reserve(job, record):
             self.waiting_for_queue.append(job.id)
@@ -236,7 +237,14 @@ class Simulation:
         if decision.accepted:
             self.view = PlanView(self.planner.plan, self.view)
             record.plan_changes = level_changes(decision.allocations or [])
+            record.planned = self._planned(decision.allocations)
         return decision.accepted
+
+    def _planned(self, allocations: Sequence[PlanAllocation]) -> tuple[tuple[float, float, float], ...]:
+        """Leases as (start, end) in simulated seconds with the vcores they hold (for the plan-shape figure)."""
+        clock = self.planner.plan.clock
+        return tuple(((clock.at(a.start) - self.start).total_seconds(), (clock.at(a.end) - self.start).total_seconds(),
+                      a.bundles * (a.bundle.get("vcores") or 0.0)) for a in allocations)
 
     def _admit_waiting(self) -> None:
         """Submit the accepted jobs whose reservation queue is open now; ended ones go best effort."""

@@ -59,6 +59,8 @@ class JobRecord:
     lost: int = 0  # containers lost with a failed node
     lost_work_s: float = 0.0  # container-seconds of work thrown away by preemption and failures (redone)
     plan_changes: int = 0  # level changes of its accepted reservation's planned allocation
+    planned: tuple[tuple[float, float, float], ...] = ()  # its leases as accepted: (start s, end s, vcores held)
+    work_s: float = 0.0  # container-seconds its work takes with nothing lost (run time × containers)
     dropped: bool = False  # its reservation was dropped when capacity shrank
     refused: bool = False  # no queue took its application
     killed: bool = False  # ended unfinished by the follower (its reservation ended, `on_expiry: kill`)
@@ -132,6 +134,7 @@ def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end:
         "utilization_by_resource": utilization,
         "preemptions": preemptions,
         "lost_work_s": sum(job.lost_work_s for job in jobs),
+        "work_s": sum(job.work_s for job in jobs),
         "all_jobs": responses(jobs),
         "size_buckets": size_buckets(jobs),
         "best_effort_size_buckets": size_buckets(best_effort),

@@ -36,13 +36,14 @@ from follower.sim.gridrun import grid_client, run_each
 from follower.sim.metrics import JobRecord, Result, fairness_against
 from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, peer_refusal, replay_agent
 from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
-from follower.sim.report import write_report
+from follower.sim.report import PlanShapes, write_report
 from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES, USER_FAIR
 from follower.sim.spark import table as spark_table
 from rdl.errors import RayonError, RDLErrors
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+REPOSITORY = Path(__file__).resolve().parents[2]
+EXAMPLES = REPOSITORY / "examples" / "scenarios"
 AGENTS = agent_names()
 SLACKS = (1.5, 3.0, 10.0)
 POLICIES = ("fifo", "fair", USER_FAIR, "uwfq")
@@ -54,6 +55,7 @@ LOADS = (1.0, 1.5, 2.0, 3.0)
 LOAD_AGENTS = ("none", "priority", "capacity", "gree", "gree-l")
 FAIRNESS_SCENARIOS = ("uwfq_power_small", "uwfq_super_small", "google_homo", "google_hetero")
 DEFAULT_SEEDS = 5  # per cell: t(0.975, 4) = 2.78, where 3 seeds would give 4.30 and 2 seeds 12.7
+REFERENCE_AGENT = "gree-l"  # our default agent
 MILP = "milp"  # the agent with a time limit per decision, and the grid's longest runs
 RESULTS = "results.json"
 
@@ -147,6 +149,12 @@ class Outcome:
 
 def _label(path: str) -> str:
     return Path(path).stem
+
+
+def _shown(path: str) -> str:
+    """A scenario's path as results.json keeps it: relative to the repository when inside it."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPOSITORY)) if resolved.is_relative_to(REPOSITORY) else path
 
 
 def with_slack(scenario: Scenario, mean: float) -> Scenario:
@@ -282,7 +290,8 @@ def fairness_by_run(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
 
 def run_records(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """Every run as `results.json` keeps it: what ran, at which seed, how long, its figures and its DVR/DSR."""
-    return [{"study": o.run.study, "scenario": o.run.label, "agent": o.run.agent, "policy": o.run.policy,
+    return [{"study": o.run.study, "scenario": o.run.label, "path": _shown(o.run.path), "agent": o.run.agent,
+             "policy": o.run.policy,
              "slack": o.run.slack, "load": o.run.load, "seed": o.run.seed, "wall_s": o.wall_s, "summary": o.summary,
              "fairness": fairness}
             for o, fairness in zip(outcomes, fairness_by_run(outcomes), strict=True)]
@@ -377,7 +386,9 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
         left_out = tuple((str(left["scenario"]), str(left["agent"]), str(left["why"]))
                          for left in document.get("peers_left_out", ()))
         agents = tuple(dict.fromkeys([*(c.agent for c in reservations), *(agent for _, agent, _ in left_out)]))
-        grid = Grid(reservations=tuple(dict.fromkeys(c.scenario for c in reservations)),
+        paths = {run["scenario"]: str(REPOSITORY / run["path"]) if not Path(run["path"]).is_absolute() else run["path"]
+                 for run in document["runs"] if run.get("path")}
+        grid = Grid(reservations=tuple(dict.fromkeys(paths.get(c.scenario, c.scenario) for c in reservations)),
                     agents=tuple(a for a in agents if a not in PEER_AGENTS),
                     slacks=tuple(dict.fromkeys(c.slack for c in reservations if c.slack is not None)),
                     fairness=tuple(dict.fromkeys(c.scenario for c in fairness)),
@@ -393,10 +404,33 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
         raise RayonError(f"cannot read the results of a grid: {error}", place=str(folder / RESULTS),
                          hint="render a folder `rayon evaluate` wrote (its results.json)") from error
     spark_section = spark_study(grid.spark, grid.seeds) if grid.spark else ""
+    shapes = plan_shapes(grid.reservations, grid.slacks)
     when = datetime.fromtimestamp((folder / RESULTS).stat().st_mtime, UTC).strftime("%Y-%m-%d")
     preamble = _preamble(grid, when, timing, [*reservations, *fairness], peers_note)
     return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])),
-                        loaded)
+                        loaded, shapes)
+
+
+def plan_shapes(reservations: Sequence[str], slacks: Sequence[float]) -> PlanShapes | None:
+    """The leases GREE and GREE-L plan on one run of the grid's first reservation scenario (a name in
+    examples/scenarios, or a path), at its first slack and own seed: two short simulations, for the plan-shape
+    figure; None when the grid has no reservation scenario that loads."""
+    if not reservations:
+        return None
+    path = reservations[0] if Path(reservations[0]).exists() else str(EXAMPLES / f"{reservations[0]}.yaml")
+    try:
+        scenario = load_scenario(path)
+        if slacks:
+            scenario = with_slack(scenario, slacks[0])
+    except (RDLErrors, RayonError, OSError, ValueError):
+        return None
+    planned = []
+    for agent in ("gree", REFERENCE_AGENT):
+        result = Simulation(scenario.with_options(agent=agent)).run()
+        planned.append((agent, [lease for record in result.records for lease in record.planned]))
+    slack = f", mean slack factor {slacks[0]:g}" if slacks else ""
+    return PlanShapes(tuple(planned), f"{_label(path)}, seed {scenario.seed}",
+                      f"`{_label(path)}` at seed {scenario.seed}{slack}, agents gree and {REFERENCE_AGENT}")
 
 
 def spark_study(files: Sequence[str], seeds: int) -> str:

@@ -6,7 +6,12 @@
   per agent, as a ratio to the time-agnostic baseline `none` at the same seed (what reserving
   for production costs the rest; absolute times differ by orders of magnitude between sizes and
   between the seeds' workloads, and are in the table);
-- `preemptions.png`: containers preempted per agent and slack factor;
+- `lost_work.png`: work thrown away by preemption and failures, as a share of the work the jobs needed, per
+  agent and slack factor (normalised: a count of preempted containers weighs a one-second task like an
+  hour of an MPI gang);
+- `acceptance.png`: production jobs accepted over the run, by arrival, per planning agent (a plan that stops
+  accepting shows as a falling line: the frozen horizon of issue #28 would have shown at a glance);
+- `plan_shapes.png`: what GREE and GREE-L planned over time on one run (vcores held by accepted leases);
 - `buckets.png`: the fairness study's mean response by job size, per policy (on a log scale when
   the sizes' responses differ by orders of magnitude).
 Every agent and policy keeps one colour across the figures.
@@ -135,17 +140,21 @@ def zoom(values: Sequence[Spread | None]) -> tuple[float, float]:
 
 
 def sla_figure(cells: Sequence[Cell], path: Path) -> Path:
-    """SLA attainment per agent (mean and 95 % interval), slack factors along x, one panel per scenario."""
+    """SLA attainment per agent (mean and 95 % interval), slack factors along x, one panel per scenario; every panel
+    on one scale, so that panels compare."""
     scenarios, agents = scenarios_of(cells), agents_of(cells)
     figure, axes = panels(len(scenarios))
+    shown = []
     for panel, scenario in zip(axes[0], scenarios, strict=False):
         slacks = slacks_of(cells, scenario)
         series = [(agent, [measured(find(cells, scenario, slack, agent), _sla) for slack in slacks])
                   for agent in agents]
         draw_series(panel, [f"slack {slack:g}" for slack in slacks], series, within=(0.0, 1.0))
-        panel.set_ylim(*zoom([value for _, values in series for value in values]))
+        shown += [value for _, values in series for value in values]
         panel.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         panel.set_title(scenario, fontsize=11)
+    for panel in axes[0]:
+        panel.set_ylim(*zoom(shown))
     axes[0][0].set_ylabel("production jobs meeting their deadline", fontsize=TICKS)
     return finish(figure, axes[0][0], path, len(agents))
 
@@ -206,19 +215,98 @@ def log_scale_if_wide(panel: Axes) -> None:
     panel.yaxis.set_minor_formatter(NullFormatter())
 
 
-def preemptions_figure(cells: Sequence[Cell], path: Path) -> Path:
-    """Containers preempted per agent (mean and 95 % interval), slack factors along x, one panel per scenario."""
+def lost_work_figure(cells: Sequence[Cell], path: Path) -> Path:
+    """Work thrown away per agent as a share of the work its jobs needed (mean and 95 % interval), slack factors
+    along x, one panel per scenario."""
     scenarios, agents = scenarios_of(cells), agents_of(cells)
     figure, axes = panels(len(scenarios))
     for panel, scenario in zip(axes[0], scenarios, strict=False):
         slacks = slacks_of(cells, scenario)
-        series = [(agent, [measured(find(cells, scenario, slack, agent), lambda s: s["preemptions"])
-                           for slack in slacks]) for agent in agents]
+        series = [(agent, [measured(find(cells, scenario, slack, agent), lost_share) for slack in slacks])
+                  for agent in agents]
         draw_series(panel, [f"slack {slack:g}" for slack in slacks], series, bars=True, within=(0.0, math.inf))
         panel.set_ylim(bottom=0)
+        panel.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
         panel.set_title(scenario, fontsize=11)
-    axes[0][0].set_ylabel("containers preempted", fontsize=TICKS)
+    axes[0][0].set_ylabel("work lost and redone ÷ work needed", fontsize=TICKS)
     return finish(figure, axes[0][0], path, len(agents))
+
+
+def lost_share(summary: dict[str, Any]) -> float | None:
+    """Lost work over the work the jobs needed (None for results without it)."""
+    work = summary.get("work_s")
+    return None if not work else (summary.get("lost_work_s") or 0.0) / work
+
+
+def acceptance_figure(cells: Sequence[Cell], path: Path) -> Path:
+    """Production jobs accepted over the run by arrival (accepted ÷ submitted, summed over the seeds), per planning
+    agent, at each scenario's tightest slack; one panel per scenario."""
+    scenarios = [s for s in scenarios_of(cells) if any(c.scenario == s and _accepting(c) for c in cells)]
+    figure, axes = panels(max(1, len(scenarios)))
+    for panel, scenario in zip(axes[0], scenarios, strict=False):
+        slack = slacks_of(cells, scenario)[0]
+        for cell in cells:
+            if cell.scenario != scenario or (cell.slack or 0.0) != slack or not _accepting(cell):
+                continue
+            tenths = _acceptance(cell)
+            panel.plot([index + 0.5 for index in range(len(tenths))], tenths, marker="o", color=colour(cell.agent),
+                       label=cell.agent)
+        panel.set_ylim(0, 1.05)
+        panel.set_xlim(0, 10)
+        panel.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        panel.set_xlabel("tenth of the run, by arrival", fontsize=TICKS)
+        panel.set_title(f"{scenario}, slack {slack:g}", fontsize=11)
+        panel.grid(alpha=0.3)
+    axes[0][0].set_ylabel("production jobs accepted", fontsize=TICKS)
+    return finish(figure, axes[0][0], path, len(agents_of(cells)))
+
+
+def _accepting(cell: Cell) -> bool:
+    """Whether the cell's agent plans (a baseline accepts nothing)."""
+    return any(summary["production"].get("accepted") for summary in cell.summaries)
+
+
+def _acceptance(cell: Cell) -> list[float]:
+    """Accepted ÷ submitted per tenth of the run, summed over the seeds (nan where nothing arrived)."""
+    submitted, accepted = [0] * 10, [0] * 10
+    for summary in cell.summaries:
+        for index, bucket in enumerate(summary["production"].get("acceptance_over_time", [])[:10]):
+            submitted[index] += bucket["submitted"]
+            accepted[index] += bucket["accepted"]
+    return [a / s if s else math.nan for a, s in zip(accepted, submitted, strict=True)]
+
+
+def plan_shapes_figure(planned: dict[str, list[tuple[float, float, float]]], title: str, path: Path) -> Path:
+    """The vcores each agent's plan held over time on one run (every accepted lease as planned at acceptance):
+    tall and late (GREE) against flat (GREE-L); one panel per agent, on one scale."""
+    agents = list(planned)
+    figure, axes = panels(len(agents), width=6.0, height=3.4)
+    top = 0.0
+    for panel, agent in zip(axes[0], agents, strict=False):
+        times, held = _held_over_time(planned[agent])
+        panel.step([t / 3600 for t in times], held, where="post", color=colour(agent), label=agent)
+        top = max(top, max(held, default=0.0))
+        panel.set_xlabel("hours into the run", fontsize=TICKS)
+        panel.set_title(f"{agent}: {title}", fontsize=11)
+        panel.grid(alpha=0.3)
+    for panel in axes[0]:
+        panel.set_ylim(0, top * 1.05 or 1.0)
+    axes[0][0].set_ylabel("vcores planned for production", fontsize=TICKS)
+    return finish(figure, axes[0][0], path, len(agents))
+
+
+def _held_over_time(leases: list[tuple[float, float, float]]) -> tuple[list[float], list[float]]:
+    """A step function of the total held by (start, end, amount) leases: its change times and levels."""
+    edges: dict[float, float] = {}
+    for start, end, amount in leases:
+        edges[start] = edges.get(start, 0.0) + amount
+        edges[end] = edges.get(end, 0.0) - amount
+    times, levels, level = [], [], 0.0
+    for time in sorted(edges):
+        level += edges[time]
+        times.append(time)
+        levels.append(max(0.0, level))
+    return times, levels
 
 
 def buckets_figure(cells: Sequence[Cell], path: Path) -> Path:

@@ -32,9 +32,11 @@ def grid_client(scheduler: str | None, workers: int) -> Iterator[Any]:
             with Client(scheduler) as client:
                 yield client
             return
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK,
-                          dashboard_address=None, worker_dashboard_address=None,
-                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        # No dashboard; the scheduler's HTTP server (health checks) on any free loopback port, not 8787.
+        local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK,
+                             dashboard_address=None, worker_dashboard_address=None, silence_logs=logging.ERROR,
+                             scheduler_kwargs={"dashboard_address": f"{LOOPBACK}:0"})
+        with local as cluster, Client(cluster) as client:
             yield client
 
 

@@ -8,14 +8,32 @@ folder; the tables give each figure's mean ± the half-width of its 95 % interva
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from follower.sim.answers import BE_SLOWDOWN, SLA, answers
 from follower.sim.cell import Cell, Reader, all_jobs, bucket_response
-from follower.sim.figures import best_effort_figure, buckets_figure, preemptions_figure, sla_figure
+from follower.sim.figures import (
+    acceptance_figure,
+    best_effort_figure,
+    buckets_figure,
+    lost_work_figure,
+    plan_shapes_figure,
+    sla_figure,
+)
 from follower.sim.load import SLA_TARGET, SLOWDOWN_LIMIT, carried
 from follower.sim.metrics import SIZE_BUCKETS
 from follower.sim.spread import format_spread
+
+
+@dataclass(frozen=True)
+class PlanShapes:
+    """The leases each agent planned on one run, as (start s, end s, vcores), with what the run was."""
+
+    planned: tuple[tuple[str, list[tuple[float, float, float]]], ...]
+    title: str
+    command: str
+
 
 RESERVATION_COLUMNS: tuple[tuple[str, Reader, str], ...] = (
     ("SLA attainment", lambda s: s["production"]["sla_attainment"], "{:.1%}"),
@@ -86,8 +104,9 @@ def load_table(cells: Sequence[Cell]) -> str:
 
 
 def write_report(folder: Path, reservations: Sequence[Cell], fairness: Sequence[Cell], preamble: str,
-                 published: str = "", loaded: Sequence[Cell] = ()) -> Path:
-    """Write `report.md` with the studies' tables and figures into `folder`; returns its path."""
+                 published: str = "", loaded: Sequence[Cell] = (), shapes: PlanShapes | None = None) -> Path:
+    """Write `report.md` with the studies' tables and figures into `folder`; returns its path. `shapes` are the
+    leases each agent planned on one run, for the plan-shape figure."""
     folder.mkdir(parents=True, exist_ok=True)
     parts = [preamble.rstrip(), ""]
     if found := answers(reservations):
@@ -95,14 +114,25 @@ def write_report(folder: Path, reservations: Sequence[Cell], fairness: Sequence[
     if reservations:
         sla_figure(reservations, folder / "sla.png")
         best_effort_figure(reservations, folder / "best_effort.png")
-        preemptions_figure(reservations, folder / "preemptions.png")
+        lost_work_figure(reservations, folder / "lost_work.png")
+        acceptance_figure(reservations, folder / "acceptance.png")
         parts += ["## Reservations: does planning ahead pay off?", "", reservations_table(reservations), "",
                   "![SLA attainment per agent, mean and 95 % interval over the seeds](sla.png)", "",
                   "SLA attainment: each scenario's axis spans only the range its intervals cover.", "",
                   "![Best-effort mean response by job size, per agent](best_effort.png)", "",
                   "Best-effort mean response by job size (jobs ranked by their run time alone), over the response "
                   "of the same jobs under `none` at the same seed: above 1, reserving for production slowed them.",
-                  "", "![Preemptions per agent](preemptions.png)", ""]
+                  "", "![Work lost and redone per agent, as a share of the work needed](lost_work.png)", "",
+                  "Work thrown away by preemption and failures (a preempted task starts over, a gang goes back to its "
+                  "start or checkpoint), over the work the jobs needed: preemptions normalised by what they cost.", "",
+                  "![Production jobs accepted over the run, per planning agent](acceptance.png)", "",
+                  "Acceptance by arrival time, summed over the seeds: a plan whose horizon did not roll would "
+                  "accept less and less as the run goes on.", ""]
+    if shapes is not None:
+        plan_shapes_figure(dict(shapes.planned), shapes.title, folder / "plan_shapes.png")
+        parts += ["![What GREE and GREE-L planned over one run](plan_shapes.png)", "",
+                  f"What each agent planned for production over one run ({shapes.command}): every accepted lease "
+                  "as planned at acceptance, in vcores.", ""]
     if loaded:
         parts += ["## Load: how much more work does the same cluster carry?", "",
                   f"The same jobs arriving faster (load f: every submission time divided by f; sizes, run times and "

@@ -72,7 +72,7 @@ def test_a_tiny_grid_writes_a_report_with_both_studies(small: str, tmp_path: Pat
     assert "| small | 3 | none | fair | 1 |" in text and "| small | 3 | gree-l | fair | 1 |" in text
     assert "| uwfq_super_small | userfair | 1 |" in text
     assert "One seed per cell" in text and "The grid: 4 runs in " in text
-    for figure in ("sla.png", "best_effort.png", "preemptions.png", "buckets.png"):
+    for figure in ("sla.png", "best_effort.png", "lost_work.png", "acceptance.png", "plan_shapes.png", "buckets.png"):
         assert (tmp_path / "report" / figure).stat().st_size > 1000
         assert f"]({figure})" in text
 

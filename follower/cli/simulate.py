@@ -24,6 +24,7 @@ from follower.sim.evaluate import (
     LOAD_AGENTS,
     LOAD_SCENARIOS,
     LOADS,
+    MANY_SEEDS,
     POLICIES,
     RESERVATION_SCENARIOS,
     SLACKS,
@@ -196,6 +197,14 @@ def _names(text: str, what: str, known: tuple[str, ...] | None = None) -> tuple[
     return names
 
 
+def _seed_count(text: str) -> tuple[str, int]:
+    """`NAME=N` of --seeds-for."""
+    name, _, count = text.partition("=")
+    if not name or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"--seeds-for takes NAME=N with N a whole number of 1 or more, got `{text}`")
+    return name, int(count)
+
+
 def _load(text: str) -> float:
     """A load factor of the sweep (a positive number)."""
     try:
@@ -242,10 +251,11 @@ def refuse_to_overwrite(out: Path, force: bool) -> None:
 # MILP (minutes per run on the traces), and the fairness study on one small scenario; three seeds per cell, the
 # fewest that give an interval of some use (t = 4.30, against 12.7 with two).
 QUICK = {"reservations": "synthetic_mix,alibaba_2days", "agents": "none,priority,capacity,gree,gree-l", "slacks": "3",
-         "fairness": "uwfq_power_small", "seeds": "3", "load_scenarios": "synthetic_mix", "loads": "1,2"}
+         "fairness": "uwfq_power_small", "seeds": "3", "seeds_for": "", "load_scenarios": "synthetic_mix",
+         "loads": "1,2"}
 
 
-QUICK_FLAGS = ", ".join(f"--{name.replace('_', '-')} {value}" for name, value in QUICK.items())
+QUICK_FLAGS = ", ".join(f"--{name.replace('_', '-')} {value or repr('')}" for name, value in QUICK.items())
 
 
 @dataclass(frozen=True)
@@ -281,6 +291,8 @@ class PeerRows:
               help="Baselines and agents of the load study.")
 @click.option("--seeds", type=click.IntRange(min=1), default=DEFAULT_SEEDS, show_default=True,
               help="Runs per cell, at the scenario's seed s, s+1, ...; the report gives mean ± 95 % interval.")
+@click.option("--seeds-for", default=",".join(f"{name}={count}" for name, count in MANY_SEEDS), show_default=True,
+              help="NAME=N,...: scenarios that run N seeds instead of --seeds (those whose runs take a second).")
 @click.option("--milp-time-limit", type=click.FloatRange(min=0.1), default=MILP_TIME_LIMIT, show_default=True,
               help="Seconds the `milp` agent may search for one arrival's decision (the same default as `rayon "
                    "simulate`). It cuts the solver's search, not the building of its model: on the traces a smaller "
@@ -298,7 +310,7 @@ class PeerRows:
 @click.pass_context
 def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,
                      agents: str, slacks: str, fairness: str, policies: str, load_scenarios: str, loads: str,
-                     load_agents: str, seeds: int, milp_time_limit: float,
+                     load_agents: str, seeds: int, seeds_for: str, milp_time_limit: float,
                      workers: int | None, scheduler: str | None, spark: bool, render: bool, quick: bool) -> None:
     """Run the comparison grids and write a Markdown report with tables and figures.
 
@@ -332,7 +344,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
         agents, slacks = given.get("agents", agents), given.get("slacks", slacks)
         fairness = given.get("fairness", fairness)
         load_scenarios, loads = given.get("load_scenarios", load_scenarios), given.get("loads", loads)
-        seeds = int(given.get("seeds", seeds))
+        seeds, seeds_for = int(given.get("seeds", seeds)), given.get("seeds_for", seeds_for)
     folder = scenarios_folder(scenarios_dir)
     peers = ctx.obj if isinstance(ctx.obj, PeerRows) else PeerRows()
     try:
@@ -340,6 +352,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
                     slacks=tuple(float(value) for value in _names(slacks, "slack factor")),
                     fairness=_scenario_paths(fairness, folder),
                     policies=_names(policies, "policy", SIMULATION_POLICIES), seeds=seeds,
+                    seeds_for=tuple(_seed_count(pair) for pair in _names(seeds_for, "seed count")),
                     milp_time_limit=milp_time_limit, peers=peers.agents, spark=Grid.spark if spark else (),
                     load_scenarios=_scenario_paths(load_scenarios, folder),
                     loads=tuple(_load(value) for value in _names(loads, "load factor")),

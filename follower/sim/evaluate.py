@@ -55,6 +55,8 @@ LOADS = (1.0, 1.5, 2.0, 3.0)
 LOAD_AGENTS = ("none", "priority", "capacity", "gree", "gree-l")
 FAIRNESS_SCENARIOS = ("uwfq_power_small", "uwfq_super_small", "google_homo", "google_hetero")
 DEFAULT_SEEDS = 5  # per cell: t(0.975, 4) = 2.78, where 3 seeds would give 4.30 and 2 seeds 12.7
+# Scenarios whose runs take about a second get more seeds in the default grid: narrow intervals cost little there.
+MANY_SEEDS = (("synthetic_mix", 30), ("synthetic_malleable", 30))
 REFERENCE_AGENT = "gree-l"  # our default agent
 MILP = "milp"  # the agent with a time limit per decision, and the grid's longest runs
 RESULTS = "results.json"
@@ -113,6 +115,7 @@ class Grid:
     fairness: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in FAIRNESS_SCENARIOS)
     policies: tuple[str, ...] = POLICIES
     seeds: int = DEFAULT_SEEDS
+    seeds_for: tuple[tuple[str, int], ...] = MANY_SEEDS  # (scenario name, seeds) where a scenario runs other than `seeds`
     milp_time_limit: float = MILP_TIME_LIMIT
     peers: tuple[str, ...] = ()  # other systems' agents, replayed beside ours (a decision source must be given)
     # (scenario label, peer agent, why): a peer left out of a scenario whose cluster it cannot plan (`plan_peers`)
@@ -123,17 +126,21 @@ class Grid:
     loads: tuple[float, ...] = LOADS
     load_agents: tuple[str, ...] = LOAD_AGENTS
 
+    def seeds_of(self, path: str) -> int:
+        """How many seeds each cell of the scenario at `path` runs."""
+        return dict(self.seeds_for).get(_label(path), self.seeds)
+
     def runs(self) -> list[Run]:
         """Every run, in report order (the seeds of one cell together)."""
         left_out = {(label, agent) for label, agent, _ in self.peers_left_out}
         found = [Run("reservations", _label(path), path, agent=agent, slack=slack, replicate=k)
                  for path in self.reservations for slack in self.slacks for agent in (*self.agents, *self.peers)
-                 if (_label(path), agent) not in left_out for k in range(self.seeds)]
+                 if (_label(path), agent) not in left_out for k in range(self.seeds_of(path))]
         found += [Run("fairness", _label(path), path, policy=policy, replicate=k)
-                  for path in self.fairness for policy in self.policies for k in range(self.seeds)]
+                  for path in self.fairness for policy in self.policies for k in range(self.seeds_of(path))]
         found += [Run("load", _label(path), path, agent=agent, load=load, replicate=k)
                   for path in self.load_scenarios for agent in self.load_agents for load in self.loads
-                  for k in range(self.seeds)]
+                  for k in range(self.seeds_of(path))]
         return found
 
 
@@ -338,7 +345,8 @@ class Timing:
 def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) -> dict[str, Any]:
     """The machine-readable results (`results.json`): the grid, how long it took, and every run at every seed."""
     return {
-        "seeds": grid.seeds, "milp_time_limit_s": grid.milp_time_limit, **asdict(timing),
+        "seeds": grid.seeds, "seeds_for": dict(grid.seeds_for), "milp_time_limit_s": grid.milp_time_limit,
+        **asdict(timing),
         "peers_left_out": [{"scenario": label, "agent": agent, "why": why}
                            for label, agent, why in grid.peers_left_out],
         "runs": run_records(outcomes),
@@ -393,6 +401,7 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
                     slacks=tuple(dict.fromkeys(c.slack for c in reservations if c.slack is not None)),
                     fairness=tuple(dict.fromkeys(c.scenario for c in fairness)),
                     policies=tuple(dict.fromkeys(c.policy for c in fairness)), seeds=int(document["seeds"]),
+                    seeds_for=tuple((str(name), int(count)) for name, count in document.get("seeds_for", {}).items()),
                     milp_time_limit=float(document["milp_time_limit_s"]),
                     peers=tuple(a for a in agents if a in PEER_AGENTS), spark=tuple(spark), peers_left_out=left_out,
                     load_scenarios=tuple(dict.fromkeys(c.scenario for c in loaded)),
@@ -490,6 +499,9 @@ def _seeds_text(grid: Grid, made: Sequence[Cell]) -> str:
                 f"seeds (`follower/sim/spread.py`); every seed's figures are in `{RESULTS}`.")
         if grid.seeds < DEFAULT_SEEDS:
             text += f" This grid ran fewer seeds than the full report's {DEFAULT_SEEDS}: its intervals are wider."
+        if grid.seeds_for:
+            text += " Other counts where the grid says so: " + ", ".join(
+                f"`{name}` {count} seeds (s, …, s+{count - 1})" for name, count in grid.seeds_for) + "."
     fixed = same_at_every_seed(made)
     if grid.seeds > 1 and fixed:
         text += (f" {', '.join(f'`{name}`' for name in fixed)} gave the same figures at every seed (nothing in "

@@ -389,3 +389,11 @@ def test_a_load_is_the_same_jobs_arriving_faster() -> None:
         at_load(workload, 0.0)
     assert carried([(1.0, 0.99, 1.2), (2.0, 0.97, 1.9), (3.0, 0.90, 1.5), (4.0, 1.0, 1.0)]) == 2.0
     assert carried([(1.0, 0.80, 1.0)]) is None
+
+
+def test_a_scenario_can_run_more_seeds_than_the_rest(small: str) -> None:
+    grid = Grid(load_scenarios=(small,), loads=(1.0,), load_agents=("none",), reservations=(small,),
+                agents=("none",), slacks=(3.0,), fairness=(), seeds=2, seeds_for=(("small", 4),), spark=())
+    assert [run.replicate for run in grid.runs() if run.study == "reservations"] == [0, 1, 2, 3]
+    assert [run.replicate for run in grid.runs() if run.study == "load"] == [0, 1, 2, 3]
+    assert Grid(seeds=2, seeds_for=()).seeds_of("x.yaml") == 2

@@ -367,8 +367,9 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     clock = GridClock([run for index, run in enumerate(runs) if index not in kept], pool_size(workers))
     if scheduler is not None:
         click.echo(f"on the Dask cluster at {scheduler}", err=True)
-    click.echo(f"{len(runs)} simulations ({len(runs) // grid.seeds} cells × {grid.seeds} seeds), "
-               f"{clock.workers} at a time", err=True)
+    cells = len({run.cell for run in runs})
+    per_cell = f"{grid.seeds} seeds" if len(runs) == cells * grid.seeds else "seeds per --seeds and --seeds-for"
+    click.echo(f"{len(runs)} simulations ({cells} cells × {per_cell}), {clock.workers} at a time", err=True)
     if kept:
         click.echo(f"{len(kept)} of them kept in {Path(out) / PARTIAL} from an earlier attempt that stopped: "
                    f"{clock.total} to run", err=True)

@@ -115,7 +115,7 @@ class Grid:
     fairness: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in FAIRNESS_SCENARIOS)
     policies: tuple[str, ...] = POLICIES
     seeds: int = DEFAULT_SEEDS
-    seeds_for: tuple[tuple[str, int], ...] = MANY_SEEDS  # (scenario name, seeds) where a scenario runs other than `seeds`
+    seeds_for: tuple[tuple[str, int], ...] = MANY_SEEDS  # (scenario name, seeds) where it runs other than `seeds`
     milp_time_limit: float = MILP_TIME_LIMIT
     peers: tuple[str, ...] = ()  # other systems' agents, replayed beside ours (a decision source must be given)
     # (scenario label, peer agent, why): a peer left out of a scenario whose cluster it cannot plan (`plan_peers`)

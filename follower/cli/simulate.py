@@ -41,7 +41,7 @@ from follower.sim.gridclock import GridClock
 from follower.sim.metrics import Result
 from follower.sim.peers import PEER_AGENTS, DecisionSource, read_decisions
 from follower.sim.planning import MILP_TIME_LIMIT
-from follower.sim.scenario import Scenario, agent_names, load_scenario
+from follower.sim.scenario import Scenario, agent_names, load_factor, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES
 from follower.sim.workloads.job import Workload
 from planner.agents.replay import ReplayAgent
@@ -205,17 +205,6 @@ def _seed_count(text: str) -> tuple[str, int]:
     return name, int(count)
 
 
-def _load(text: str) -> float:
-    """A load factor of the sweep (a positive number)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"a load factor must be a positive number such as 1.5, got `{text}`")
-    return value
-
-
 def scenarios_folder(given: str | None) -> Path | None:
     """Where scenario names are looked up: `--scenarios`, else the repository's examples/scenarios when it is there."""
     if given is not None:
@@ -355,7 +344,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
                     seeds_for=tuple(_seed_count(pair) for pair in _names(seeds_for, "seed count")),
                     milp_time_limit=milp_time_limit, peers=peers.agents, spark=Grid.spark if spark else (),
                     load_scenarios=_scenario_paths(load_scenarios, folder),
-                    loads=tuple(_load(value) for value in _names(loads, "load factor")),
+                    loads=tuple(load_factor(value) for value in _names(loads, "load factor")),
                     load_agents=_names(load_agents, "agent", agent_names()))
     except ValueError as error:
         raise click.BadParameter(str(error)) from error

@@ -213,8 +213,8 @@ def _checkpoint(text: str) -> float | None:
     return None if text == "none" else positive_duration(text)
 
 
-def _load(text: str) -> float:
-    """A load factor: a positive number (arrivals that many times as fast)."""
+def load_factor(text: str) -> float:
+    """A load factor: a positive number (arrivals that many times as fast); ValueError otherwise."""
     try:
         value = float(text)
     except ValueError:
@@ -259,7 +259,7 @@ def parse_scenario(text: str, file: str = "<scenario>", folder: Path | None = No
         "seed": get("seed", _seed, 0),
         "duration": get("duration", positive_duration, None),
         "checkpoint": get("checkpoint", _checkpoint, None),
-        "load": get("load", _load, 1.0),
+        "load": get("load", load_factor, 1.0),
         "agent": get("agent", lambda t: _choice(t, agent_names()), DEFAULT_AGENT),
         "policy": get("policy", lambda t: _choice(t, policies), DEFAULT_POLICY),
         "name": get("name", str, Path(file).name.split(".")[0]),

@@ -32,8 +32,8 @@ class Cell:
 
     @property
     def option(self) -> str:
-        """What the cell compares: the agent in the reservation study, the policy in the fairness study."""
-        return self.agent if self.study == "reservations" else self.policy
+        """What the cell compares: the agent in the reservation and load studies, the policy in the fairness study."""
+        return self.policy if self.study == "fairness" else self.agent
 
     def spread(self, get: Reader) -> Spread | None:
         """Mean and 95 % interval over the seeds of the figure `get` reads from a summary (None values skipped)."""

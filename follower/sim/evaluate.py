@@ -95,8 +95,8 @@ class Run:
 
     @property
     def option(self) -> str:
-        """What the cell compares: the agent in the reservation study, the policy in the fairness study."""
-        return (self.agent if self.study == "reservations" else self.policy) or ""
+        """What the cell compares: the agent in the reservation and load studies, the policy in the fairness study."""
+        return (self.policy if self.study == "fairness" else self.agent) or ""
 
     @property
     def cell(self) -> tuple[str, str, str | None, str | None, float | None, float | None]:

@@ -27,6 +27,9 @@ class GridRun(Protocol):
     @property
     def slack(self) -> float | None: ...
 
+    @property
+    def load(self) -> float | None: ...
+
 
 Key = tuple[Hashable, ...]
 
@@ -83,8 +86,9 @@ class GridClock:
         return 0.0  # unreachable once one run finished: the () key then holds every wall time
 
     def line(self, run: GridRun, wall: float, seed: int | None = None) -> str:
-        """`[i/N] scenario option slack seed: wall; elapsed, about T left` for the run that just finished."""
+        """`[i/N] scenario option slack (or load) seed: wall; elapsed, about T left` for the run that just finished."""
         slack = "" if run.slack is None else f" slack {run.slack:g}"
+        slack += "" if run.load is None else f" load {run.load:g}"
         seeded = "" if seed is None else f" seed {seed}"
         left = self.left()
         estimate = "" if left is None or self.done == self.total else f", about {duration(left)} left"

@@ -421,18 +421,24 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
 
 
 def plan_shapes(reservations: Sequence[str], slacks: Sequence[float]) -> PlanShapes | None:
-    """The leases GREE and GREE-L plan on one run of the grid's first reservation scenario (a name in
-    examples/scenarios, or a path), at its first slack and own seed: two short simulations, for the plan-shape
-    figure; None when the grid has no reservation scenario that loads."""
-    if not reservations:
+    """The leases GREE and GREE-L plan on one run of the grid's first reservation scenario with malleable jobs
+    (where the two can differ; else the first), at the first slack and the scenario's own seed: two short
+    simulations, for the plan-shape figure; None when no reservation scenario of the grid loads."""
+    chosen: tuple[str, Scenario] | None = None
+    for name in reservations:
+        path = name if Path(name).exists() else str(EXAMPLES / f"{name}.yaml")
+        try:
+            scenario = with_slack(load_scenario(path), slacks[0]) if slacks else load_scenario(path)
+            malleable = any(job.malleable for job in scenario.load_workload().jobs)
+        except (RDLErrors, RayonError, OSError, ValueError):
+            continue
+        if chosen is None or malleable:
+            chosen = (path, scenario)
+        if malleable:
+            break
+    if chosen is None:
         return None
-    path = reservations[0] if Path(reservations[0]).exists() else str(EXAMPLES / f"{reservations[0]}.yaml")
-    try:
-        scenario = load_scenario(path)
-        if slacks:
-            scenario = with_slack(scenario, slacks[0])
-    except (RDLErrors, RayonError, OSError, ValueError):
-        return None
+    path, scenario = chosen
     planned = []
     for agent in ("gree", REFERENCE_AGENT):
         result = Simulation(scenario.with_options(agent=agent)).run()

@@ -109,10 +109,9 @@ class ConfigReader:
                 if start is None:
                     raise ValueError("a relative time needs a valid `start`")
                 try:
-                    return start + timedelta(seconds=offset)
-                except OverflowError:  # `+4294967296h`: past the calendar's end
-                    raise ValueError(f"`{text}` after `start` lies outside the calendar (times must fall between "
-                                     "the years 1 and 9999)") from None
+                    return units.in_range(start + timedelta(seconds=offset))
+                except (OverflowError, ValueError):  # `+4294967296h`: past the calendar's end
+                    raise ValueError(f"`{text}` after `start` lies outside the calendar ({units.TIME_RANGE})") from None
             return units.parse_instant(text)
 
         value = self.scalar(node, parse, what)

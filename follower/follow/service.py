@@ -116,7 +116,7 @@ class QueuePublisher:
             # Reservations unchanged since the last round keep their windows: one compile per new reservation,
             # not one per accepted reservation at every step of a service that runs for months.
             view = PlanView(plan, earlier=self._current.view if self._current is not None else None)
-            now = units.parse_instant(meta["now"])
+            now = units.read_instant(meta["now"])
             (round,) = self.follower.rounds(view, now, plan.clock.at(view.step_of(now) + 1))
             self._current = Current(version, round, self._next_change(view, round), view)
             return self._current

@@ -178,7 +178,7 @@ def _expiry(value: AnyType, where: str) -> datetime | None:
     if value is None:
         return None
     try:
-        return value if isinstance(value, datetime) and value.tzinfo else units.parse_instant(str(value))
+        return value if isinstance(value, datetime) and value.tzinfo else units.read_instant(str(value))
     except ValueError as exc:
         raise TokenError(where, f"`expires`: {exc}", "for example `expires: 2026-12-24T00:00:00Z`") from None
 

@@ -88,7 +88,7 @@ class Service:
         if cached is None or cached[0] != key:
             cluster = self.store.cluster()
             cached = self._cluster = (key, cluster, Instants(Clock(cluster.start, cluster.step, cluster.steps)))
-        return View(units.parse_instant(meta["now"]), cached[1], cached[2], owner)
+        return View(units.read_instant(meta["now"]), cached[1], cached[2], owner)
 
     def owned(self, name: str, caller: Principal) -> View:
         """A view with the owner of a reservation the caller may act on; 404 (suggesting only their own) or 403."""

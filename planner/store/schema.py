@@ -287,4 +287,4 @@ def reason_from_json(data: dict[str, AnyType] | None) -> Reason | None:
         return None
     deadline = data.get("earliest_deadline")
     return Reason(data["code"], data["message"], data.get("atom"),
-                  units.parse_instant(deadline) if deadline else None)
+                  units.read_instant(deadline) if deadline else None)

@@ -169,9 +169,10 @@ class Reader:
         if value is None:
             return None
         try:
-            _instant(value)
-        except OverflowError:
-            self.error(f"{DEFINITION}.{key}", f"`{key}` {value} is too far in the future", EXPECTED[key])
+            units.in_range(_instant(value))
+        except (OverflowError, ValueError):
+            self.error(f"{DEFINITION}.{key}", f"`{key}` {value} is too far in the future ({units.TIME_RANGE})",
+                       EXPECTED[key])
             return None
         return value
 

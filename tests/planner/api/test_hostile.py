@@ -1,0 +1,89 @@
+"""What a hostile user sends the API (issue #29): 422 naming the place, nothing stored, every other user unharmed.
+
+In process: each test has its own store and app, so a poisoned store cannot leak into another test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any as AnyType
+
+import httpx
+import pytest
+
+from planner.api.app import create_app
+from planner.api.auth import Principal, TokenRegistry, hash_token
+from planner.store.facade import Store
+from tests.planner.api.support import CLUSTER, epoch_ms, pinned, snapshot, yarn_body
+
+TOKENS = {"alice-token": Principal("alice", "user"), "bob-token": Principal("bob", "user"),
+          "ops-token": Principal("ops", "admin")}
+B = {"memory": "1GiB", "vcores": 1}
+
+
+def call(app: AnyType, method: str, path: str, user: str = "alice", headers: dict[str, str] | None = None,
+         **kwargs: AnyType) -> httpx.Response:
+    """One request to the app in this process, as `user`."""
+    headers = {"Authorization": f"Bearer {user}-token", **(headers or {})}
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://rayon") as client:
+            return await client.request(method, path, headers=headers, **kwargs)
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(CLUSTER, "cluster.yaml")
+    return state
+
+
+@pytest.fixture
+def app(state: Path) -> AnyType:
+    return create_app(state, TokenRegistry({hash_token(t): p for t, p in TOKENS.items()}))
+
+
+def post(app: AnyType, data: AnyType, user: str = "alice") -> httpx.Response:
+    return call(app, "POST", "/v1/reservations", user, content=json.dumps(data),
+                headers={"Content-Type": "application/json"})
+
+
+def reservation(name: str, **header: AnyType) -> dict[str, AnyType]:
+    return {"name": name, **header, "expr": {"atom": {"b": B, "w": "1h"}}}
+
+
+HOSTILE = [
+    reservation("p1", arrival="0999-06-01T00:00:00Z"),
+    {"name": "p1", "expr": {"window": {"s": "0999-06-01T00:00:00Z", "e": "0999-06-02T00:00:00Z",
+                                       "expr": {"atom": {"b": B, "w": "1h"}}}}},
+    reservation("p1", arrival="0001-01-01T00:00:00Z", every="12h"),
+    reservation("p1", arrival="9999-12-31T23:59:59Z"),
+    reservation("p1", every="99999999999d"),
+    reservation("p1", every="1e300h"),
+]
+
+
+@pytest.mark.parametrize("data", HOSTILE)
+def test_a_hostile_time_or_period_is_bad_input_and_changes_nothing(app: AnyType, state: Path, data: AnyType) -> None:
+    before = snapshot(state)
+    answer = post(app, data)
+    assert answer.status_code in (400, 422), answer.text
+    assert answer.json()["error"]["code"] == "input"
+    assert snapshot(state) == before
+    assert call(app, "POST", "/v1/reservations", "bob", content=pinned("fine", 0, 10, 2)).status_code == 201
+    assert call(app, "GET", "/v1/plan/use", "bob").status_code == 200
+
+
+def test_a_yarn_arrival_past_9000_is_422(app: AnyType) -> None:
+    rid = call(app, "POST", "/ws/v1/cluster/reservation/new-reservation").json()["reservation-id"]
+    body = yarn_body(rid, 0, 10)
+    body["reservation-definition"]["deadline"] = epoch_ms(0) + 7000 * 365 * 86400 * 1000  # the year 9026
+    answer = call(app, "POST", "/ws/v1/cluster/reservation/submit", content=json.dumps(body),
+                  headers={"Content-Type": "application/json"})
+    assert answer.status_code in (400, 422) and "1970 and 9000" in answer.text, answer.text

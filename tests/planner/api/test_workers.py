@@ -258,3 +258,25 @@ def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_pa
 def running_spawned(pid: int) -> bool:
     """Whether the process is still one of those the server spawned (its pid not yet reused by another)."""
     return exists(pid) and b"spawn_main" in command(pid)
+
+
+@pytest.mark.parametrize("mode", [("--decider", "process"), ("--workers", "2")], ids=["decider", "workers"])
+def test_a_decision_of_thousands_of_allocations_comes_back_from_the_decider(tmp_path: Path,
+                                                                            mode: tuple[str, str]) -> None:
+    """An answer larger than the socket's buffer is not a lost decider (issue #29: 503 for accepted submissions)."""
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(cluster_text({"memory": "64GiB", "vcores": 16}, steps=3 * 24 * 60), "cluster.yaml")
+    tokens = make_tokens(tmp_path / "tokens.yaml", {"alice": "user"})
+    server = start(state, tmp_path / "tokens.yaml", tokens, *mode)
+    try:
+        processes_of(server, 2 if mode[0] == "--decider" else WORKERS + 1)
+        with server.client("alice") as alice:
+            for index in range(3):
+                text = f"reservation wide{index} {{ atom(b={{memory: 1GiB, vcores: 1}}, w=1d) }}"
+                answer = submit(alice, text, agent="gree-l")
+                assert answer.status_code == 201, answer.text
+                assert answer.json()["accepted"] and len(answer.json()["allocations"]) >= 720
+        assert stored_violations(state) == []
+    finally:
+        stop(server)

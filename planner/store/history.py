@@ -11,6 +11,7 @@ the clock (`forever` keeps all). Both happen whenever the clock moves (`Store.ad
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any as AnyType
@@ -27,6 +28,8 @@ from rdl import units
 from rdl.cluster import Cluster
 from rdl.shape import step_floor
 from rdl.tree import Resources
+
+log = logging.getLogger("rayon.store")
 
 FOREVER = "forever"
 reservations, leases, history = schema.reservations, schema.leases, schema.history
@@ -69,7 +72,11 @@ def sweep(rows: Rows, cluster: Cluster, to: datetime) -> Swept:
     """Move what ended a horizon before `to` to the history, and delete the log and history rows older than the
     retention (counted back from `to`); inside the write transaction that moves the clock."""
     archived = _archive(rows.connection, cluster, to)
-    seconds = retention_seconds(rows.meta.get("retention", FOREVER))
+    try:
+        seconds = retention_seconds(rows.meta.get("retention", FOREVER))
+    except StoreError as exc:  # set before retentions were bounded (`3000000d`): keep all rather than stop the clock
+        log.warning("the stored retention is not one any more (%s); keeping everything until it is set again", exc)
+        seconds = None
     if seconds is None:
         return Swept(archived)
     oldest = to - timedelta(seconds=seconds)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -15,6 +16,7 @@ import pytest
 
 from planner.api.app import create_app
 from planner.api.auth import Principal, TokenRegistry, hash_token
+from planner.api.clockwork import ClockMode, WallClock
 from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER, epoch_ms, pinned, snapshot, yarn_body
 
@@ -87,3 +89,47 @@ def test_a_yarn_arrival_past_9000_is_422(app: AnyType) -> None:
     answer = call(app, "POST", "/ws/v1/cluster/reservation/submit", content=json.dumps(body),
                   headers={"Content-Type": "application/json"})
     assert answer.status_code in (400, 422) and "1970 and 9000" in answer.text, answer.text
+
+
+def test_readiness_says_so_when_the_plans_clock_cannot_move(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #29: a clock that could not advance (here any failure, even one of ours) made 0 advances while
+    /v1/ready said ready; now readiness is 503 `clock` until an advance succeeds, and the clock's thread lives on."""
+    broken = {"on": True}
+    original = Store.advance
+
+    def advance(self: Store, *args: AnyType, **kwargs: AnyType) -> AnyType:
+        if broken["on"]:
+            raise OverflowError("date value out of range")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "advance", advance)
+    app = create_app(state, TokenRegistry({}), clock=ClockMode("wall"))
+
+    async def go() -> list[tuple[int, AnyType]]:
+        answers = []
+        async with app.router.lifespan_context(app):  # starts the clock: its first tick fails
+            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+            async with httpx.AsyncClient(transport=transport, base_url="http://rayon") as client:
+                answer = await client.get("/v1/ready")
+                answers.append((answer.status_code, answer.json()))
+                broken["on"] = False
+                app.state.service.clock_stuck = lambda: None  # as the next tick that succeeds leaves it
+                answer = await client.get("/v1/ready")
+                answers.append((answer.status_code, answer.json()["status"]))
+        return answers
+
+    (first, then) = asyncio.run(go())
+    assert first[0] == 503 and first[1]["reason"] == "clock" and first[1]["status"] == "unavailable"
+    assert then == (200, "ready")
+
+
+def test_the_clock_recovers_its_readiness_once_an_advance_succeeds(state: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store.open(state) as store:
+        wall = WallClock(store, ClockMode("wall"), lambda: datetime(2026, 11, 23, 1, tzinfo=UTC))
+        monkeypatch.setattr(Store, "advance", lambda *args, **kwargs: 1 / 0)
+        wall._advance()
+        assert wall.stuck is not None and "ZeroDivisionError" in wall.stuck
+        monkeypatch.undo()
+        wall._advance()
+        assert wall.stuck is None and store.now() == datetime(2026, 11, 23, 1, tzinfo=UTC)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,24 @@ def test_a_cluster_starting_outside_the_years_1970_to_9000_is_refused_by_init(tm
 def test_the_clock_cannot_be_moved_past_9000(rayon, to: str) -> None:  # type: ignore[no-untyped-def]
     result = rayon("advance", "--to", to)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+
+
+@pytest.mark.parametrize("retention", ["3000000d", "1000000w", "99999999999999d"])
+def test_a_retention_too_long_to_count_back_is_refused_and_the_clock_still_moves(rayon,  # type: ignore[no-untyped-def]
+                                                                                retention: str) -> None:
+    before = rayon("retention").output
+    refused = rayon("retention", retention)
+    assert refused.exit_code == 2 and "longer than 100 years" in refused.output, refused.output
+    assert rayon("retention").output == before
+    moved = rayon("advance", "--to", "+1d")
+    assert moved.exit_code == 0, moved.output
+
+
+def test_a_retention_stored_before_the_bound_keeps_everything_and_the_clock_still_moves(
+        rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with sqlite3.connect(tmp_path / "plan.db") as connection:
+        connection.execute("UPDATE rayon_meta SET value = '3000000d' WHERE key = 'retention'")
+    assert rayon("submit", write(tmp_path, ORDINARY)).exit_code == 0
+    moved = rayon("advance", "--to", "+30d")
+    assert moved.exit_code == 0 and "Traceback" not in moved.output, moved.output
+    assert "fine" in rayon("log").output

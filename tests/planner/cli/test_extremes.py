@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,20 @@ def test_a_retention_stored_before_the_bound_keeps_everything_and_the_clock_stil
     moved = rayon("advance", "--to", "+30d")
     assert moved.exit_code == 0 and "Traceback" not in moved.output, moved.output
     assert "fine" in rayon("log").output
+
+
+def test_the_plan_store_and_its_folders_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    """Issue #29: under umask 022 the plan (every user's reservations, the tokens' hashes) was world-readable."""
+    state = tmp_path / "home" / ".local" / "state" / "rayon" / "plan.db"
+    previous = os.umask(0o022)
+    try:
+        result = CliRunner().invoke(main, ["init", "--cluster", str(CLUSTER), "--state", str(state)])
+        assert result.exit_code == 0, result.output
+        assert CliRunner().invoke(main, ["submit", "--state", str(state), write(tmp_path, ORDINARY)]).exit_code == 0
+    finally:
+        os.umask(previous)
+    files = [path for path in state.parent.iterdir() if path.name.startswith("plan.db")]
+    assert state in files and all(stat.S_IMODE(path.stat().st_mode) & 0o077 == 0 for path in files), \
+        {path.name: oct(path.stat().st_mode) for path in files}
+    for folder in (state.parent, state.parent.parent, state.parent.parent.parent, tmp_path / "home"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder

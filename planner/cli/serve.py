@@ -6,9 +6,11 @@ store without a plan), 1 when the server cannot start (the port is taken, the da
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
+import re
 import signal
 import socket
 import threading
@@ -93,10 +95,27 @@ def bind(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(2048)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", EXIT_INTERNAL)
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a name the IDNA codec refuses
+        fail(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}", EXIT_INTERNAL)
     sock.set_inheritable(True)
     return sock
+
+
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+class HostParam(click.ParamType):
+    """An address to listen on: an IP address, or a host name of letters, digits and `-` in dot-separated labels."""
+
+    name = "HOST"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip()
+        with contextlib.suppress(ValueError):
+            return str(ipaddress.ip_address(text))
+        if 0 < len(text) <= 253 and all(_LABEL.fullmatch(label) for label in text.removesuffix(".").split(".")):
+            return text
+        self.fail(f"`{text}` is not a host name or an IP address (such as 127.0.0.1, ::1 or localhost)", param, ctx)
 
 
 def loopback(host: str) -> bool:
@@ -195,7 +214,7 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
               "given here win over it.")
 @click.option("--state", "state_path", envvar="RAYON_STATE", show_envvar=True,
               help=f"Plan store: a SQLite file or a database URL [default: {default_state_path()}].")
-@click.option("--host", default="127.0.0.1", show_default=True,
+@click.option("--host", type=HostParam(), default="127.0.0.1", show_default=True,
               help="Address to listen on (only this machine by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
               help="Port to listen on (0: any free port, printed at start).")

@@ -6,6 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from rdl.cluster import parse_cluster
+from rdl.config import safe_load
+from rdl.errors import RDLErrors
 from rdl.units import format_instant, parse_duration, parse_instant, read_instant
 from tests.rdl.support import errors_of
 
@@ -57,3 +60,32 @@ def test_a_century_is_the_longest_duration() -> None:
 def test_a_huge_period_is_an_error_at_the_value(every: str) -> None:
     (error,) = errors_of(f"reservation r every={every} {{ atom({B}, w=1h) }}").errors
     assert str(error.span) == "bad.rdl:1:21" and "longer than 100 years" in error.message
+
+
+@pytest.mark.parametrize("nested", ["[" * 5000 + "]" * 5000, "{a: " * 5000 + "1" + "}" * 5000,
+                                    "".join(f"\n{'  ' * i}a:" for i in range(600)) + " 1"])
+def test_yaml_nested_thousands_deep_is_an_error_at_its_place_not_a_recursion_error(nested: str) -> None:
+    text = f"start: 2026-11-23T00:00:00Z\ncapacity: {{vcores: 4}}\nx: {nested}\n"
+    with pytest.raises(RDLErrors) as raised:
+        parse_cluster(text, "deep.yaml")
+    (error,) = raised.value.errors
+    assert str(error.span).startswith("deep.yaml:") and "nested deeper than 100 levels" in error.message
+
+
+def test_yaml_a_hundred_deep_is_still_read() -> None:
+    assert safe_load("[" * 100 + "]" * 100) is not None
+
+
+def test_recurring_capacity_changes_too_dense_for_the_planner_are_an_error_at_changes() -> None:
+    changes = "".join(f"  - {{at: +{i}s, every: 2s, for: 1s, capacity: {{vcores: 2}}}}\n" for i in range(1, 11))
+    text = f"start: 2026-11-23T00:00:00Z\nstep: 1s\nhorizon: 7d\ncapacity: {{vcores: 4}}\nchanges:\n{changes}"
+    with pytest.raises(RDLErrors) as raised:
+        parse_cluster(text, "dense.yaml")
+    (error,) = raised.value.errors
+    assert str(error.span) == "dense.yaml:6:3" and "3,024,010 times in one horizon (7d); at most 5,000" in error.message
+
+
+def test_recurring_capacity_changes_a_few_thousand_times_a_horizon_are_fine() -> None:
+    changes = "  - {at: +1s, every: 5m, for: 1m, capacity: {vcores: 2}}\n"
+    cluster = parse_cluster(f"start: 2026-11-23T00:00:00Z\ncapacity: {{vcores: 4}}\nchanges:\n{changes}", "c.yaml")
+    assert len(cluster.windows) == 1

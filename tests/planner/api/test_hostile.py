@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from planner.api.app import create_app
-from planner.api.auth import Principal, TokenRegistry, hash_token
+from planner.api.auth import Principal, TokenError, TokenRegistry, append_token, hash_token
 from planner.api.clockwork import ClockMode, WallClock
 from planner.store.facade import Store
 from tests.planner.api.support import CLUSTER, epoch_ms, pinned, snapshot, yarn_body
@@ -133,3 +133,26 @@ def test_the_clock_recovers_its_readiness_once_an_advance_succeeds(state: Path,
         monkeypatch.undo()
         wall._advance()
         assert wall.stuck is None and store.now() == datetime(2026, 11, 23, 1, tzinfo=UTC)
+
+
+BAD_TOKEN_FILES = {
+    "invalid UTF-8": b"tokens:\n  - {user: \xff\xfe, role: user}\n",
+    "3,000 deep": b"tokens: " + b"[" * 3000 + b"]" * 3000 + b"\n",
+    "mixed key types": b"tokens:\n  - {1: x, b: y, user: alice}\n",
+    "mixed key types at the top": b"tokens: []\n1: 2\n",
+    "unhashable key": b"tokens:\n  - {? [a, b] : c}\n",
+}
+
+
+@pytest.mark.parametrize("content", BAD_TOKEN_FILES.values(), ids=BAD_TOKEN_FILES.keys())
+def test_a_bad_token_file_keeps_the_tokens_read_before(tmp_path: Path, content: bytes) -> None:
+    """Issue #29: such files made 14 of 30 requests 500; the docs promise the tokens read before stay in force."""
+    path = tmp_path / "tokens.yaml"
+    token = append_token(path, "alice", "user")
+    registry = TokenRegistry.load(path, {})
+    path.write_bytes(content)
+    registry.refresh(force=True)
+    principal = registry.authenticate(token)
+    assert principal is not None and principal.user == "alice"
+    with pytest.raises(TokenError):  # and at start, the file is refused with its name: exit 2, not a traceback
+        TokenRegistry.load(path, {})

@@ -122,3 +122,31 @@ def test_the_plan_store_and_its_folders_are_private_whatever_the_umask(tmp_path:
         {path.name: oct(path.stat().st_mode) for path in files}
     for folder in (state.parent, state.parent.parent, state.parent.parent.parent, tmp_path / "home"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+SERVE_CONFIGS = {
+    "5,000 deep": ("port: " + "[" * 5000 + "]" * 5000 + "\n", "serve.yaml:1:", "nested deeper than 100 levels"),
+    "a path for a host": ("host: '../../etc'\n", "serve.yaml:1:7:", "is not a host name or an IP address"),
+}
+
+
+@pytest.mark.parametrize(("text", "place", "message"), SERVE_CONFIGS.values(), ids=SERVE_CONFIGS.keys())
+def test_a_hostile_serve_configuration_is_a_positioned_error_not_a_traceback(tmp_path: Path, text: str,
+                                                                            place: str, message: str) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text(text)
+    result = CliRunner().invoke(main, ["serve", "--config", str(config), "--state", str(tmp_path / "p.db")])
+    assert result.exit_code == 2, result.output
+    assert f"{tmp_path}/{place}" in result.output and message in result.output, result.output
+
+
+def test_a_host_flag_that_is_no_host_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["serve", "--host", "../../etc", "--state", str(tmp_path / "p.db")])
+    assert result.exit_code == 2 and "is not a host name or an IP address" in result.output
+
+
+def test_a_scenario_nested_thousands_deep_is_a_positioned_error(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: x\ncluster: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n")
+    result = CliRunner().invoke(main, ["simulate", str(scenario)])
+    assert result.exit_code == 2 and "nested deeper than 100 levels" in result.output, result.output[-500:]

@@ -141,6 +141,9 @@ class Reader:
         if not isinstance(value, str):
             self.error(f"{path}.{key}", f"`{key}` must be a string, got {_show(value)}")
             return None
+        if "\0" in value:  # PostgreSQL keeps no NUL in text
+            self.error(f"{path}.{key}", f"`{key}` holds a NUL character: {value!r}")
+            return None
         return value
 
     def integer(self, parent: Mapping[str, AnyType], key: str, path: str, minimum: int | None = None,

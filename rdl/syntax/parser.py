@@ -48,7 +48,10 @@ class ValueReader:
         if key in ("user", "queue"):
             if token.kind not in ("name", "string"):
                 return self.bad(token, f"`{key}` is a name", "a name such as `alice`")
-            return unquote(token)
+            text = unquote(token)
+            if "\0" in text:  # PostgreSQL keeps no NUL in text
+                return self.bad(token, f"`{key}` holds a NUL character: {text!r}", "a name such as `alice`")
+            return text
         if key in ("arrival", "deadline", "until"):
             return self.time(token, key)
         if key == "value":

@@ -80,7 +80,7 @@ def unique_names(node: Expr, seen: set[str]) -> Expr:
     return replace(node, name=name, children=tuple(unique_names(c, seen) for c in node.children))
 
 
-WORD = st.one_of(NAME, st.text(max_size=12))  # users and queues: plain names or anything quoted
+WORD = st.one_of(NAME, st.text(st.characters(blacklist_characters="\0"), max_size=12))  # anything quoted but NUL
 
 
 @st.composite

@@ -18,6 +18,10 @@ from planner.api.app import create_app
 from planner.api.auth import Principal, TokenError, TokenRegistry, append_token, hash_token
 from planner.api.clockwork import ClockMode, WallClock
 from planner.store.facade import Store
+from rdl.errors import RDLErrors
+from rdl.forms.jsonform import from_json
+from rdl.forms.yarn import from_yarn
+from rdl.syntax.parser import parse_text
 from tests.planner.api.support import CLUSTER, epoch_ms, pinned, snapshot, yarn_body
 
 TOKENS = {"alice-token": Principal("alice", "user"), "bob-token": Principal("bob", "user"),
@@ -156,3 +160,43 @@ def test_a_bad_token_file_keeps_the_tokens_read_before(tmp_path: Path, content: 
     assert principal is not None and principal.user == "alice"
     with pytest.raises(TokenError):  # and at start, the file is refused with its name: exit 2, not a traceback
         TokenRegistry.load(path, {})
+
+
+JSON = {"Content-Type": "application/json"}
+ATOM = {"atom": {"b": {"vcores": 1}, "w": "1h"}}
+NUL_REQUESTS = {
+    "JSON queue": ("POST", "/v1/reservations", {"content": json.dumps({"name": "a", "queue": "q\0x", "expr": ATOM}),
+                                                "headers": JSON}),
+    "JSON user": ("POST", "/v1/reservations", {"content": json.dumps({"name": "a", "user": "alice\0", "expr": ATOM}),
+                                               "headers": JSON}),
+    "raw NUL in RDL": ("POST", "/v1/reservations", {"content": "reservation a { atom(b={vcores: 1}, w=1h) } # \0"}),
+    "path": ("GET", "/v1/reservations/a%00b", {}),
+    "path of a cancel": ("DELETE", "/v1/reservations/a%00b", {}),
+    "query": ("GET", "/v1/reservations?queue=a%00b", {}),
+    "log query": ("GET", "/v1/log?reservation=a%00b", {}),
+    "YARN query": ("GET", "/ws/v1/cluster/reservation/list?queue=a%00b", {}),
+}
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs"), NUL_REQUESTS.values(), ids=NUL_REQUESTS.keys())
+def test_a_nul_anywhere_in_a_request_is_422_before_any_backend_sees_it(app: AnyType, state: Path, method: str,
+                                                                     path: str, kwargs: AnyType) -> None:
+    """Issue #29: PostgreSQL refuses NUL in text (503 `database`); SQLite stored it or answered 404. Now 422."""
+    before = snapshot(state)
+    answer = call(app, method, path, **kwargs)
+    assert answer.status_code == 422, answer.text
+    assert "NUL" in answer.text and snapshot(state) == before
+
+
+@pytest.mark.parametrize("key", ["queue", "user"])
+def test_a_queue_or_user_with_a_nul_is_an_error_in_every_form(key: str) -> None:
+    with pytest.raises(RDLErrors, match="holds a NUL character"):
+        from_json({"name": "a", key: "q\0x", "expr": ATOM})
+    with pytest.raises(RDLErrors, match="holds a NUL character"):
+        parse_text(f'reservation a {key}="q\\u0000x" {{ atom(b={{vcores: 1}}, w=1h) }}'.replace("\\u0000", "\0"))
+
+
+def test_a_yarn_queue_with_a_nul_is_an_error() -> None:
+    body = yarn_body("reservation_1_0001", 0, 10, queue="prod\0")
+    with pytest.raises(RDLErrors, match="holds a NUL character"):
+        from_yarn(body)

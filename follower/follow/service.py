@@ -28,6 +28,7 @@ from follower.follow.configmap import TARGET as CONFIGMAP
 from follower.follow.configmap import Applied, ConfigMapApplier, ConfigMapRef
 from follower.follow.follower import Follower, FollowerError, PlanView
 from follower.follow.rounds import Round
+from follower.follow.seen import seen_by
 from planner.api.auth import Principal
 from planner.api.context import Service, caller
 from planner.api.native import ERRORS
@@ -87,10 +88,11 @@ class QueuePublisher:
         router = APIRouter()
 
         @router.get("/v1/queues", tags=["plan"], responses={k: ERRORS[k] for k in (401, 503)})
-        def queues(_: Principal = Depends(caller)) -> dict[str, AnyType]:
+        def queues(who: Principal = Depends(caller)) -> dict[str, AnyType]:
             """The queue capacities the plan asks for now (the plan follower's round at the plan's clock), and the
-            time of the next change point within the horizon (null: none)."""
-            return self.answer()
+            time of the next change point within the horizon (null: none). A user sees their own reservations'
+            queues, and the others' only as one anonymous `others` load; an admin sees every queue."""
+            return self.answer() if who.admin else self.answer_for(who.user)
 
         app.include_router(router)
 
@@ -126,6 +128,12 @@ class QueuePublisher:
         return {"time": units.format_instant(current.round.time),
                 "next_change": units.format_instant(current.next_change) if current.next_change else None,
                 **{key: value for key, value in current.round.to_json().items() if key not in ("time", "step")}}
+
+    def answer_for(self, user: str) -> dict[str, AnyType]:
+        """The answer as `user` may see it: other users' reservation queues as anonymous load."""
+        current = self.current()
+        owners = {name: accepted.reservation.user for name, accepted in current.view.plan.accepted.items()}
+        return seen_by(self.answer(), owners, user)
 
     def publish(self, text: str) -> bool:
         """Replace the target file with `text` (atomically: a reader sees the old file or the new one), unless it

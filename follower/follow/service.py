@@ -37,6 +37,8 @@ from rdl import units
 
 log = logging.getLogger("rayon.follow")
 TARGETS = ("yunikorn", CONFIGMAP)
+MAX_TARGET = 1024 * 1024  # bytes of a queues.yaml read to tell whether it is one
+MARKER = "# kept by `rayon serve --follow-to`: the plan's queues now, replaced whenever they change\n"
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class FollowTo:
     kind: str
     path: Path | None = None
     configmap: ConfigMapRef | None = None
+    replace: bool = False  # replace FILE even when it is not a queues.yaml this command wrote
 
     @classmethod
     def parse(cls, text: str) -> FollowTo:
@@ -57,6 +60,35 @@ class FollowTo:
             raise ValueError(f"`{text}` is not a target: give `yunikorn:FILE` (the queues.yaml to keep current) or "
                              f"`{CONFIGMAP}[:NAMESPACE/NAME]` (YuniKorn's ConfigMap, through the Kubernetes API)")
         return cls(kind, Path(rest).expanduser())
+
+
+def check_target(target: FollowTo) -> None:
+    """Refuse (FollowerError) a target file that exists and is not a queues.yaml this command wrote (its first line
+    is MARKER, or it is a YuniKorn queues document; an empty file is taken too), unless the target says `replace`:
+    pointed at another file by mistake, the follower must not destroy it."""
+    path = target.path
+    if path is None or target.replace or not path.exists():
+        return
+    try:
+        ours = path.is_file() and (path.stat().st_size == 0 or _queues_document(path))
+    except OSError as error:
+        raise FollowerError(f"cannot read {path}, the file to keep the queues in: {error.strerror}") from None
+    if not ours:
+        raise FollowerError(f"{path} is not a queues.yaml that `rayon serve --follow-to` wrote: refusing to "
+                            "replace it", "give a new file, or --follow-replace to replace this one")
+
+
+def _queues_document(path: Path) -> bool:
+    """Whether the file starts with MARKER, or (written before the marker) is a YuniKorn queues document."""
+    with path.open("rb") as file:
+        head = file.read(MAX_TARGET + 1)
+    if head.startswith(MARKER.encode()):
+        return True
+    try:
+        yunikorn.load_base(head.decode("utf-8"), str(path))
+    except (FollowerError, UnicodeDecodeError):
+        return False
+    return len(head) <= MAX_TARGET
 
 
 @dataclass(frozen=True)
@@ -136,12 +168,14 @@ class QueuePublisher:
         return seen_by(self.answer(), owners, user)
 
     def publish(self, text: str) -> bool:
-        """Replace the target file with `text` (atomically: a reader sees the old file or the new one), unless it
-        holds it already; whether it wrote."""
+        """Replace the target file with `text` after MARKER (atomically: a reader sees the old file or the new
+        one, in the old one's mode), unless it holds it already; whether it wrote. A file that is not one this
+        command wrote is never replaced, unless the target says `replace`."""
         assert self.target is not None and self.target.path is not None
-        path = self.target.path
+        path, text = self.target.path, MARKER + text
         if self._written is None and path.exists():
-            self._written = path.read_text(encoding="utf-8")
+            check_target(self.target)
+            self._written = path.read_text(encoding="utf-8", errors="replace")
         if text == self._written:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,6 +184,8 @@ class QueuePublisher:
             temporary.write(text)
             temporary.flush()
             os.fsync(temporary.fileno())
+        if path.exists():
+            os.chmod(temporary.name, path.stat().st_mode & 0o7777)
         os.replace(temporary.name, path)
         self._written = text
         log.info("follow: wrote %s (the queues from %s)", path, units.format_instant(self._current.round.time)

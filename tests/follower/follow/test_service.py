@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any as AnyType
@@ -15,10 +17,12 @@ from typing import Any as AnyType
 import httpx
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from follower.cli import main
 from follower.follow.configmap import connect
-from follower.follow.follower import PlanView
-from follower.follow.service import FollowTo, QueuePublisher
+from follower.follow.follower import FollowerError, PlanView
+from follower.follow.service import MARKER, FollowTo, QueuePublisher, check_target
 from planner.api.app import create_app
 from planner.api.auth import Principal, TokenRegistry, hash_token
 from planner.store.facade import Store
@@ -236,3 +240,26 @@ def test_a_user_sees_their_own_queues_and_the_others_only_as_anonymous_load(tmp_
     assert by_kind["others"]["queue"] is None and by_kind["others"]["reservation"] is None
     assert {q["queue"] for q in admin["queues"]} >= {"root.plan.alice_secret_1", "root.plan.alice_secret_2",
                                                       "root.plan.bobs"}
+
+
+def test_serve_refuses_to_replace_a_file_that_is_not_a_queues_document(store: Store, tmp_path: Path) -> None:
+    """Issue #29: pointed at a system file by mistake, `--follow-to yunikorn:FILE` replaced it (mode 0600)."""
+    victim = tmp_path / "passwd"
+    victim.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    victim.chmod(0o644)
+    refused = CliRunner().invoke(main, ["serve", "--state", str(store.where), "--follow-to", f"yunikorn:{victim}"])
+    assert refused.exit_code == 2 and "refusing to replace it" in refused.output and "--follow-replace" in \
+        refused.output, refused.output
+    with pytest.raises(FollowerError):  # and the publisher itself never replaces it either
+        QueuePublisher(store, FollowTo.parse(f"yunikorn:{victim}")).publish("partitions: []\n")
+    assert victim.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    forced = replace(FollowTo.parse(f"yunikorn:{victim}"), replace=True)
+    assert QueuePublisher(store, forced).publish("partitions: []\n")
+    assert victim.read_text().startswith(MARKER) and stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
+def test_a_queues_document_written_before_the_marker_is_still_replaced(store: Store, tmp_path: Path) -> None:
+    target = tmp_path / "queues.yaml"
+    target.write_text("partitions:\n  - name: default\n    queues: [{name: root}]\n")
+    check_target(FollowTo.parse(f"yunikorn:{target}"))
+    assert QueuePublisher(store, FollowTo.parse(f"yunikorn:{target}")).publish("partitions: []\n")

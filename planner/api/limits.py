@@ -16,6 +16,7 @@ import json
 import logging
 import time
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner.api.errors import YARN_PREFIX, ApiError
@@ -84,6 +85,8 @@ class RequestLimits:
             if started:
                 raise
             await _answer(scope, send, refused.error, close=True)
+        except ClientDisconnect:  # gone before its body arrived whole (the server answered a malformed one 400)
+            log.info("client went away before its request was read: %s %s", scope.get("method"), scope.get("path"))
         except Exception as exc:  # the app's own handlers missed it: answer here, keep the connection
             if started:
                 raise

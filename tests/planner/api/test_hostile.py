@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any as AnyType
@@ -200,3 +201,30 @@ def test_a_yarn_queue_with_a_nul_is_an_error() -> None:
     body = yarn_body("reservation_1_0001", 0, 10, queue="prod\0")
     with pytest.raises(RDLErrors, match="holds a NUL character"):
         from_yarn(body)
+
+
+def test_a_client_gone_before_its_body_arrived_is_no_internal_error(app: AnyType,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Issue #29: a malformed chunked body (the server answers it 400 and reports a disconnect) was logged as an
+    internal 500 with ClientDisconnect's traceback."""
+    sent: list[AnyType] = []
+    scope = {"type": "http", "method": "POST", "path": "/v1/reservations", "raw_path": b"/v1/reservations",
+             "query_string": b"", "headers": [(b"authorization", b"Bearer alice-token"),
+                                              (b"content-type", b"text/plain")],
+             "scheme": "http", "server": ("rayon", 80), "client": ("127.0.0.1", 1), "root_path": "",
+             "http_version": "1.1", "asgi": {"version": "3.0"}}
+
+    async def receive() -> AnyType:
+        return {"type": "http.disconnect"}
+
+    async def send(message: AnyType) -> None:
+        sent.append(message)
+
+    async def go() -> None:
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(go())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
+    assert not [m for m in sent if m.get("status") == 500]

@@ -38,6 +38,7 @@ from planner.store.forward import ENV_FOLDER, make_folder
 log = logging.getLogger("rayon.api")
 GRACE_SECONDS = 10  # for the requests in flight at a SIGTERM to finish; a decision takes milliseconds
 ENV_SERVER = "RAYON_SERVER_PID"  # the server process that started the workers and the decider
+METRICS_PREFIX, DECIDER_PREFIX = "rayon-metrics-", "rayon-decider-"  # then the server's pid: found again if killed
 ORPHAN_CHECK = 1.0  # seconds between two looks, in a worker or the decider, at whether the server is still there
 # Python's cyclic collector, tuned for a server holding a large, long-lived plan: a young collection every
 # 50,000 allocations rather than 700, and a full one after 100 of the middle generation's rather than 10.
@@ -109,6 +110,31 @@ def end_with_server(end: Callable[[], None]) -> None:
     threading.Thread(target=watch, name="rayon-server-watch", daemon=True).start()
 
 
+def sweep_stale_folders(temporary: Path) -> list[Path]:
+    """Remove the folders (and the decider's key in one) that servers killed before they could clean up left in
+    `temporary`: ours, named after a server process that no longer exists; which were removed."""
+    removed = []
+    for folder in temporary.glob("rayon-*-*-*"):
+        pid = folder.name.removeprefix(METRICS_PREFIX).removeprefix(DECIDER_PREFIX).split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            if folder.name.startswith((METRICS_PREFIX, DECIDER_PREFIX)) and pid.isdigit() and \
+                    folder.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                shutil.rmtree(folder)
+                removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process of that id exists (ours or not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int,
                 decider: Callable[[], None] | None) -> None:
     """Serve the app `factory` builds in each of `count` worker processes, all on the listening socket, until a
@@ -117,8 +143,9 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
 
     `factory` and `decider` must pickle (the processes are fresh interpreters); each worker builds its own app
     over the one plan store. Their metrics are counted in files of a folder made here and removed at the end."""
-    shared = tempfile.mkdtemp(prefix="rayon-metrics-")
-    deciding = tempfile.mkdtemp(prefix="rayon-decider-")  # private (0700): where one worker decides for all
+    sweep_stale_folders(Path(tempfile.gettempdir()))
+    shared = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")
+    deciding = tempfile.mkdtemp(prefix=f"{DECIDER_PREFIX}{os.getpid()}-")  # private (0700): one decides for all
     make_folder(Path(deciding))
     os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
     os.environ[ENV_FOLDER] = deciding  # and this: each worker's store decides with the others (share_decisions)

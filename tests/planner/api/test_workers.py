@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from planner.api.server import sweep_stale_folders
 from planner.store.facade import Store
 from planner.store.forward import ENV_FOLDER, LOCK
 from tests.planner.api.support import (
@@ -248,6 +252,10 @@ def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_pa
         while any(running_spawned(pid) for pid in processes):
             assert time.monotonic() < deadline, "a worker or the decider outlived the killed server"
             time.sleep(0.1)
+        left = sorted(Path(tempfile.gettempdir()).glob(f"rayon-*-{server.process.pid}-*"))
+        assert len(left) == 2  # the killed server's folders (the decider's key in one), named after it
+        assert sorted(sweep_stale_folders(Path(tempfile.gettempdir()))) >= left  # the next server removes them
+        assert not any(folder.exists() for folder in left)
     finally:
         for pid in filter(running_spawned, processes):  # after a failure: no process left behind by the test
             os.kill(pid, signal.SIGKILL)
@@ -280,3 +288,15 @@ def test_a_decision_of_thousands_of_allocations_comes_back_from_the_decider(tmp_
         assert stored_violations(state) == []
     finally:
         stop(server)
+
+
+def test_only_the_folders_of_servers_that_are_gone_are_swept(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    stale = [tmp_path / f"rayon-decider-{gone}-abc", tmp_path / f"rayon-metrics-{gone}-def"]
+    kept = [tmp_path / f"rayon-decider-{os.getpid()}-ghi", tmp_path / "rayon-cbc-jkl", tmp_path / "rayon-decider-mno"]
+    for folder in stale + kept:
+        folder.mkdir()
+        (folder / "decider.key").write_bytes(b"k")
+    assert sorted(sweep_stale_folders(tmp_path)) == sorted(stale)
+    assert all(folder.exists() for folder in kept) and not any(folder.exists() for folder in stale)

@@ -15,11 +15,14 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any as AnyType
 
 import httpx
 import pytest
 
-from planner.api.server import sweep_stale_folders
+from planner.api import server as server_module
+from planner.api.server import MISSED_CHECKS, Supervisor, sweep_stale_folders
 from planner.store.facade import Store
 from planner.store.forward import ENV_FOLDER, LOCK
 from tests.planner.api.support import (
@@ -300,3 +303,55 @@ def test_only_the_folders_of_servers_that_are_gone_are_swept(tmp_path: Path) -> 
         (folder / "decider.key").write_bytes(b"k")
     assert sorted(sweep_stale_folders(tmp_path)) == sorted(stale)
     assert all(folder.exists() for folder in kept) and not any(folder.exists() for folder in stale)
+
+
+class FakeWorker:
+    """A worker process as the supervisor sees it: alive or not, answering its health checks or not."""
+
+    made = 0
+
+    def __init__(self, *_: object, alive: bool = True, answers: bool = True):
+        FakeWorker.made += 1
+        self.pid, self.alive, self.answers, self.killed = 1000 + FakeWorker.made, alive, answers, False
+        self.process = type("OS", (), {"is_alive": lambda _self: self.alive})()
+        self.exitcode: int | None = None
+
+    def ping(self, timeout: float) -> bool:
+        return self.alive and self.answers
+
+    def kill(self) -> None:
+        self.killed, self.alive, self.exitcode = True, False, -9
+
+    def join(self) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+
+def supervisor(workers: list[FakeWorker]) -> AnyType:
+    """A Supervisor over fake workers (built without uvicorn's signal handlers: this is the test's process)."""
+    made = Supervisor.__new__(Supervisor)
+    made.config, made.sockets, made.processes = SimpleNamespace(timeout_worker_healthcheck=5), [], workers
+    made.should_exit, made._missed = threading.Event(), {}
+    return made
+
+
+def test_a_slow_worker_is_kept_and_a_dead_one_replaced_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #29: under CPU contention a worker still starting missed one 5 s health check and was killed."""
+    monkeypatch.setattr(server_module, "Process", FakeWorker)
+    slow, dead = FakeWorker(answers=False), FakeWorker(alive=False)
+    watching = supervisor([slow, dead])
+    watching.keep_subprocess_alive()
+    assert not slow.killed and watching.processes[0] is slow  # a missed check is not death
+    assert watching.processes[1] is not dead  # an ended process is replaced at the first look
+    for _ in range(MISSED_CHECKS - 2):
+        watching.keep_subprocess_alive()
+    slow.answers = True  # it answers again: its misses are forgiven
+    watching.keep_subprocess_alive()
+    slow.answers = False
+    for _ in range(MISSED_CHECKS - 1):
+        watching.keep_subprocess_alive()
+    assert not slow.killed
+    watching.keep_subprocess_alive()  # hung: MISSED_CHECKS in a row
+    assert slow.killed and watching.processes[0] is not slow

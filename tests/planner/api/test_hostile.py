@@ -228,3 +228,16 @@ def test_a_client_gone_before_its_body_arrived_is_no_internal_error(app: AnyType
         asyncio.run(go())
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
     assert not [m for m in sent if m.get("status") == 500]
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs"), NUL_REQUESTS.values(), ids=NUL_REQUESTS.keys())
+def test_a_nul_is_422_on_postgresql_too(postgres: str, method: str, path: str, kwargs: AnyType) -> None:
+    """The backend that answered 503 `database` (5 of 5) before."""
+    with Store.open(postgres) as store:
+        store.init(CLUSTER, "cluster.yaml", force=True)
+    on_postgres = create_app(postgres, TokenRegistry({hash_token(t): p for t, p in TOKENS.items()}))
+    try:
+        answer = call(on_postgres, method, path, **kwargs)
+        assert answer.status_code == 422, answer.text
+    finally:
+        on_postgres.state.service.close()

@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import dataclass
 
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -24,6 +25,16 @@ from planner.api.errors import YARN_PREFIX, ApiError
 DEFAULT_MAX_BODY = 1024 * 1024  # bytes: a reservation is a few kilobytes; a thousand of them still fit
 BODY_SECONDS = 30.0  # for the whole body to arrive: a megabyte over a slow link, not a trickle
 log = logging.getLogger("rayon.api")
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """A server's limits on its connections, checked before a request reaches the app (planner/api/guard.py;
+    `rayon serve --max-connections --max-header-bytes --header-timeout`)."""
+
+    max_connections: int = 1000  # per server process: well below a process's usual 1024..65536 open files
+    header_bytes: int = 64 * 1024  # a request line and headers: a token and a few cookies take a few KiB
+    header_seconds: float = 10.0  # from a request's first byte to the end of its headers
 
 
 class _Refused(Exception):

@@ -34,6 +34,8 @@ from uvicorn.supervisors.multiprocess import Process
 
 from planner.api.context import Service
 from planner.api.decider import DeciderProcess
+from planner.api.guard import LIMITS, GuardedHttp
+from planner.api.limits import ConnectionLimits
 from planner.api.metrics import SHARED_DIR
 from planner.store.forward import ENV_FOLDER, make_folder
 
@@ -81,13 +83,20 @@ def tune_collector() -> None:
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
-def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
+def guarded(config: uvicorn.Config, limits: ConnectionLimits) -> uvicorn.Config:
+    """`config` serving HTTP through GuardedHttp with these limits (planner/api/guard.py)."""
+    config.http = GuardedHttp
+    setattr(config, LIMITS, limits)
+    return config
+
+
+def run(app: FastAPI, sock: socket.socket, log_level: str, limits: ConnectionLimits = ConnectionLimits()) -> None:
     """Serve `app` on the listening socket until a signal ends it; then no worker of it is left running.
 
     Logging is configured already (planner/api/logs.py); the access lines are the app's own (`AccessLog`)."""
     tune_collector()
-    config = uvicorn.Config(app, log_level=log_level, log_config=None, access_log=False,
-                            timeout_graceful_shutdown=GRACE_SECONDS)
+    config = guarded(uvicorn.Config(app, log_level=log_level, log_config=None, access_log=False,
+                                    timeout_graceful_shutdown=GRACE_SECONDS), limits)
     try:
         Server(config).run(sockets=[sock])
     finally:
@@ -182,7 +191,7 @@ def _alive(pid: int) -> bool:
 
 
 def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int,
-                decider: Callable[[], None] | None) -> None:
+                decider: Callable[[], None] | None, limits: ConnectionLimits = ConnectionLimits()) -> None:
     """Serve the app `factory` builds in each of `count` worker processes, all on the listening socket, until a
     signal ends them, with `decider` deciding their submissions in a process of its own (None: one of the workers
     decides for all); returns once every process has ended.
@@ -200,8 +209,8 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
     try:
         if deciding_process is not None:
             deciding_process.start()  # first: the workers find it listening
-        config = uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
-                                access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
+        config = guarded(uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
+                                        access_log=False, timeout_graceful_shutdown=GRACE_SECONDS), limits)
         Supervisor(config, sockets=[sock]).run()
     finally:
         if deciding_process is not None:

@@ -29,7 +29,7 @@ from planner.api import logs
 from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token, utcnow
 from planner.api.clockwork import ClockMode
 from planner.api.jobs import MAX_TIME_LIMIT
-from planner.api.limits import DEFAULT_MAX_BODY
+from planner.api.limits import DEFAULT_MAX_BODY, ConnectionLimits
 from planner.api.schedule import DEFAULT_REPLAN_LIMIT
 from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
@@ -142,6 +142,9 @@ class Options:
     replan_time_limit: float
     workers: int = 1
     decider: str | None = None  # `inline` or `process`; None: `process` with several workers, else `inline`
+    max_connections: int = ConnectionLimits.max_connections
+    max_header_bytes: int = ConnectionLimits.header_bytes
+    header_timeout: float = ConnectionLimits.header_seconds
     extra: Mapping[str, object] = field(default_factory=dict)  # options a command built on this one adds
 
 
@@ -222,6 +225,14 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
               help=f"Token file (hashes only; `rayon token` writes it); ${ENV_TOKENS} adds more.")
 @click.option("--max-body", type=click.IntRange(min=1), default=DEFAULT_MAX_BODY, show_default=True,
               help="Largest request body accepted, in bytes (larger: 413).")
+@click.option("--max-connections", type=click.IntRange(min=1), default=ConnectionLimits.max_connections,
+              show_default=True, help="Connections one server process holds open at most; one more is answered 503 "
+              "and closed (keep it below the process's open-file limit, `ulimit -n`).")
+@click.option("--max-header-bytes", type=click.IntRange(min=1024), default=ConnectionLimits.header_bytes,
+              show_default=True, help="Largest request line and headers, in bytes (larger: 431, connection closed).")
+@click.option("--header-timeout", type=click.FloatRange(min=0.1, max=3600), default=ConnectionLimits.header_seconds,
+              show_default=True, help="Seconds a request's headers may take to arrive whole (slower: 408, "
+              "connection closed).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
 @click.option("--log-format", type=click.Choice(logs.FORMATS), default="text", show_default=True,
@@ -288,10 +299,15 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_
     if app is None:
         store.close()  # each worker opens its own
         server.run_workers(partial(worker_app, given, extensions), sock, given.log_level, given.workers,
-                           partial(decide_for_workers, given) if apart else None)
+                           partial(decide_for_workers, given) if apart else None, limits(given))
         return  # SIGHUP: the supervisor replaces the workers one by one, and the new ones read the token file
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
-    server.run(app, sock, given.log_level)
+    server.run(app, sock, given.log_level, limits(given))
+
+
+def limits(given: Options) -> ConnectionLimits:
+    """The limits on connections these options set."""
+    return ConnectionLimits(given.max_connections, given.max_header_bytes, given.header_timeout)
 
 
 def build_app(given: Options, extensions: Callable[[Store], Sequence[Extension]], tokens: TokenRegistry,

@@ -70,7 +70,8 @@ def retention_seconds(text: str) -> float | None:
 
 def sweep(rows: Rows, cluster: Cluster, to: datetime) -> Swept:
     """Move what ended a horizon before `to` to the history, and delete the log and history rows older than the
-    retention (counted back from `to`); inside the write transaction that moves the clock."""
+    retention (counted back from `to`), but for the log rows of reservations still in the plan (a series that
+    lives for years keeps its submission); inside the write transaction that moves the clock."""
     archived = _archive(rows.connection, cluster, to)
     try:
         seconds = retention_seconds(rows.meta.get("retention", FOREVER))
@@ -81,7 +82,10 @@ def sweep(rows: Rows, cluster: Cluster, to: datetime) -> Swept:
         return Swept(archived)
     oldest = to - timedelta(seconds=seconds)
     connection = rows.connection
-    logged = connection.execute(schema.log.delete().where(schema.log.c.clock < oldest)).rowcount
+    live = sa.select(reservations.c.name)  # a reservation still in the plan keeps every row that decided it
+    logged = connection.execute(schema.log.delete().where(
+        schema.log.c.clock < oldest,
+        sa.or_(schema.log.c.reservation.is_(None), schema.log.c.reservation.not_in(live)))).rowcount
     kept = connection.execute(history.delete().where(history.c.archived < oldest)).rowcount
     return Swept(archived, int(logged or 0), int(kept or 0))
 

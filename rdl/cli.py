@@ -146,10 +146,10 @@ def resolve_time(value: TimeValue | None, clock: datetime) -> datetime | None:
     """The absolute time: a RelativeTime counts from `clock`; an absolute time and None stay as they are."""
     if isinstance(value, RelativeTime):
         try:
-            return clock + timedelta(seconds=value.seconds)
-        except OverflowError:  # `+1e12d` passes the calendar's end
+            return units.in_range(clock + timedelta(seconds=value.seconds))
+        except (OverflowError, ValueError):  # `+1e12d` passes the calendar's end
             raise RayonError(f"`{value.text}` after {units.format_instant(clock)} is past the end of the calendar",
-                             hint="give a shorter duration") from None
+                             hint=f"give a shorter duration; {units.TIME_RANGE}") from None
     return value
 
 

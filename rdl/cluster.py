@@ -17,7 +17,7 @@ from typing import Literal
 
 import yaml
 
-from rdl import units
+from rdl import config, units
 from rdl.config import ConfigReader
 from rdl.errors import Span, did_you_mean
 from rdl.policy import check_policy
@@ -25,6 +25,7 @@ from rdl.source import read_text
 from rdl.tree import Resources
 
 DEFAULT_STEP = 60
+MAX_WINDOWS = 5_000  # recurring capacity changes in one horizon: each is a change the planner's capacity carries
 MAX_CELLS = 4_000_000  # plan steps x resources: a year at one minute for 7 resources (a few hundred MB in all)
 KEYS = ("start", "step", "horizon", "capacity", "nodes", "changes", "policies", "queues")
 
@@ -218,6 +219,7 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
         elif isinstance(horizon, float):
             _check_size(reader, entries.get("horizon", entries.get("step", (root, root)))[1], step, horizon,
                         len(capacity or {}))
+            _check_density(reader, entries, windows, horizon)
     policies: dict[str, object] = {}
     if "policies" in entries:
         node = entries["policies"][1]
@@ -257,6 +259,16 @@ def _check_size(reader: ConfigReader, where: yaml.Node, step: float, horizon: fl
         reader.sink.add(reader.span(where), f"the plan would be {steps:,} steps of {units.format_duration(step)} for "
                         f"{resources} resource(s); at most {MAX_CELLS:,} steps x resources are planned",
                         hint="a longer `step` or a shorter `horizon`")
+
+
+def _check_density(reader: ConfigReader, entries: dict, windows: tuple[CapacityWindow, ...], horizon: float) -> None:
+    """The recurring changes start at most MAX_WINDOWS times in one horizon (`every: 2s` for a week is 302,400:
+    it passes `check` at once but makes every submission slow)."""
+    count = sum(math.ceil(horizon / window.every) + 1 for window in windows)
+    if count > MAX_WINDOWS:
+        reader.sink.add(reader.span(entries["changes"][1]), f"the recurring capacity changes come {count:,} times in "
+                        f"one horizon ({units.format_duration(horizon)}); at most {MAX_WINDOWS:,}",
+                        hint="repeat them less often (a longer `every`), or plan a shorter `horizon`")
 
 
 def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources | None, tuple[NodeGroup, ...]]:
@@ -381,7 +393,7 @@ def load_cluster(path: str | Path) -> Cluster:
 def is_cluster_text(text: str) -> bool:
     """Whether a YAML text looks like a cluster file (has a top-level `capacity` or `nodes`)."""
     try:
-        data = yaml.safe_load(text)
+        data = config.safe_load(text)
     except yaml.YAMLError:
         return False
     return isinstance(data, dict) and ("capacity" in data or "nodes" in data)

@@ -19,6 +19,40 @@ from rdl.errors import ErrorSink, Span, did_you_mean
 from rdl.tree import Resources
 
 Entries = dict[str, tuple[yaml.Node, yaml.Node]]  # a mapping's entries by key: (key node, value node)
+MAX_DEPTH = 100  # levels of YAML collections: PyYAML's composer recurses per level (RecursionError near 500)
+
+
+class TooDeep(yaml.YAMLError):
+    """A YAML document nested deeper than MAX_DEPTH: a YAML error, at the collection that goes too deep."""
+
+    def __init__(self, mark: Any):
+        super().__init__(f"collections nested deeper than {MAX_DEPTH} levels")
+        self.problem, self.problem_mark = str(self), mark
+
+
+def check_depth(text: str) -> None:
+    """Raise TooDeep when the document nests collections deeper than MAX_DEPTH (read as a stream of events,
+    without recursion), before anything composes it."""
+    depth = 0
+    for event in yaml.parse(text):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise TooDeep(event.start_mark)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def compose(text: str) -> yaml.Node | None:
+    """`yaml.compose`, refusing a document too deep to compose (TooDeep, a YAMLError)."""
+    check_depth(text)
+    return yaml.compose(text)
+
+
+def safe_load(text: str) -> Any:
+    """`yaml.safe_load`, refusing a document too deep to load (TooDeep, a YAMLError)."""
+    check_depth(text)
+    return yaml.safe_load(text)
 
 
 class ConfigReader:
@@ -35,7 +69,7 @@ class ConfigReader:
     def compose(self, text: str, what: str, expected: str) -> yaml.Node | None:
         """The document's root node; None (with the error recorded) when it is not YAML or is empty."""
         try:
-            root = yaml.compose(text)
+            root = compose(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             span = Span(self.file, mark.line + 1, mark.column + 1) if mark else Span(self.file)
@@ -109,10 +143,9 @@ class ConfigReader:
                 if start is None:
                     raise ValueError("a relative time needs a valid `start`")
                 try:
-                    return start + timedelta(seconds=offset)
-                except OverflowError:  # `+4294967296h`: past the calendar's end
-                    raise ValueError(f"`{text}` after `start` lies outside the calendar (times must fall between "
-                                     "the years 1 and 9999)") from None
+                    return units.in_range(start + timedelta(seconds=offset))
+                except (OverflowError, ValueError):  # `+4294967296h`: past the calendar's end
+                    raise ValueError(f"`{text}` after `start` lies outside the calendar ({units.TIME_RANGE})") from None
             return units.parse_instant(text)
 
         value = self.scalar(node, parse, what)

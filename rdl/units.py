@@ -19,6 +19,10 @@ MEMORY = "memory"
 MAX_INTEGER = 2**31 - 1  # the largest count (g, h, priority, containers) a user may write: YARN's int
 DURATION_CHOICES = "one of s, m, h, d, w (or several, largest first, such as `1h30m`)"
 MEMORY_CHOICES = "KiB, MiB, GiB or TiB (or Ki, Mi, Gi, Ti, or KB, MB, GB, TB for the same), or none for MiB"
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)  # the times a user may write, so that every sum the plan makes of
+LATEST = datetime(9001, 1, 1, tzinfo=UTC)  # a time and a bounded duration stays inside the calendar (1 to 9999)
+TIME_RANGE = "times must fall between the years 1970 and 9000"
+MAX_DURATION = 36525 * 86400.0  # a century: longer than any plan, horizon or series period means
 TIME_FORMS = "write an ISO-8601 time with a zone such as `2026-11-23T08:00:00Z`, or a relative time such as `+6h`"
 
 NUMBER_WITH_UNIT = re.compile(r"^(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)([A-Za-z]*)$")
@@ -43,13 +47,26 @@ def finite(value: float, text: str) -> float:
 
 
 def parse_duration(text: str) -> float:
-    """A duration such as `90m`, `1.5h` or `1h30m` (units largest first, each once), in seconds."""
+    """A duration of time such as `90m`, `1.5h` or `1h30m` (units largest first, each once), in seconds; at most a
+    century."""
+    return bounded(parse_work(text), text)
+
+
+def parse_work(text: str) -> float:
+    """Bundle-time written as a duration (`w=50h`), in bundle-seconds: like a duration, with no bound but finite."""
     if _COMPOUND.match(text.strip()) and not NUMBER_WITH_UNIT.match(text.strip()):
         return _compound_duration(text)
     number, unit = split_number(text)
     if not unit:
         raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}m`?)")
     return finite(number * _duration_unit(unit, text), text)
+
+
+def bounded(seconds: float, text: str) -> float:
+    """The duration, or ValueError when it is longer than a century (`99999999999d`, `1e300h`)."""
+    if abs(seconds) > MAX_DURATION:
+        raise ValueError(f"`{text}` is longer than 100 years, the longest duration the planner takes")
+    return seconds
 
 
 def _duration_unit(unit: str, text: str) -> int:
@@ -85,13 +102,25 @@ def format_duration(seconds: float) -> str:
 
 
 def parse_instant(text: str) -> datetime:
-    """An absolute ISO-8601 time with a zone, as an aware UTC datetime."""
+    """An absolute ISO-8601 time with a zone that a user wrote, as an aware UTC datetime in the years 1970–9000."""
+    return in_range(read_instant(text), text)
+
+
+def read_instant(text: str) -> datetime:
+    """An absolute ISO-8601 time with a zone, as an aware UTC datetime (any year: for times the plan stored)."""
     if not _ISO_TIME.match(text):
         raise ValueError(not_a_time(text))
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
     except (ValueError, OverflowError) as exc:  # astimezone overflows at the ends of the calendar
         raise ValueError(f"`{text}` is not a valid time: {exc}") from None
+
+
+def in_range(moment: datetime, text: str | None = None) -> datetime:
+    """The time, or ValueError when it lies outside the years 1970–9000 (`0999-06-01T00:00:00Z`)."""
+    if not EARLIEST <= moment < LATEST:
+        raise ValueError(f"`{text or format_instant(moment)}` is outside the times the planner keeps; {TIME_RANGE}")
+    return moment
 
 
 def not_a_time(text: str) -> str:
@@ -106,7 +135,7 @@ def not_a_time(text: str) -> str:
 def format_instant(value: datetime) -> str:
     """ISO-8601 in UTC with a `Z`, seconds always shown."""
     value = value.astimezone(UTC)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{value.year:04d}-" + value.strftime("%m-%dT%H:%M:%S")  # `%Y` leaves year 999 unpadded
     if value.microsecond:
         text += f".{value.microsecond:06d}".rstrip("0")
     return text + "Z"

@@ -70,7 +70,7 @@ def validate(reservations: Iterable[Reservation], cluster: Cluster | None = None
             sink.errors.extend(check_reservation(reservation, context))
         except OverflowError:  # a time pushed past the calendar (`deadline=+100000000d`)
             sink.add(reservation.span, f"reservation `{reservation.name}` has a time outside the calendar",
-                     hint="times must fall between the years 1 and 9999")
+                     hint=units.TIME_RANGE)
     sink.raise_if_any()
 
 
@@ -91,6 +91,8 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
         names.setdefault(node.name, node.span)
     _check_queue(reservation, context.cluster, sink)
     arrival = reservation.arrival_at(context.now)
+    if not _times_in_range(reservation, arrival, sink):
+        return sink.errors
     series = _series(reservation, arrival, sink)
     if reservation.every is not None and context.cluster is not None:
         _check_every(reservation, reservation.every, context.cluster, series, sink)
@@ -111,6 +113,18 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
     return sink.errors
+
+
+def _times_in_range(reservation: Reservation, arrival: datetime, sink: ErrorSink) -> bool:
+    """Whether every time the reservation names, resolved, lies in the years 1970–9000 (what the store keeps)."""
+    times = [arrival, *(t.resolve(arrival) for t in (reservation.deadline, reservation.until) if t is not None)]
+    times += [t.resolve(arrival) for _, node in walk(reservation.body) if isinstance(node, Window)
+              for t in (node.start, node.end) if t is not None]
+    if all(units.EARLIEST <= moment < units.LATEST for moment in times):
+        return True
+    sink.add(reservation.span, f"reservation `{reservation.name}` has a time outside the calendar",
+             hint=units.TIME_RANGE)
+    return False
 
 
 def _series(reservation: Reservation, arrival: datetime, sink: ErrorSink) -> float | None:

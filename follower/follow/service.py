@@ -28,6 +28,7 @@ from follower.follow.configmap import TARGET as CONFIGMAP
 from follower.follow.configmap import Applied, ConfigMapApplier, ConfigMapRef
 from follower.follow.follower import Follower, FollowerError, PlanView
 from follower.follow.rounds import Round
+from follower.follow.seen import seen_by
 from planner.api.auth import Principal
 from planner.api.context import Service, caller
 from planner.api.native import ERRORS
@@ -36,6 +37,8 @@ from rdl import units
 
 log = logging.getLogger("rayon.follow")
 TARGETS = ("yunikorn", CONFIGMAP)
+MAX_TARGET = 1024 * 1024  # bytes of a queues.yaml read to tell whether it is one
+MARKER = "# kept by `rayon serve --follow-to`: the plan's queues now, replaced whenever they change\n"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class FollowTo:
     kind: str
     path: Path | None = None
     configmap: ConfigMapRef | None = None
+    replace: bool = False  # replace FILE even when it is not a queues.yaml this command wrote
 
     @classmethod
     def parse(cls, text: str) -> FollowTo:
@@ -56,6 +60,35 @@ class FollowTo:
             raise ValueError(f"`{text}` is not a target: give `yunikorn:FILE` (the queues.yaml to keep current) or "
                              f"`{CONFIGMAP}[:NAMESPACE/NAME]` (YuniKorn's ConfigMap, through the Kubernetes API)")
         return cls(kind, Path(rest).expanduser())
+
+
+def check_target(target: FollowTo) -> None:
+    """Refuse (FollowerError) a target file that exists and is not a queues.yaml this command wrote (its first line
+    is MARKER, or it is a YuniKorn queues document; an empty file is taken too), unless the target says `replace`:
+    pointed at another file by mistake, the follower must not destroy it."""
+    path = target.path
+    if path is None or target.replace or not path.exists():
+        return
+    try:
+        ours = path.is_file() and (path.stat().st_size == 0 or _queues_document(path))
+    except OSError as error:
+        raise FollowerError(f"cannot read {path}, the file to keep the queues in: {error.strerror}") from None
+    if not ours:
+        raise FollowerError(f"{path} is not a queues.yaml that `rayon serve --follow-to` wrote: refusing to "
+                            "replace it", "give a new file, or --follow-replace to replace this one")
+
+
+def _queues_document(path: Path) -> bool:
+    """Whether the file starts with MARKER, or (written before the marker) is a YuniKorn queues document."""
+    with path.open("rb") as file:
+        head = file.read(MAX_TARGET + 1)
+    if head.startswith(MARKER.encode()):
+        return True
+    try:
+        yunikorn.load_base(head.decode("utf-8"), str(path))
+    except (FollowerError, UnicodeDecodeError):
+        return False
+    return len(head) <= MAX_TARGET
 
 
 @dataclass(frozen=True)
@@ -87,10 +120,11 @@ class QueuePublisher:
         router = APIRouter()
 
         @router.get("/v1/queues", tags=["plan"], responses={k: ERRORS[k] for k in (401, 503)})
-        def queues(_: Principal = Depends(caller)) -> dict[str, AnyType]:
+        def queues(who: Principal = Depends(caller)) -> dict[str, AnyType]:
             """The queue capacities the plan asks for now (the plan follower's round at the plan's clock), and the
-            time of the next change point within the horizon (null: none)."""
-            return self.answer()
+            time of the next change point within the horizon (null: none). A user sees their own reservations'
+            queues, and the others' only as one anonymous `others` load; an admin sees every queue."""
+            return self.answer() if who.admin else self.answer_for(who.user)
 
         app.include_router(router)
 
@@ -116,7 +150,7 @@ class QueuePublisher:
             # Reservations unchanged since the last round keep their windows: one compile per new reservation,
             # not one per accepted reservation at every step of a service that runs for months.
             view = PlanView(plan, earlier=self._current.view if self._current is not None else None)
-            now = units.parse_instant(meta["now"])
+            now = units.read_instant(meta["now"])
             (round,) = self.follower.rounds(view, now, plan.clock.at(view.step_of(now) + 1))
             self._current = Current(version, round, self._next_change(view, round), view)
             return self._current
@@ -127,13 +161,21 @@ class QueuePublisher:
                 "next_change": units.format_instant(current.next_change) if current.next_change else None,
                 **{key: value for key, value in current.round.to_json().items() if key not in ("time", "step")}}
 
+    def answer_for(self, user: str) -> dict[str, AnyType]:
+        """The answer as `user` may see it: other users' reservation queues as anonymous load."""
+        current = self.current()
+        owners = {name: accepted.reservation.user for name, accepted in current.view.plan.accepted.items()}
+        return seen_by(self.answer(), owners, user)
+
     def publish(self, text: str) -> bool:
-        """Replace the target file with `text` (atomically: a reader sees the old file or the new one), unless it
-        holds it already; whether it wrote."""
+        """Replace the target file with `text` after MARKER (atomically: a reader sees the old file or the new
+        one, in the old one's mode), unless it holds it already; whether it wrote. A file that is not one this
+        command wrote is never replaced, unless the target says `replace`."""
         assert self.target is not None and self.target.path is not None
-        path = self.target.path
+        path, text = self.target.path, MARKER + text
         if self._written is None and path.exists():
-            self._written = path.read_text(encoding="utf-8")
+            check_target(self.target)
+            self._written = path.read_text(encoding="utf-8", errors="replace")
         if text == self._written:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,6 +184,8 @@ class QueuePublisher:
             temporary.write(text)
             temporary.flush()
             os.fsync(temporary.fileno())
+        if path.exists():
+            os.chmod(temporary.name, path.stat().st_mode & 0o7777)
         os.replace(temporary.name, path)
         self._written = text
         log.info("follow: wrote %s (the queues from %s)", path, units.format_instant(self._current.round.time)

@@ -37,7 +37,7 @@ import yaml
 
 from follower.follow.follower import MEBIBYTE, FollowerError
 from follower.follow.rounds import QueueTarget, Round
-from rdl import units
+from rdl import config, units
 
 SORT_POLICIES = ("fifo", "fair", "stateaware")  # stateaware: see `sort_policy_for`
 DEFAULT_SORT_POLICY = "fifo"
@@ -173,7 +173,7 @@ def _flowing(node: AnyType, key: str | None = None) -> AnyType:
 def load_base(text: str, source: str) -> dict[str, AnyType]:
     """A base `queues.yaml` (or a ConfigMap's `queues.yaml` value) parsed; malformed input is an error naming it."""
     try:
-        document = yaml.safe_load(text)
+        document = config.safe_load(text)
     except yaml.YAMLError as exc:
         raise FollowerError(f"{source}: not valid YAML: {exc}") from None
     if not isinstance(document, dict) or not isinstance(document.get("partitions"), list):

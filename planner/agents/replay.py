@@ -53,7 +53,7 @@ def answer_from_json(record: Mapping[str, AnyType]) -> Answer:
     if not record["accepted"]:
         reason = record.get("reason") or {}
         return Answer(False, reason=Reason(str(reason.get("code", "capacity")), str(reason.get("message", ""))))
-    leases = tuple(Lease(str(a["atom"]), units.parse_instant(a["start"]), units.parse_instant(a["end"]),
+    leases = tuple(Lease(str(a["atom"]), units.read_instant(a["start"]), units.read_instant(a["end"]),
                          int(a["bundles"]), int(a.get("instance", 0))) for a in record["allocations"])
     return Answer(True, leases)
 

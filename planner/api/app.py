@@ -59,6 +59,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     if replan_every is not None:
         ticks.append(ReplanSchedule(service.store, service.jobs, replan_every, replan_time_limit).tick)
     wall = WallClock(service.store, clock, on_advance=service.metrics.advanced, on_tick=ticks)
+    service.clock_stuck = lambda: wall.stuck
     service.metrics.watch(service.store, service.jobs)
 
     @asynccontextmanager

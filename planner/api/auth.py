@@ -32,7 +32,7 @@ from typing import Any as AnyType
 
 import yaml
 
-from rdl import units
+from rdl import config, units
 from rdl.errors import RayonError, did_you_mean
 
 ROLES = ("user", "admin")
@@ -118,7 +118,7 @@ class TokenRegistry:
                 return
             try:
                 fresh = TokenRegistry.load(path, environ)
-            except TokenError as error:  # keep serving with the tokens read before; say why the file was not taken
+            except Exception as error:  # keep serving with the tokens read before; say why the file was not taken
                 log.warning("token file not reloaded: %s", error)
                 self._stamp = stamp
                 return
@@ -178,7 +178,7 @@ def _expiry(value: AnyType, where: str) -> datetime | None:
     if value is None:
         return None
     try:
-        return value if isinstance(value, datetime) and value.tzinfo else units.parse_instant(str(value))
+        return value if isinstance(value, datetime) and value.tzinfo else units.read_instant(str(value))
     except ValueError as exc:
         raise TokenError(where, f"`expires`: {exc}", "for example `expires: 2026-12-24T00:00:00Z`") from None
 
@@ -198,9 +198,11 @@ def read_token_file(path: str | Path) -> list[tuple[str, Principal, str]]:
     """The (hash, principal, place) entries of a token file."""
     name = str(path)
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = config.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise TokenError(name, f"cannot read the token file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TokenError(name, f"the token file is not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise TokenError(name, f"not valid YAML: {exc}") from None
     if data is None:
@@ -214,7 +216,7 @@ def read_token_file(path: str | Path) -> list[tuple[str, Principal, str]]:
 def _file_entry(item: AnyType, where: str) -> tuple[str, Principal, str]:
     if not isinstance(item, dict):
         raise TokenError(where, f"an entry is a mapping {{user, role, hash}}, got {item!r}")
-    unknown = sorted(set(item) - set(FIELDS))
+    unknown = sorted(str(key) for key in item if key not in FIELDS)  # keys of any type: `1: x`, `[a]: b`
     if unknown:
         raise TokenError(where, f"unknown field `{unknown[0]}`", did_you_mean(str(unknown[0]), FIELDS))
     principal = _principal(item.get("user"), item.get("role", "user"), where, item.get("expires"))

@@ -62,6 +62,7 @@ class WallClock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._epoch: tuple[datetime, datetime] | None = None  # (wall, plan) at start, for a fast clock
+        self.stuck: str | None = None  # why the last advance failed (readiness says so); None once one succeeds
 
     def now(self) -> datetime:
         """The time the plan's clock should show now."""
@@ -136,6 +137,12 @@ class WallClock:
             self.tick()
         except (StoreError, OSError) as exc:  # the store is away for now: the next tick catches up
             log.warning("clock: the plan could not be advanced (%s)", exc)
+            self.stuck = str(exc)
+        except Exception as exc:  # a bug must not end the clock's thread unseen: readiness reports it, ticks retry
+            log.exception("clock: the plan could not be advanced")
+            self.stuck = f"{type(exc).__name__}: {exc}"
+        else:
+            self.stuck = None
 
     def _work(self) -> None:
         """The work after a tick (the follower's round, scheduled replans): the keeper's alone, as the clock is."""

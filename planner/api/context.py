@@ -8,6 +8,7 @@ another's reservation 403 (`Principal.may_act_for`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -54,6 +55,7 @@ class Service:
     # (`owner=mine(who)`), which holds across servers on one PostgreSQL plan too. Native submissions take no
     # lock: they are batched by the store (group commit), which checks their names' owners inside the write.
     writes: threading.Lock = field(default_factory=threading.Lock)
+    clock_stuck: Callable[[], str | None] = lambda: None  # why the service's clock cannot move, if it cannot
     _cluster: tuple[tuple[str, str], Cluster, Instants] | None = None
 
     def close(self) -> None:
@@ -88,7 +90,7 @@ class Service:
         if cached is None or cached[0] != key:
             cluster = self.store.cluster()
             cached = self._cluster = (key, cluster, Instants(Clock(cluster.start, cluster.step, cluster.steps)))
-        return View(units.parse_instant(meta["now"]), cached[1], cached[2], owner)
+        return View(units.read_instant(meta["now"]), cached[1], cached[2], owner)
 
     def owned(self, name: str, caller: Principal) -> View:
         """A view with the owner of a reservation the caller may act on; 404 (suggesting only their own) or 403."""

@@ -142,7 +142,7 @@ class PlanCollector(Collector):
         up = GaugeMetricFamily("rayon_store_up", "1 if the plan store answered this scrape (the plan's gauges "
                                "follow), 0 if it did not (see the server's log).")
         try:
-            now = units.parse_instant(self.store.meta()["now"])
+            now = units.read_instant(self.store.meta()["now"])
             plan = self.store.load_plan()
         except StoreError as error:
             log.warning("metrics: the plan store does not answer: %s", error)

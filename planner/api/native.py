@@ -84,12 +84,16 @@ async def health() -> dict[str, str]:
 @router.get("/ready", response_model=Ready, response_model_exclude_none=True, tags=["health"],
             responses={503: {"model": Ready}})
 def ready(svc: Service = Depends(service)) -> AnyType:
-    """Readiness: the store answers and holds a plan (503 otherwise, with the store error's code); no token."""
+    """Readiness: the store answers and holds a plan, and the service's clock moves (503 otherwise, with the store
+    error's code, or `clock`); no token."""
     try:
         meta = svc.store.meta()
     except StoreError as error:
         log.warning("not ready: %s", error)  # the details stay in the server's log: this answer needs no token
         return JSONResponse({"status": "unavailable", "reason": error.code}, 503)
+    if (stuck := svc.clock_stuck()) is not None:
+        log.warning("not ready: the plan's clock cannot move (%s)", stuck)
+        return JSONResponse({"status": "unavailable", "reason": "clock", "now": meta["now"]}, 503)
     return {"status": "ready", "now": meta["now"], "plan_version": int(meta["plan_version"])}
 
 

@@ -28,16 +28,22 @@ from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import Process
 
 from planner.api.context import Service
 from planner.api.decider import DeciderProcess
+from planner.api.guard import LIMITS, GuardedHttp
+from planner.api.limits import ConnectionLimits
 from planner.api.metrics import SHARED_DIR
 from planner.store.forward import ENV_FOLDER, make_folder
 
 log = logging.getLogger("rayon.api")
 GRACE_SECONDS = 10  # for the requests in flight at a SIGTERM to finish; a decision takes milliseconds
 ENV_SERVER = "RAYON_SERVER_PID"  # the server process that started the workers and the decider
+METRICS_PREFIX, DECIDER_PREFIX = "rayon-metrics-", "rayon-decider-"  # then the server's pid: found again if killed
+MISSED_CHECKS = 6  # health checks in a row (uvicorn's, 5 s each) a live worker may miss before it is taken for hung
 ORPHAN_CHECK = 1.0  # seconds between two looks, in a worker or the decider, at whether the server is still there
 # Python's cyclic collector, tuned for a server holding a large, long-lived plan: a young collection every
 # 50,000 allocations rather than 700, and a full one after 100 of the middle generation's rather than 10.
@@ -77,13 +83,20 @@ def tune_collector() -> None:
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
-def run(app: FastAPI, sock: socket.socket, log_level: str) -> None:
+def guarded(config: uvicorn.Config, limits: ConnectionLimits) -> uvicorn.Config:
+    """`config` serving HTTP through GuardedHttp with these limits (planner/api/guard.py)."""
+    config.http = GuardedHttp
+    setattr(config, LIMITS, limits)
+    return config
+
+
+def run(app: FastAPI, sock: socket.socket, log_level: str, limits: ConnectionLimits = ConnectionLimits()) -> None:
     """Serve `app` on the listening socket until a signal ends it; then no worker of it is left running.
 
     Logging is configured already (planner/api/logs.py); the access lines are the app's own (`AccessLog`)."""
     tune_collector()
-    config = uvicorn.Config(app, log_level=log_level, log_config=None, access_log=False,
-                            timeout_graceful_shutdown=GRACE_SECONDS)
+    config = guarded(uvicorn.Config(app, log_level=log_level, log_config=None, access_log=False,
+                                    timeout_graceful_shutdown=GRACE_SECONDS), limits)
     try:
         Server(config).run(sockets=[sock])
     finally:
@@ -109,16 +122,85 @@ def end_with_server(end: Callable[[], None]) -> None:
     threading.Thread(target=watch, name="rayon-server-watch", daemon=True).start()
 
 
+class Supervisor(Multiprocess):
+    """uvicorn's supervisor of the worker processes, telling a slow worker from a dead one: a worker whose process
+    has ended is replaced at once, one that is alive but does not answer a health check only once it has missed
+    MISSED_CHECKS in a row (on a busy machine a worker still importing at start can miss one: `--workers 2` with
+    three busy loops beside it was restarted four times in 40 s)."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]):
+        super().__init__(config, sockets)
+        self._missed: dict[int | None, int] = {}
+
+    def keep_subprocess_alive(self) -> None:
+        if self.should_exit.is_set():
+            return
+        for index, process in enumerate(self.processes):
+            if self._keep(process):
+                continue
+            process.kill()
+            process.join()
+            self._missed.pop(process.pid, None)
+            if process.exitcode == STARTUP_FAILURE:  # the app cannot start: another would fail the same way
+                log.error("worker process [%s] failed to start: the server stops", process.pid)
+                self.should_exit.set()
+                return
+            if self.should_exit.is_set():
+                return
+            log.warning("worker process [%s] ended or hung: starting another", process.pid)
+            replacement = Process(self.config, self.sockets)
+            replacement.start()
+            self.processes[index] = replacement
+
+    def _keep(self, process: Process) -> bool:
+        """Whether the worker stays: it answers, or it is alive and has missed fewer than MISSED_CHECKS in a row."""
+        if not process.process.is_alive():
+            return False
+        if process.ping(self.config.timeout_worker_healthcheck):
+            self._missed.pop(process.pid, None)
+            return True
+        missed = self._missed[process.pid] = self._missed.get(process.pid, 0) + 1
+        log.warning("worker process [%s] did not answer a health check (%d of %d in a row)", process.pid, missed,
+                    MISSED_CHECKS)
+        return missed < MISSED_CHECKS
+
+
+def sweep_stale_folders(temporary: Path) -> list[Path]:
+    """Remove the folders (and the decider's key in one) that servers killed before they could clean up left in
+    `temporary`: ours, named after a server process that no longer exists; which were removed."""
+    removed = []
+    for folder in temporary.glob("rayon-*-*-*"):
+        pid = folder.name.removeprefix(METRICS_PREFIX).removeprefix(DECIDER_PREFIX).split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            if folder.name.startswith((METRICS_PREFIX, DECIDER_PREFIX)) and pid.isdigit() and \
+                    folder.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                shutil.rmtree(folder)
+                removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process of that id exists (ours or not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: str, count: int,
-                decider: Callable[[], None] | None) -> None:
+                decider: Callable[[], None] | None, limits: ConnectionLimits = ConnectionLimits()) -> None:
     """Serve the app `factory` builds in each of `count` worker processes, all on the listening socket, until a
     signal ends them, with `decider` deciding their submissions in a process of its own (None: one of the workers
     decides for all); returns once every process has ended.
 
     `factory` and `decider` must pickle (the processes are fresh interpreters); each worker builds its own app
     over the one plan store. Their metrics are counted in files of a folder made here and removed at the end."""
-    shared = tempfile.mkdtemp(prefix="rayon-metrics-")
-    deciding = tempfile.mkdtemp(prefix="rayon-decider-")  # private (0700): where one worker decides for all
+    sweep_stale_folders(Path(tempfile.gettempdir()))
+    shared = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")
+    deciding = tempfile.mkdtemp(prefix=f"{DECIDER_PREFIX}{os.getpid()}-")  # private (0700): one decides for all
     make_folder(Path(deciding))
     os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
     os.environ[ENV_FOLDER] = deciding  # and this: each worker's store decides with the others (share_decisions)
@@ -127,9 +209,9 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
     try:
         if deciding_process is not None:
             deciding_process.start()  # first: the workers find it listening
-        config = uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
-                                access_log=False, timeout_graceful_shutdown=GRACE_SECONDS)
-        Multiprocess(config, sockets=[sock]).run()
+        config = guarded(uvicorn.Config(factory, factory=True, workers=count, log_level=log_level, log_config=None,
+                                        access_log=False, timeout_graceful_shutdown=GRACE_SECONDS), limits)
+        Supervisor(config, sockets=[sock]).run()
     finally:
         if deciding_process is not None:
             deciding_process.stop()  # last: the workers' requests in flight are answered

@@ -6,9 +6,11 @@ store without a plan), 1 when the server cannot start (the port is taken, the da
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
+import re
 import signal
 import socket
 import threading
@@ -27,7 +29,7 @@ from planner.api import logs
 from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, ROLES, TokenError, TokenRegistry, append_token, utcnow
 from planner.api.clockwork import ClockMode
 from planner.api.jobs import MAX_TIME_LIMIT
-from planner.api.limits import DEFAULT_MAX_BODY
+from planner.api.limits import DEFAULT_MAX_BODY, ConnectionLimits
 from planner.api.schedule import DEFAULT_REPLAN_LIMIT
 from planner.cli.store import open_state
 from planner.store.facade import Store, StoreError, default_state_path
@@ -93,10 +95,27 @@ def bind(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(2048)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", EXIT_INTERNAL)
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a name the IDNA codec refuses
+        fail(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}", EXIT_INTERNAL)
     sock.set_inheritable(True)
     return sock
+
+
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+class HostParam(click.ParamType):
+    """An address to listen on: an IP address, or a host name of letters, digits and `-` in dot-separated labels."""
+
+    name = "HOST"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip()
+        with contextlib.suppress(ValueError):
+            return str(ipaddress.ip_address(text))
+        if 0 < len(text) <= 253 and all(_LABEL.fullmatch(label) for label in text.removesuffix(".").split(".")):
+            return text
+        self.fail(f"`{text}` is not a host name or an IP address (such as 127.0.0.1, ::1 or localhost)", param, ctx)
 
 
 def loopback(host: str) -> bool:
@@ -123,6 +142,9 @@ class Options:
     replan_time_limit: float
     workers: int = 1
     decider: str | None = None  # `inline` or `process`; None: `process` with several workers, else `inline`
+    max_connections: int = ConnectionLimits.max_connections
+    max_header_bytes: int = ConnectionLimits.header_bytes
+    header_timeout: float = ConnectionLimits.header_seconds
     extra: Mapping[str, object] = field(default_factory=dict)  # options a command built on this one adds
 
 
@@ -195,7 +217,7 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
               "given here win over it.")
 @click.option("--state", "state_path", envvar="RAYON_STATE", show_envvar=True,
               help=f"Plan store: a SQLite file or a database URL [default: {default_state_path()}].")
-@click.option("--host", default="127.0.0.1", show_default=True,
+@click.option("--host", type=HostParam(), default="127.0.0.1", show_default=True,
               help="Address to listen on (only this machine by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
               help="Port to listen on (0: any free port, printed at start).")
@@ -203,6 +225,14 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
               help=f"Token file (hashes only; `rayon token` writes it); ${ENV_TOKENS} adds more.")
 @click.option("--max-body", type=click.IntRange(min=1), default=DEFAULT_MAX_BODY, show_default=True,
               help="Largest request body accepted, in bytes (larger: 413).")
+@click.option("--max-connections", type=click.IntRange(min=1), default=ConnectionLimits.max_connections,
+              show_default=True, help="Connections one server process holds open at most; one more is answered 503 "
+              "and closed (keep it below the process's open-file limit, `ulimit -n`).")
+@click.option("--max-header-bytes", type=click.IntRange(min=1024), default=ConnectionLimits.header_bytes,
+              show_default=True, help="Largest request line and headers, in bytes (larger: 431, connection closed).")
+@click.option("--header-timeout", type=click.FloatRange(min=0.1, max=3600), default=ConnectionLimits.header_seconds,
+              show_default=True, help="Seconds a request's headers may take to arrive whole (slower: 408, "
+              "connection closed).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
 @click.option("--log-format", type=click.Choice(logs.FORMATS), default="text", show_default=True,
@@ -269,10 +299,15 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_
     if app is None:
         store.close()  # each worker opens its own
         server.run_workers(partial(worker_app, given, extensions), sock, given.log_level, given.workers,
-                           partial(decide_for_workers, given) if apart else None)
+                           partial(decide_for_workers, given) if apart else None, limits(given))
         return  # SIGHUP: the supervisor replaces the workers one by one, and the new ones read the token file
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
-    server.run(app, sock, given.log_level)
+    server.run(app, sock, given.log_level, limits(given))
+
+
+def limits(given: Options) -> ConnectionLimits:
+    """The limits on connections these options set."""
+    return ConnectionLimits(given.max_connections, given.max_header_bytes, given.header_timeout)
 
 
 def build_app(given: Options, extensions: Callable[[Store], Sequence[Extension]], tokens: TokenRegistry,

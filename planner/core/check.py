@@ -123,7 +123,7 @@ def _leases(reservation: Reservation, decision: Mapping[str, AnyType], grid: _Gr
     bundles_of = {label: atom for _, label, atom in labelled_atoms(reservation.expr)}
     for entry in decision.get("allocations", []):
         label = entry["atom"]
-        start, end = grid.exact(units.parse_instant(entry["start"])), grid.exact(units.parse_instant(entry["end"]))
+        start, end = grid.exact(units.read_instant(entry["start"])), grid.exact(units.read_instant(entry["end"]))
         if label not in bundles_of:
             problems.append(f"{reservation.name}: allocation for unknown atom `{label}`")
             continue

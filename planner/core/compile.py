@@ -141,13 +141,17 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
                         resources: tuple[str, ...]) -> list[Instance]:
     """Every instance to place: the reservation, or each period of `every` whose window ends in the horizon.
 
-    An instance of a recurring reservation lives in its own period: it ends by the next one's arrival.
+    An instance of a recurring reservation lives in its own period: it ends by the next one's arrival. The first
+    instance is always compiled (a past one rejects a new series), then the periods that end before the plan's
+    step 0 are skipped, not enumerated: their cost would grow with the series' age.
     """
     first_arrival = reservation.arrival_at(submitted)
     instances = []
     horizon_end = clock.at(clock.steps)
     index = 0
     while True:
+        if index == 1:
+            index = first_period_in(reservation, first_arrival, clock.origin)
         shift = (reservation.every or 0.0) * index
         arrival = first_arrival + timedelta(seconds=shift)
         if index > 0 and (reservation.every is None or arrival >= horizon_end
@@ -167,6 +171,13 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
         instances.append(Instance(index, task, arrival, declared, expr))
         index += 1
     return instances
+
+
+def first_period_in(reservation: Reservation, first_arrival: datetime, origin: datetime) -> int:
+    """The index, at least 1, of a series' instance whose period ends after `origin` (or one before: float noise)."""
+    if reservation.every is None or origin <= first_arrival:
+        return 1
+    return max(1, math.floor((origin - first_arrival).total_seconds() / reservation.every) - 1)
 
 
 def series_instance(reservation: Reservation, submitted: datetime, index: int) -> Reservation:

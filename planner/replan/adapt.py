@@ -37,7 +37,7 @@ import yaml
 from planner.agents.base import Agent
 from planner.core.plan import Accepted, Allocation, Plan
 from planner.core.policy import check
-from rdl import units
+from rdl import config, units
 from rdl.cluster import Cluster
 from rdl.errors import RDLError, RDLErrors, Span
 from rdl.syntax.lexer import Token
@@ -102,7 +102,7 @@ def appended_texts(text: str, entry: str) -> list[str]:
 
 
 def _append_text(text: str, entry: str) -> str | None:
-    root = yaml.compose(text)
+    root = config.compose(text)
     if not isinstance(root, yaml.MappingNode) or root.flow_style:
         return None
     for key, value in root.value:
@@ -140,8 +140,8 @@ def _last_end(node: yaml.Node) -> int:
 
 
 def _append_node(text: str, entry: str) -> str | None:
-    root = yaml.compose(text)
-    item = yaml.compose(entry)
+    root = config.compose(text)
+    item = config.compose(entry)
     if not isinstance(root, yaml.MappingNode) or item is None:
         return None
     for key, value in root.value:

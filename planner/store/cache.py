@@ -122,7 +122,7 @@ class PlanCache:
 
     def _build(self, connection: Connection, meta: dict[str, str]) -> Planner:
         """The plan from scratch: its window at the stored clock, then every accepted reservation with its leases."""
-        cluster, now = self.cluster(connection, meta), units.parse_instant(meta["now"])
+        cluster, now = self.cluster(connection, meta), units.read_instant(meta["now"])
         planner = Planner(window_cluster(cluster, now), now)
         _catch_up(connection, planner.plan, None, window_offset(cluster, now))
         return planner

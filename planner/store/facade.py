@@ -161,7 +161,7 @@ class Store:
     def now(self) -> datetime:
         """The plan's clock: the default submission time (the cluster's start until it is advanced)."""
         with self._lock, self._db.session(write=False) as (_, meta):
-            return units.parse_instant(meta["now"])
+            return units.read_instant(meta["now"])
 
     def clock(self) -> Clock:
         """The store's step axis, on which records, decisions and reports count their steps (the plan's own clock,

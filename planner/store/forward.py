@@ -26,10 +26,12 @@ import os
 import pickle
 import secrets
 import socket
+import struct
 import threading
 from collections.abc import Callable, Sequence
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener, wait
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -42,6 +44,7 @@ LOCK, SOCKET, KEY = "decider.lock", "decider.sock", "decider.key"
 LOST = ("the process deciding for every worker of this server stopped while it decided this submission, which may "
         "or may not be committed")
 LOST_HINT = "read the reservation back to see where it stands"
+_SIZE, _LONG_SIZE, _SIZE_MAX = struct.Struct("!i"), struct.Struct("!Q"), 0x7FFFFFFF  # Connection's frame header
 CLOSE_WAIT = 30.0  # seconds the decider waits, as it closes, for the batches it is deciding to be answered
 
 log = logging.getLogger("rayon.store")
@@ -246,6 +249,7 @@ class LoopForwarder(_Link):
         self._waiting: list[tuple[AnyType, asyncio.Future[AnyType]]] = []
         self._flushing = False
         self._flusher: asyncio.Task[None] | None = None  # held here: the loop keeps only a weak reference to a task
+        self._socket: socket.socket | None = None  # the connection's, non-blocking, for the loop's reads and writes
 
     async def forward(self, ticket: AnyType) -> tuple[AnyType, dict[str, str] | None] | None:
         """The decider's outcome for `ticket` and the meta it was decided on; None when no decider took it (then
@@ -284,36 +288,63 @@ class LoopForwarder(_Link):
 
     async def _exchange(self, tickets: list[AnyType]) -> Answered | None:
         self._drop_if_closed()
+        loop = asyncio.get_running_loop()
         try:
             if self._connection is None:
                 self._connection = await asyncio.to_thread(self._connect)
-            self._connection.send(tickets)  # a batch is small beside the socket's buffer: this does not wait
+                self._socket = socket.socket(fileno=os.dup(self._connection.fileno()))
+                self._socket.setblocking(False)  # the event loop's reader makes it so anyway (uvloop)
+            assert self._socket is not None
+            await loop.sock_sendall(self._socket, frame(tickets))
         except (OSError, EOFError):
             self._drop()
-            return None  # it never had them
-        connection = self._connection
-        loop = asyncio.get_running_loop()
-        readable: asyncio.Future[None] = loop.create_future()
-
-        def ready() -> None:
-            if not readable.done():
-                readable.set_result(None)
-
-        loop.add_reader(connection.fileno(), ready)
+            return None  # it never had them: a frame cut short is never decided
         try:
-            await readable
-        finally:
-            loop.remove_reader(connection.fileno())
-        try:
-            answer: Answered | None = connection.recv()
+            answer: Answered | None = await read_frame(loop, self._socket)
         except (OSError, EOFError):
             self._drop()
             raise StoreError("database", LOST, LOST_HINT) from None
         return answer
 
+    def _drop(self) -> None:
+        super()._drop()
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.close()
+            self._socket = None
+
     def close(self) -> None:
         """Close the connection to the decider."""
         self._drop()
+
+
+def frame(value: AnyType) -> bytes:
+    """`value` pickled and framed as multiprocessing's `Connection.send` frames it (the decider reads it so)."""
+    payload = ForkingPickler.dumps(value)
+    size = len(payload)
+    header = _SIZE.pack(size) if size <= _SIZE_MAX else _SIZE.pack(-1) + _LONG_SIZE.pack(size)
+    return header + bytes(payload)
+
+
+async def read_frame(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> AnyType:
+    """One value framed as `Connection.send` frames it, read from a non-blocking socket as it arrives (an answer
+    of thousands of allocations is larger than the socket's buffer: it comes in pieces)."""
+    (size,) = _SIZE.unpack(await _read_exactly(loop, sock, _SIZE.size))
+    if size == -1:
+        (size,) = _LONG_SIZE.unpack(await _read_exactly(loop, sock, _LONG_SIZE.size))
+    return ForkingPickler.loads(await _read_exactly(loop, sock, size))
+
+
+async def _read_exactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, size: int) -> bytearray:
+    """`size` bytes from `sock`; EOFError when it closes first."""
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        count = await loop.sock_recv_into(sock, view[got:])
+        if count == 0:
+            raise EOFError("the decider closed the connection")
+        got += count
+    return buffer
 
 
 class SharedDecider:

@@ -11,6 +11,7 @@ the clock (`forever` keeps all). Both happen whenever the clock moves (`Store.ad
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any as AnyType
@@ -27,6 +28,8 @@ from rdl import units
 from rdl.cluster import Cluster
 from rdl.shape import step_floor
 from rdl.tree import Resources
+
+log = logging.getLogger("rayon.store")
 
 FOREVER = "forever"
 reservations, leases, history = schema.reservations, schema.leases, schema.history
@@ -67,14 +70,22 @@ def retention_seconds(text: str) -> float | None:
 
 def sweep(rows: Rows, cluster: Cluster, to: datetime) -> Swept:
     """Move what ended a horizon before `to` to the history, and delete the log and history rows older than the
-    retention (counted back from `to`); inside the write transaction that moves the clock."""
+    retention (counted back from `to`), but for the log rows of reservations still in the plan (a series that
+    lives for years keeps its submission); inside the write transaction that moves the clock."""
     archived = _archive(rows.connection, cluster, to)
-    seconds = retention_seconds(rows.meta.get("retention", FOREVER))
+    try:
+        seconds = retention_seconds(rows.meta.get("retention", FOREVER))
+    except StoreError as exc:  # set before retentions were bounded (`3000000d`): keep all rather than stop the clock
+        log.warning("the stored retention is not one any more (%s); keeping everything until it is set again", exc)
+        seconds = None
     if seconds is None:
         return Swept(archived)
     oldest = to - timedelta(seconds=seconds)
     connection = rows.connection
-    logged = connection.execute(schema.log.delete().where(schema.log.c.clock < oldest)).rowcount
+    live = sa.select(reservations.c.name)  # a reservation still in the plan keeps every row that decided it
+    logged = connection.execute(schema.log.delete().where(
+        schema.log.c.clock < oldest,
+        sa.or_(schema.log.c.reservation.is_(None), schema.log.c.reservation.not_in(live)))).rowcount
     kept = connection.execute(history.delete().where(history.c.archived < oldest)).rowcount
     return Swept(archived, int(logged or 0), int(kept or 0))
 

@@ -45,7 +45,9 @@ def aware(value: datetime, what: str) -> None:
 def expire(rows: Rows, cluster: Cluster, to: datetime, actor: str | None) -> AdvanceReport:
     """Move the stored clock to `to` (never back; any distance: the plan's window rolls with it) and expire
     whoever has ended by then. `cluster`: the stored cluster file (lease rows count steps from its `start`)."""
-    connection, previous = rows.connection, units.parse_instant(rows.meta["now"])
+    connection, previous = rows.connection, units.read_instant(rows.meta["now"])
+    if not units.EARLIEST <= to < units.LATEST:
+        raise StoreError("input", f"the plan's clock cannot move to {units.format_instant(to)}", units.TIME_RANGE)
     if to < previous:
         raise StoreError("input", f"the plan's clock is at {units.format_instant(previous)} and never "
                          f"moves back (asked for {units.format_instant(to)})", "give a time at or after the clock")
@@ -103,7 +105,7 @@ def check_capacity(connection: Connection, meta: dict[str, str], cluster: Cluste
                    capacity: Mapping[str, float | str]) -> CheckedChange:
     """A capacity change checked against the cluster and the clock, and appended to the stored cluster file."""
     given = _capacity_vector(cluster, capacity)
-    now = units.parse_instant(meta["now"])
+    now = units.read_instant(meta["now"])
     if at < now:
         raise StoreError("input", f"a capacity change at {units.format_instant(at)} is before the "
                          f"plan's clock, {units.format_instant(now)}", "changes apply from the clock on")

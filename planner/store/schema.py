@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -186,10 +187,24 @@ def _sqlite_engine(url: URL) -> Engine:
 
 
 def _sqlite_folder(dialect: Dialect, _record: AnyType, cargs: tuple[AnyType, ...], _params: AnyType) -> None:
-    """Before the first connection, the file's folders: made only when the store is used, never by opening it."""
+    """Before the first connection, the file and its folders: made only when the store is used, never by opening
+    it, and private (0700 folders, a 0600 file; SQLite gives its WAL files the file's mode): the plan holds every
+    user's reservations and the tokens' hashes."""
     database = str(cargs[0]) if cargs else ""
     if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+        private_file(Path(database))
+
+
+def private_file(path: Path) -> None:
+    """Make the folders missing above `path` (0700) and `path` itself (empty, 0600) if it is missing, whatever the
+    umask; what exists is left as it is."""
+    missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            folder.mkdir(mode=0o700)
+            os.chmod(folder, 0o700)  # mkdir's mode passes through the umask
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _sqlite_connect(dbapi_connection: AnyType, _record: AnyType) -> None:
@@ -287,4 +302,4 @@ def reason_from_json(data: dict[str, AnyType] | None) -> Reason | None:
         return None
     deadline = data.get("earliest_deadline")
     return Reason(data["code"], data["message"], data.get("atom"),
-                  units.parse_instant(deadline) if deadline else None)
+                  units.read_instant(deadline) if deadline else None)

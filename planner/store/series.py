@@ -47,9 +47,9 @@ class InstanceDecision:
 def entering(reservation: Reservation, submitted: datetime, before: Clock, after: Clock,
              resources: tuple[str, ...]) -> range:
     """Indices of the series' instances inside the horizon `after` that were not inside the horizon `before`."""
-    had = len(compile_reservation(reservation, submitted, before, 0, resources))
-    has = len(compile_reservation(reservation, submitted, after, 0, resources))
-    return range(had, has)
+    had = compile_reservation(reservation, submitted, before, 0, resources)[-1].index
+    has = compile_reservation(reservation, submitted, after, 0, resources)[-1].index
+    return range(had + 1, has + 1)
 
 
 def go_on(planner: Planner, before: Clock, agents: dict[str, str | None]) -> list[InstanceDecision]:

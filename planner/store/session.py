@@ -63,6 +63,7 @@ class Database:
         try:
             if self._keeper is not None:
                 self._keeper.execute(sa.text("SELECT 1"))  # still connected: still held
+                self._keeper.commit()  # never idle in a transaction between checks: that holds back VACUUM
                 return True
             connection = self.engine.connect()
             held = connection.execute(sa.select(sa.func.pg_try_advisory_lock(schema.KEEPER_KEY))).scalar()

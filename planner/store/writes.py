@@ -77,7 +77,7 @@ class Rows:
         self.connection = connection
         self.meta = meta
         self.version = int(meta["plan_version"])
-        self.clock = units.parse_instant(meta["now"])  # the plan's clock, as the log rows record it
+        self.clock = units.read_instant(meta["now"])  # the plan's clock, as the log rows record it
         self._instants = instants
         self._log = log
 

@@ -141,6 +141,9 @@ class Reader:
         if not isinstance(value, str):
             self.error(f"{path}.{key}", f"`{key}` must be a string, got {_show(value)}")
             return None
+        if "\0" in value:  # PostgreSQL keeps no NUL in text
+            self.error(f"{path}.{key}", f"`{key}` holds a NUL character: {value!r}")
+            return None
         return value
 
     def integer(self, parent: Mapping[str, AnyType], key: str, path: str, minimum: int | None = None,
@@ -169,9 +172,10 @@ class Reader:
         if value is None:
             return None
         try:
-            _instant(value)
-        except OverflowError:
-            self.error(f"{DEFINITION}.{key}", f"`{key}` {value} is too far in the future", EXPECTED[key])
+            units.in_range(_instant(value))
+        except (OverflowError, ValueError):
+            self.error(f"{DEFINITION}.{key}", f"`{key}` {value} is too far in the future ({units.TIME_RANGE})",
+                       EXPECTED[key])
             return None
         return value
 

@@ -48,7 +48,10 @@ class ValueReader:
         if key in ("user", "queue"):
             if token.kind not in ("name", "string"):
                 return self.bad(token, f"`{key}` is a name", "a name such as `alice`")
-            return unquote(token)
+            text = unquote(token)
+            if "\0" in text:  # PostgreSQL keeps no NUL in text
+                return self.bad(token, f"`{key}` holds a NUL character: {text!r}", "a name such as `alice`")
+            return text
         if key in ("arrival", "deadline", "until"):
             return self.time(token, key)
         if key == "value":
@@ -102,7 +105,7 @@ class ValueReader:
     def duration(self, token: Token, key: str, positive: bool) -> float | None:
         if token.kind != "number":
             return self.bad(token, f"`{key}` is a duration, got {token.describe()}", "a number with a unit: `90m`")
-        value = self.convert(token, units.parse_duration, key)
+        value = self.convert(token, units.parse_work if key == "w" else units.parse_duration, key)
         if isinstance(value, float) and (value < 0 or (positive and value == 0)):
             return self.bad(token, f"`{key}` must be {'positive' if positive else 'zero or more'}, got `{token.text}`")
         return value if isinstance(value, float) else None

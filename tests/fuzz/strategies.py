@@ -53,10 +53,34 @@ def durations(low: int = 1, high: int = 4 * 3600) -> st.SearchStrategy[float]:
                      st.sampled_from((0.5, 1.5, 90.0, 1e-3, 86400.0 * 30)))
 
 
+# Shapes that found issue #29: years outside 1970-9000 (stored unpadded, or past the calendar), periods too long
+# for a timedelta, a series arriving long before the clock (its past enumerated), YAML nested thousands deep.
+EXTREME_YEARS = (1, 999, 1000, 1969, 1970, 9000, 9001, 9999)
+HUGE_SECONDS = (36525 * 86400.0, 36526 * 86400.0, 99999999999 * 86400.0, 1e300 * 3600, 4294967296 * 3600.0)
+DEEP = (99, 100, 101, 600, 5000)
+
+
+def extreme_times() -> st.SearchStrategy[TimeValue]:
+    """Absolute times at and beyond the ends of the years the planner keeps."""
+    return st.builds(lambda year, day: Absolute(datetime(year, 1, 1, tzinfo=UTC) + timedelta(days=day)),
+                     st.sampled_from(EXTREME_YEARS), st.sampled_from((0, 150, 364)))
+
+
 def times() -> st.SearchStrategy[TimeValue]:
     relative = durations(0, 2 * 86400).map(Relative)
     absolute = st.integers(-3600, 3 * 86400).map(lambda s: Absolute(START + timedelta(seconds=s)))
-    return st.one_of(relative, absolute)
+    return st.one_of(relative, absolute, absolute, relative, extreme_times(), st.sampled_from(HUGE_SECONDS).map(
+        Relative))
+
+
+def deep_yaml(draw: st.DrawFn) -> str:
+    """A YAML value nested very deep, as a flow sequence, a flow mapping or block mappings."""
+    n, shape = draw(st.sampled_from(DEEP)), draw(st.sampled_from(("flow", "mapping", "block")))
+    if shape == "flow":
+        return "[" * n + "]" * n
+    if shape == "mapping":
+        return "{a: " * n + "1" + "}" * n
+    return "".join(f"\n{'  ' * (i + 1)}a:" for i in range(min(n, 600))) + " 1"
 
 
 @st.composite
@@ -110,7 +134,8 @@ def reservations(draw: st.DrawFn, index: int = 0) -> Reservation:
         value=draw(st.one_of(st.just(1.0), st.just(1.0), st.floats(0.01, 100), st.just(1.0),
                              st.sampled_from((0.0, -1.0, 1e300)) if draw(st.integers(0, 9)) == 0 else st.just(2.0))),
         priority=draw(st.one_of(st.just(0), st.integers(-5, 5))),
-        every=draw(st.one_of(st.none(), st.none(), st.none(), durations(60, 2 * 86400))),
+        every=draw(st.one_of(st.none(), st.none(), st.none(), durations(60, 2 * 86400),
+                             st.sampled_from(HUGE_SECONDS))),
     )
 
 
@@ -182,8 +207,12 @@ def mutated_bytes(draw: st.DrawFn, text: str) -> bytes:
 @st.composite
 def rdl_text(draw: st.DrawFn) -> bytes:
     text = format_reservations(draw(reservation_lists()))
-    special = draw(st.sampled_from(("none",) * 8 + ("deep", "wide")))
-    if special == "deep":  # a legal-looking tree nested very deep
+    special = draw(st.sampled_from(("none",) * 8 + ("deep", "wide", "old series")))
+    if special == "old series":  # a series arriving long before the clock: its past must not be enumerated
+        year, every = draw(st.sampled_from((1970, 2000, 1))), draw(st.sampled_from(("1m", "12h", "1d")))
+        text = (f"reservation old arrival={year:04d}-01-01T00:00:00Z every={every} {{\n"
+                "  atom(b={vcores: 1}, w=1m)\n}\n")
+    elif special == "deep":  # a legal-looking tree nested very deep
         n = draw(st.sampled_from((99, 100, 101, 300, 1000, 5000)))
         op = draw(st.sampled_from(("all", "any", "order")))
         text = "reservation deep {\n  " + f"{op}(" * n + "atom(b={vcores: 1}, w=1m)" + ")" * n + "\n}\n"
@@ -320,6 +349,14 @@ def cluster_yaml_text(draw: st.DrawFn) -> str:
             at = draw(st.sampled_from(("+1h", "+3h", "+1d", "2026-11-23T06:00:00Z")))
             change = {"vcores": draw(count_values)} if draw(st.booleans()) else {"memory": draw(memory_values)}
             lines.append(f"  - {{at: {at}, capacity: {_vector(change)}}}")
+    special = draw(st.sampled_from(("none",) * 6 + ("year", "deep", "dense")))
+    if special == "year":
+        lines[0] = f"start: {draw(st.sampled_from(EXTREME_YEARS)):04d}-01-01T00:00:00Z"
+    elif special == "deep":
+        lines.append(f"{draw(st.sampled_from(('changes', 'capacity', 'policies', 'x')))}: {deep_yaml(draw)}")
+    elif special == "dense":  # recurring changes every few seconds: planning must not slow to a crawl
+        lines.append("changes:")
+        lines += [f"  - {{at: +{i}s, every: 2s, for: 1s, capacity: {{vcores: 1}}}}" for i in range(1, 11)]
     if draw(st.integers(0, 2)) == 0:
         lines += ["policies:", "  user_limits:", f"    instantaneous: {draw(st.sampled_from(('50%', '0.5', '100%')))}"]
         if draw(st.booleans()):
@@ -363,6 +400,8 @@ def scenario_yaml_text(draw: st.DrawFn) -> str:
                          f"kind: {kind}, driver: {{memory: 1GiB, vcores: 1}}, executors: {draw(st.integers(0, 3))}, "
                          f"executor: {{memory: 2GiB, vcores: 1}}, runtime: {draw(st.sampled_from(('5m', '10m')))}"
                          f"{extra}}}")
+    if draw(st.integers(0, 9)) == 0:
+        lines.append(f"notes: {deep_yaml(draw)}")
     if draw(st.booleans()):
         lines += ["follower:", "  plan_queue: root.plan", f"  on_expiry: {draw(st.sampled_from(('move', 'kill')))}",
                   f"  round_steps: {draw(st.integers(1, 3))}"]

@@ -59,8 +59,8 @@ def test_the_policy_is_checked_with_the_default_step_too() -> None:
 
 
 def test_the_plans_size_is_bounded_where_the_horizon_is_written() -> None:
-    (message,) = errors_of("start: 2026-11-23T00:00:00Z\nhorizon: 100000w\ncapacity: {vcores: 4}\n")
-    assert message.startswith("cluster.yaml:2:10: the plan would be 1,008,000,000 steps of 1m for 1 resource(s); "
+    (message,) = errors_of("start: 2026-11-23T00:00:00Z\nhorizon: 5000w\ncapacity: {vcores: 4}\n")
+    assert message.startswith("cluster.yaml:2:10: the plan would be 50,400,000 steps of 1m for 1 resource(s); "
                               f"at most {MAX_CELLS:,} steps x resources")
 
 

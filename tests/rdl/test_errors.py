@@ -187,7 +187,8 @@ SEMANTIC = [
     case("windows contradict the order",
          f"reservation r {{ order(window(s=+2h, e=+3h, atom({B}, w=1h)), window(e=+1h, atom({B}, w=1h))) }}",
          "1:1", "reservation `r` can never be placed", "even on an empty cluster"),
-    case("time beyond the calendar", f"reservation r deadline=+100000000d {{ atom({B}, w=1h) }}",
+    case("time beyond the calendar",
+         f"reservation r arrival=8999-12-01T00:00:00Z deadline=+36000d {{ atom({B}, w=1h) }}",
          "1:1", "time outside the calendar"),
 ]
 

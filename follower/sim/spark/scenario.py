@@ -22,6 +22,7 @@ import yaml
 
 from follower.sim.spark.model import Cluster, JobSpec, StageSpec
 from follower.sim.spark.partition import Partitioning, stage_tasks
+from rdl import config
 from rdl.errors import RayonError
 
 KEYS = ("name", "about", "cluster", "classes", "streams", "trace", "input_tasks", "result_task", "skew", "small")
@@ -105,7 +106,7 @@ def load_scenario(file: str | Path) -> Scenario:
     """Read a scenario file (and its trace CSV, relative to it); errors name the file and the key."""
     path = Path(file)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = config.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise SparkScenarioError(f"cannot read the scenario: {exc}", place=str(path)) from exc
     if not isinstance(data, dict):

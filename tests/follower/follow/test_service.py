@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any as AnyType
 
+import httpx
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from follower.cli import main
 from follower.follow.configmap import connect
-from follower.follow.follower import PlanView
-from follower.follow.service import FollowTo, QueuePublisher
+from follower.follow.follower import FollowerError, PlanView
+from follower.follow.service import MARKER, FollowTo, QueuePublisher, check_target
+from planner.api.app import create_app
+from planner.api.auth import Principal, TokenRegistry, hash_token
 from planner.store.facade import Store
 from rdl.load import load
 from tests.follower.follow.kubefake import FakeAPIServer, Serving
 from tests.planner.api.support import RAYON, make_tokens, running
+from tests.planner.api.support import pinned as owned
 from tests.planner.support import START, at, cluster_text, instant, one, pinned
 
 
@@ -199,3 +210,56 @@ def test_rayon_serve_without_kubernetes_credentials_does_not_start(store: Store,
                                            "KUBERNETES_SERVICE_HOST": ""})
     assert done.returncode == 2
     assert "no Kubernetes credentials: no kubeconfig at" in done.stderr and "not running in a pod" in done.stderr
+
+
+def test_a_user_sees_their_own_queues_and_the_others_only_as_anonymous_load(tmp_path: Path) -> None:
+    """Issue #29: `/v1/queues` showed every user's reservation names (`root.plan.alice_secret_1`) to anyone."""
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(cluster_text({"vcores": 8, "memory": "16GiB"}, steps=60), "cluster.yaml")
+        store.submit(one(owned("alice_secret_1", 0, 20, 2, user="alice")))
+        store.submit(one(owned("alice_secret_2", 0, 20, 1, user="alice")))
+        store.submit(one(owned("bobs", 0, 20, 3, user="bob")))
+        tokens = {"alice-t": Principal("alice", "user"), "bob-t": Principal("bob", "user"),
+                  "ops-t": Principal("ops", "admin")}
+        app = create_app(state, TokenRegistry({hash_token(t): p for t, p in tokens.items()}), store=store,
+                         extensions=[QueuePublisher(store)])
+
+        async def ask(token: str) -> AnyType:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://rayon") as client:
+                answer = await client.get("/v1/queues", headers={"Authorization": f"Bearer {token}"})
+                assert answer.status_code == 200
+                return answer.json()
+
+        bob, admin = asyncio.run(ask("bob-t")), asyncio.run(ask("ops-t"))
+    assert "alice" not in json.dumps(bob)
+    by_kind = {q["kind"]: q for q in bob["queues"]}
+    assert [q["queue"] for q in bob["queues"] if q["kind"] == "reservation"] == ["root.plan.bobs"]
+    assert by_kind["others"]["count"] == 2 and by_kind["others"]["guaranteed"]["vcores"] == 3
+    assert by_kind["others"]["queue"] is None and by_kind["others"]["reservation"] is None
+    assert {q["queue"] for q in admin["queues"]} >= {"root.plan.alice_secret_1", "root.plan.alice_secret_2",
+                                                      "root.plan.bobs"}
+
+
+def test_serve_refuses_to_replace_a_file_that_is_not_a_queues_document(store: Store, tmp_path: Path) -> None:
+    """Issue #29: pointed at a system file by mistake, `--follow-to yunikorn:FILE` replaced it (mode 0600)."""
+    victim = tmp_path / "passwd"
+    victim.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    victim.chmod(0o644)
+    refused = CliRunner().invoke(main, ["serve", "--state", str(store.where), "--follow-to", f"yunikorn:{victim}"])
+    assert refused.exit_code == 2 and "refusing to replace it" in refused.output and "--follow-replace" in \
+        refused.output, refused.output
+    with pytest.raises(FollowerError):  # and the publisher itself never replaces it either
+        QueuePublisher(store, FollowTo.parse(f"yunikorn:{victim}")).publish("partitions: []\n")
+    assert victim.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    forced = replace(FollowTo.parse(f"yunikorn:{victim}"), replace=True)
+    assert QueuePublisher(store, forced).publish("partitions: []\n")
+    assert victim.read_text().startswith(MARKER) and stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
+def test_a_queues_document_written_before_the_marker_is_still_replaced(store: Store, tmp_path: Path) -> None:
+    target = tmp_path / "queues.yaml"
+    target.write_text("partitions:\n  - name: default\n    queues: [{name: root}]\n")
+    check_target(FollowTo.parse(f"yunikorn:{target}"))
+    assert QueuePublisher(store, FollowTo.parse(f"yunikorn:{target}")).publish("partitions: []\n")

@@ -57,12 +57,12 @@ def test_unknown_keys_and_bad_values_are_refused_at_their_place_all_at_once(tmp_
     lines = [line for line in result.output.splitlines() if line.startswith(str(config))]
     assert lines == [
         f"{config}:1:1: unknown key `prot` in the configuration of `rayon serve`; expected one of state, host, port, "
-        "tokens, max-body, log-level, access-log, log-format, clock, replan-every, replan-time-limit, workers, decider "
-        "(did you mean `port`?)",
+        "tokens, max-body, max-connections, max-header-bytes, header-timeout, log-level, access-log, log-format, "
+        "clock, replan-every, replan-time-limit, workers, decider (did you mean `port`?)",
         f"{config}:2:7: `port`: 99999 is not in the range 0<=x<=65535.",
         f"{config}:3:1: unknown key `max_body` in the configuration of `rayon serve`; expected one of state, host, "
-        "port, tokens, max-body, log-level, access-log, log-format, clock, replan-every, replan-time-limit, workers, "
-        "decider (did you mean `max-body`?)",
+        "port, tokens, max-body, max-connections, max-header-bytes, header-timeout, log-level, access-log, "
+        "log-format, clock, replan-every, replan-time-limit, workers, decider (did you mean `max-body`?)",
         f"{config}:4:13: `access-log`: `maybe` is not a boolean; give true or false",
         f"{config}:5:13: `log-format`: 'jsn' is not one of 'text', 'json'.",
         f"{config}:6:7: `host` must be a single value",

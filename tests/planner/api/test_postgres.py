@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from planner.store.facade import Store
 from tests.planner.api.support import (
@@ -106,3 +107,25 @@ def test_two_servers_on_a_fast_clock_move_it_once_and_the_survivor_goes_on(postg
         for server in servers:
             if server.process.poll() is None:
                 stop(server)
+
+
+def test_the_clock_keepers_session_is_never_left_idle_in_a_transaction(postgres: str) -> None:
+    """Issue #29: the keeper's connection sat `idle in transaction` for minutes between its checks, holding back
+    VACUUM on every table of the plan (dead rows "not yet removable")."""
+    keeper, other = Store.open(postgres), Store.open(postgres)
+    try:
+        deadline = time.monotonic() + 10
+        while not keeper.keeps_clock():
+            assert time.monotonic() < deadline, "another process keeps the clock"
+            time.sleep(0.1)
+        assert keeper.keeps_clock()  # the check of a keeper that holds the lock already
+        held = keeper._db._keeper
+        assert held is not None
+        pid = held.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+        with other._db.engine.connect() as connection:
+            state = connection.execute(sa.text("SELECT state FROM pg_stat_activity WHERE pid = :pid"),
+                                       {"pid": pid}).scalar()
+        assert state == "idle"
+    finally:
+        keeper.close()
+        other.close()

@@ -7,15 +7,22 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any as AnyType
 
 import httpx
 import pytest
 
+from planner.api import server as server_module
+from planner.api.server import MISSED_CHECKS, Supervisor, sweep_stale_folders
 from planner.store.facade import Store
 from planner.store.forward import ENV_FOLDER, LOCK
 from tests.planner.api.support import (
@@ -248,6 +255,10 @@ def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_pa
         while any(running_spawned(pid) for pid in processes):
             assert time.monotonic() < deadline, "a worker or the decider outlived the killed server"
             time.sleep(0.1)
+        left = sorted(Path(tempfile.gettempdir()).glob(f"rayon-*-{server.process.pid}-*"))
+        assert len(left) == 2  # the killed server's folders (the decider's key in one), named after it
+        assert sorted(sweep_stale_folders(Path(tempfile.gettempdir()))) >= left  # the next server removes them
+        assert not any(folder.exists() for folder in left)
     finally:
         for pid in filter(running_spawned, processes):  # after a failure: no process left behind by the test
             os.kill(pid, signal.SIGKILL)
@@ -258,3 +269,89 @@ def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_pa
 def running_spawned(pid: int) -> bool:
     """Whether the process is still one of those the server spawned (its pid not yet reused by another)."""
     return exists(pid) and b"spawn_main" in command(pid)
+
+
+@pytest.mark.parametrize("mode", [("--decider", "process"), ("--workers", "2")], ids=["decider", "workers"])
+def test_a_decision_of_thousands_of_allocations_comes_back_from_the_decider(tmp_path: Path,
+                                                                            mode: tuple[str, str]) -> None:
+    """An answer larger than the socket's buffer is not a lost decider (issue #29: 503 for accepted submissions)."""
+    state = tmp_path / "plan.db"
+    with Store.open(state) as store:
+        store.init(cluster_text({"memory": "64GiB", "vcores": 16}, steps=3 * 24 * 60), "cluster.yaml")
+    tokens = make_tokens(tmp_path / "tokens.yaml", {"alice": "user"})
+    server = start(state, tmp_path / "tokens.yaml", tokens, *mode)
+    try:
+        processes_of(server, 2 if mode[0] == "--decider" else WORKERS + 1)
+        with server.client("alice") as alice:
+            for index in range(3):
+                text = f"reservation wide{index} {{ atom(b={{memory: 1GiB, vcores: 1}}, w=1d) }}"
+                answer = submit(alice, text, agent="gree-l")
+                assert answer.status_code == 201, answer.text
+                assert answer.json()["accepted"] and len(answer.json()["allocations"]) >= 720
+        assert stored_violations(state) == []
+    finally:
+        stop(server)
+
+
+def test_only_the_folders_of_servers_that_are_gone_are_swept(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    stale = [tmp_path / f"rayon-decider-{gone}-abc", tmp_path / f"rayon-metrics-{gone}-def"]
+    kept = [tmp_path / f"rayon-decider-{os.getpid()}-ghi", tmp_path / "rayon-cbc-jkl", tmp_path / "rayon-decider-mno"]
+    for folder in stale + kept:
+        folder.mkdir()
+        (folder / "decider.key").write_bytes(b"k")
+    assert sorted(sweep_stale_folders(tmp_path)) == sorted(stale)
+    assert all(folder.exists() for folder in kept) and not any(folder.exists() for folder in stale)
+
+
+class FakeWorker:
+    """A worker process as the supervisor sees it: alive or not, answering its health checks or not."""
+
+    made = 0
+
+    def __init__(self, *_: object, alive: bool = True, answers: bool = True):
+        FakeWorker.made += 1
+        self.pid, self.alive, self.answers, self.killed = 1000 + FakeWorker.made, alive, answers, False
+        self.process = type("OS", (), {"is_alive": lambda _self: self.alive})()
+        self.exitcode: int | None = None
+
+    def ping(self, timeout: float) -> bool:
+        return self.alive and self.answers
+
+    def kill(self) -> None:
+        self.killed, self.alive, self.exitcode = True, False, -9
+
+    def join(self) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+
+def supervisor(workers: list[FakeWorker]) -> AnyType:
+    """A Supervisor over fake workers (built without uvicorn's signal handlers: this is the test's process)."""
+    made = Supervisor.__new__(Supervisor)
+    made.config, made.sockets, made.processes = SimpleNamespace(timeout_worker_healthcheck=5), [], workers
+    made.should_exit, made._missed = threading.Event(), {}
+    return made
+
+
+def test_a_slow_worker_is_kept_and_a_dead_one_replaced_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #29: under CPU contention a worker still starting missed one 5 s health check and was killed."""
+    monkeypatch.setattr(server_module, "Process", FakeWorker)
+    slow, dead = FakeWorker(answers=False), FakeWorker(alive=False)
+    watching = supervisor([slow, dead])
+    watching.keep_subprocess_alive()
+    assert not slow.killed and watching.processes[0] is slow  # a missed check is not death
+    assert watching.processes[1] is not dead  # an ended process is replaced at the first look
+    for _ in range(MISSED_CHECKS - 2):
+        watching.keep_subprocess_alive()
+    slow.answers = True  # it answers again: its misses are forgiven
+    watching.keep_subprocess_alive()
+    slow.answers = False
+    for _ in range(MISSED_CHECKS - 1):
+        watching.keep_subprocess_alive()
+    assert not slow.killed
+    watching.keep_subprocess_alive()  # hung: MISSED_CHECKS in a row
+    assert slow.killed and watching.processes[0] is not slow

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any as AnyType
 
 import pytest
+import uvloop
 
 from planner.store.errors import StoreError
 from planner.store.facade import Store
@@ -244,3 +245,27 @@ def test_from_an_event_loop_the_submissions_of_one_turn_go_as_one_batch_and_none
         desk.close()
     assert asyncio.run(three(forwarder)) == [None, None, None]  # nobody listens: each is decided where it is
     forwarder.close()
+
+
+@pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
+def test_an_answer_larger_than_the_socket_s_buffer_is_read_whole_on_the_event_loop(tmp_path: Path,
+                                                                                    run: AnyType) -> None:
+    """uvloop makes the connection non-blocking once the loop watches it: an answer arriving in pieces is read as
+    they come, not taken for a lost decider (issue #29)."""
+    make_folder(tmp_path)
+    big = "x" * 3_000_000
+
+    def decide(tickets: list[AnyType]) -> tuple[list[AnyType], dict[str, str]]:
+        return [big + t for t in tickets], {"plan_id": "p"}
+
+    async def several(forwarder: LoopForwarder) -> list[AnyType]:
+        return [await forwarder.forward(ticket * 1_000_000) for ticket in ("a", "b", "c")]
+
+    desk = Desk(tmp_path, decide)
+    forwarder = LoopForwarder(tmp_path)
+    try:
+        answers = run(several(forwarder))
+    finally:
+        forwarder.close()
+        desk.close()
+    assert [answer[0] == big + ticket * 1_000_000 for answer, ticket in zip(answers, "abc", strict=True)] == [True] * 3

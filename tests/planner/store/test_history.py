@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from follower.cli import main
 from planner.store.facade import Store, StoreError
 from planner.store.schema import SCHEMA_VERSION
+from tests.planner.store.consistency import replay_problems
 from tests.planner.store.test_lifecycle import violations
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
@@ -133,3 +134,17 @@ def test_rayon_history_and_retention_commands(tmp_path: Path) -> None:
     assert "30d" in rayon("retention", "30d")
     bad = runner.invoke(main, ["retention", "ever", "--state", state])
     assert bad.exit_code != 0 and "not a duration" in bad.output
+
+
+def test_the_retention_keeps_the_log_rows_a_live_series_still_needs(store: Store, path: Path) -> None:
+    """Issue #29: retention deleted the submit rows of live series, so the log no longer replayed to the stored
+    plan (105,132 problems after `advance --to +400d`)."""
+    store.set_retention("2h")
+    store.submit(one("reservation daily every=30m { window(e=+20m, atom(b={vcores: 1}, w=5m)) }"))
+    store.submit(one(pinned("once", 0, 10, 2)))
+    for hour in range(1, 8):
+        store.advance(instant(60 * hour))
+    kept = [e for e in store.log() if e.reservation == "daily"]
+    assert [e.action for e in kept][:1] == ["submit"]  # its submission, five hours past the retention, is kept
+    assert not [e for e in store.log() if e.reservation == "once"]  # what ended and left goes as before
+    assert replay_problems(store.log(), {r.name: r for r in store.list()}, store.clock()) == []

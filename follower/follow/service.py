@@ -87,10 +87,12 @@ class QueuePublisher:
         router = APIRouter()
 
         @router.get("/v1/queues", tags=["plan"], responses={k: ERRORS[k] for k in (401, 503)})
-        def queues(_: Principal = Depends(caller)) -> dict[str, AnyType]:
+        def queues(who: Principal = Depends(caller)) -> dict[str, AnyType]:
             """The queue capacities the plan asks for now (the plan follower's round at the plan's clock), and the
-            time of the next change point within the horizon (null: none)."""
-            return self.answer()
+            time of the next change point within the horizon (null: none). A user sees the queues of their own
+            reservations; the others' count only in the totals (`reserved`, the default queue's share)."""
+            answer = self.answer()
+            return answer if who.admin else only_own(answer, set(self.store.names(who.user)))
 
         app.include_router(router)
 
@@ -182,3 +184,10 @@ class QueuePublisher:
             if later.settings() != settings:
                 return later.time
         return None
+
+
+def only_own(answer: dict[str, AnyType], own: set[str]) -> dict[str, AnyType]:
+    """The round's answer without the queues (and endings) of reservations not in `own`: a user sees the others'
+    reservations only as anonymous load, as everywhere else in the API."""
+    queues = [q for q in answer["queues"] if q["reservation"] is None or q["reservation"] in own]
+    return {**answer, "queues": queues, "ended": [name for name in answer["ended"] if name in own]}

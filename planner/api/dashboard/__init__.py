@@ -18,6 +18,8 @@ from fastapi.staticfiles import StaticFiles
 STATIC = Path(__file__).with_name("static")
 PREFIX = "/dashboard/static"
 SWAGGER = f"{PREFIX}/vendor/swagger-ui"
+# Swagger UI would otherwise show a badge fetched from validator.swagger.io
+OFFLINE = {"validatorUrl": None}
 
 
 def install(app: FastAPI) -> None:
@@ -33,4 +35,5 @@ def install(app: FastAPI) -> None:
         return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} — API",
                                    swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
                                    swagger_css_url=f"{SWAGGER}/swagger-ui.css",
-                                   swagger_favicon_url=f"{SWAGGER}/favicon-32x32.png")
+                                   swagger_favicon_url=f"{SWAGGER}/favicon-32x32.png",
+                                   swagger_ui_parameters=OFFLINE)

@@ -1,0 +1,240 @@
+"""The dashboard in a real browser (headless Chromium, tests/planner/api/browser.py), on the examples' plan: log in,
+the timeline, the detail of a reservation (and not of another user's), a what-if dry run, a live update after a
+submission through the API, the capacity and queue views, and /docs offline. Skipped, saying why, without
+Chromium, chromedriver or selenium. `RAYON_DASHBOARD_SHOTS=docs/img` keeps the screenshots there."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any as AnyType
+
+import pytest
+
+from planner.store.facade import Store
+from rdl.load import load
+from tests.planner.api import browser
+from tests.planner.api.support import EXAMPLES, Server, make_tokens, running, submit
+
+pytestmark = pytest.mark.browser
+WAIT = 30.0  # seconds for the page to show something: a bound for a stuck page, not a measure of speed
+FRESH = ("reservation fresh deadline=+4h {\n"
+         "  work: atom(b={memory: 4GiB, vcores: 2}, g=4, h=4, l=1h, w=4h)\n}\n")
+TOO_BIG = ("reservation too_big arrival=2026-11-26T00:00:00Z deadline=+8h {\n"
+           "  train: atom(b={memory: 16GiB, vcores: 8}, g=160, h=160, l=4h, w=640h)\n}\n")
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`rayon serve` on the examples' plan (examples/cluster.yaml and every examples/*.rdl, of several users):
+    alice owns etl_nightly, bob mpi_solver; ops is an admin."""
+    if (why := browser.missing()) is not None:
+        pytest.skip(why)
+    root = tmp_path_factory.mktemp("dashboard")
+    with Store.open(root / "plan.db") as store:
+        store.init((EXAMPLES / "cluster.yaml").read_text(), "cluster.yaml")
+        for loaded in load([str(EXAMPLES)], None, store.cluster(), None):
+            for reservation in loaded.reservations:
+                store.submit(reservation)
+    tokens = make_tokens(root / "tokens.yaml")
+    with running(root / "plan.db", root / "tokens.yaml", tokens) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def driver(examples: Server) -> Iterator[AnyType]:
+    with browser.chromium() as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    kept = os.environ.get("RAYON_DASHBOARD_SHOTS")
+    return Path(kept) if kept else tmp_path_factory.mktemp("shots")
+
+
+def until(driver: AnyType, condition: AnyType, what: str) -> AnyType:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT, poll_frequency=0.1).until(condition, f"the page never showed {what}")
+
+
+def text_of(driver: AnyType) -> str:
+    return str(driver.execute_script("return document.body.innerText"))
+
+
+def log_in(driver: AnyType, server: Server, user: str, view: str = "timeline") -> None:
+    """A fresh tab state, the user's token typed into the login box, and the view once the plan is drawn."""
+    from selenium.webdriver.common.by import By
+
+    browser.errors(driver)  # what earlier tests left in the console
+    driver.get(f"{server.url}/")
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(f"{server.url}/?{user}#/{view}")  # another query than the page's: loaded afresh, without a token
+    driver.find_element(By.ID, "token").send_keys(server.tokens[user])
+    driver.find_element(By.ID, "login-button").click()
+    until(driver, lambda d: d.find_element(By.ID, "whoami").text.startswith(user), f"{user} logged in")
+    until(driver, lambda d: d.execute_script("return document.body.dataset.version") is not None, "the plan")
+
+
+def rows(driver: AnyType) -> list[str]:
+    """The reservations the timeline's listing shows."""
+    from selenium.webdriver.common.by import By
+
+    found = driver.find_elements(By.CSS_SELECTOR, "tr[data-reservation]")
+    return [row.get_attribute("data-reservation") for row in found]
+
+
+def offline(driver: AnyType, server: Server) -> None:
+    """Everything the page loaded came from the server (no CDN), and the console has no error."""
+    loaded = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert all(url.startswith(server.url) for url in loaded), loaded
+    assert browser.errors(driver) == []
+
+
+def test_a_user_logs_in_and_sees_their_reservations_on_the_timeline(driver: AnyType, examples: Server,
+                                                                   shots: Path) -> None:
+    log_in(driver, examples, "alice")
+    until(driver, lambda d: rows(d) == ["etl_nightly"], "alice's reservation")
+    canvas = until(driver, lambda d: d.find_element("css selector", "canvas.timeline-canvas[data-rendered='1']"),
+                   "one timeline row")
+    assert canvas.size["height"] > 200
+    assert "mpi_solver" not in text_of(driver)  # bob's: only in the anonymous load row
+    assert "mine, and others' (anonymous)" not in text_of(driver)  # drawn on the canvas, not the page's text
+    offline(driver, examples)
+    driver.save_screenshot(str(shots / "dashboard-timeline-user.png"))
+
+
+def test_an_admin_sees_every_reservation_and_a_bad_token_nothing(driver: AnyType, examples: Server,
+                                                                shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    with examples.client("ops") as ops:
+        every = [r["reservation"] for r in ops.get("/v1/reservations").json()["items"]]
+        accepted = ops.get("/v1/reservations", params={"state": "accepted"}).json()["total"]
+    assert len(every) == 8 and accepted == 7  # the examples' RDL files and the YARN one, one rejected
+    log_in(driver, examples, "ops")
+    until(driver, lambda d: rows(d) == every[::-1], "every reservation of the examples, the latest first")
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"canvas[data-rendered='{accepted}']"), "the accepted")
+    driver.find_element(By.XPATH, "//button[text()='Day']").click()
+    offline(driver, examples)
+    driver.save_screenshot(str(shots / "dashboard-timeline.png"))
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(f"{examples.url}/")
+    driver.find_element(By.ID, "token").send_keys("not-a-token")
+    driver.find_element(By.ID, "login-button").click()
+    until(driver, lambda d: "not valid" in d.find_element(By.ID, "status").text, "the refusal")
+    assert rows(driver) == []
+
+
+def test_the_timeline_opens_a_reservations_detail(driver: AnyType, examples: Server, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    log_in(driver, examples, "alice")
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "canvas[data-rendered='1']"), "the timeline")
+    canvas = driver.find_element(By.CSS_SELECTOR, "canvas.timeline-canvas")
+    # the first row under the axis (30 px) and the load row (64 px): a click there opens its detail
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).move_to_element_with_offset(canvas, -canvas.size["width"] // 2 + 60,
+                                                     -canvas.size["height"] // 2 + 30 + 64 + 10).click().perform()
+    until(driver, lambda d: d.current_url.endswith("#/reservation/etl_nightly"), "the detail's address")
+    rdl = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=rdl]"), "the RDL")
+    assert rdl.text.startswith("reservation etl_nightly user=alice")
+    cells = driver.find_elements(By.CSS_SELECTOR, "[data-testid=detail] table tbody tr td:first-child")
+    pieces = [cell.text for cell in cells]
+    assert pieces[:3] == ["extract", "transform", "load"]
+    offline(driver, examples)
+    driver.save_screenshot(str(shots / "dashboard-detail.png"))
+
+
+def test_a_rejection_shows_its_reason_and_the_earliest_deadline(driver: AnyType, examples: Server,
+                                                               shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    log_in(driver, examples, "ops", "reservation/urgent_retrain")
+    reason = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=reason]"), "the reason")
+    assert "Rejected (capacity)" in reason.text and "at most 128 are free at once" in reason.text
+    assert "2026-11-26 16:00" in reason.text
+    driver.save_screenshot(str(shots / "dashboard-detail-rejected.png"))
+
+
+def test_a_user_cannot_see_another_users_reservation(driver: AnyType, examples: Server, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    log_in(driver, examples, "alice", "reservation/mpi_solver")
+    error = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=error]"), "the refusal")
+    assert "belongs to another user" in error.text
+    assert driver.find_elements(By.CSS_SELECTOR, "[data-testid=rdl]") == []
+    assert "bob" not in text_of(driver) and "hpc" not in text_of(driver)  # nothing of the record: its owner, queue
+    assert all("403" in message for message in browser.errors(driver))  # the refused requests, nothing else
+    driver.save_screenshot(str(shots / "dashboard-forbidden.png"))
+
+
+def test_a_what_if_dry_run_answers_without_changing_the_plan(driver: AnyType, examples: Server, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    log_in(driver, examples, "alice", "whatif")
+    rdl = driver.find_element(By.ID, "whatif-rdl")
+    rdl.clear()
+    rdl.send_keys(TOO_BIG)
+    driver.find_element(By.ID, "whatif-run").click()
+    earliest = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=earliest]"), "the deadline")
+    assert earliest.text == "2026-11-26 16:00"
+    rdl.clear()
+    rdl.send_keys(FRESH)
+    driver.find_element(By.ID, "whatif-run").click()
+    until(driver, lambda d: "It would be accepted" in d.find_element(By.ID, "whatif-answer").text, "an acceptance")
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".timeline.small canvas[data-rendered='1']"),
+          "the what-if's row beside the plan")
+    offline(driver, examples)
+    driver.save_screenshot(str(shots / "dashboard-whatif.png"))
+    with examples.client("alice") as alice:
+        assert alice.get("/v1/reservations").json()["total"] == 1  # dry runs: nothing was submitted
+
+
+def test_the_capacity_and_queue_views(driver: AnyType, examples: Server, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    log_in(driver, examples, "alice", "capacity")
+    until(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".chart .uplot")) == 2, "a chart per resource")
+    legend = text_of(driver)
+    assert "mine" in legend and "others (anonymous)" in legend and "free" in legend
+    offline(driver, examples)
+    driver.save_screenshot(str(shots / "dashboard-capacity.png"))
+    driver.get(f"{examples.url}/#/queues")
+    table = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=queues] table"), "the queues")
+    queues = [c.text for c in table.find_elements(By.CSS_SELECTOR, "tbody td:first-child")]
+    assert "root.plan.etl_nightly" in queues and not any("wordcount" in q for q in queues)  # carol's: not alice's
+    driver.save_screenshot(str(shots / "dashboard-queues.png"))
+
+
+def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, examples: Server,
+                                                               shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    log_in(driver, examples, "alice")
+    until(driver, lambda d: rows(d) == ["etl_nightly"], "alice's reservation")
+    driver.execute_script("window.notReloaded = true")
+    with examples.client("alice") as alice:
+        assert submit(alice, FRESH).status_code == 201
+    until(driver, lambda d: rows(d) == ["fresh", "etl_nightly"], "the new reservation")
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "canvas[data-rendered='2']"), "its timeline row")
+    assert driver.execute_script("return window.notReloaded") is True
+    driver.save_screenshot(str(shots / "dashboard-live-timeline.png"))
+    driver.get(f"{examples.url}/#/live")
+    feed = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=feed] tr[data-entry]"), "the feed")
+    assert "fresh" in feed.text and "accepted" in feed.text  # the newest entry first
+    offline(driver, examples)
+    driver.save_screenshot(str(shots / "dashboard-live.png"))
+
+
+def test_the_api_docs_work_offline(driver: AnyType, examples: Server, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{examples.url}/docs")
+    until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".swagger-ui .opblock"), "the operations")
+    assert "/v1/reservations" in text_of(driver)
+    offline(driver, examples)
+    driver.save_screenshot(str(shots / "docs-swagger-offline.png"))

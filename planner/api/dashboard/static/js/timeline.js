@@ -208,9 +208,12 @@ export class Timeline {
     const capacity = plan.use.capacity[this.resource] || [];
     const used = plan.use.used[this.resource] || [];
     const mine = isAdmin() ? null : heldPerBucket(this.resource);
-    const peak = Math.max(1, ...capacity);
+    // Scaled to the most promised at once (capacity drawn where it fits): a plan using a tenth of a large cluster
+    // would otherwise be a flat line.
+    const peak = Math.max(1, ...used) * 1.15;
     const step = plan.use.step * 1000;
     const yOf = (v) => top + LOAD - 4 - (v / peak) * (LOAD - 8);
+    g.fillText(`scale: 0 – ${amount(this.resource, peak)}`, 6, top + 48);
     g.save();
     g.beginPath();
     g.rect(LABEL, top, width - LABEL, LOAD);
@@ -226,8 +229,10 @@ export class Timeline {
         g.fillStyle = "#3b7dd8";
         g.fillRect(x0, yOf(mine[i]), w, top + LOAD - 4 - yOf(mine[i]));
       }
-      g.fillStyle = "#333";
-      g.fillRect(x0, yOf(capacity[i]), w, 1.5);
+      if (capacity[i] <= peak) {
+        g.fillStyle = "#333";
+        g.fillRect(x0, yOf(capacity[i]), w, 1.5);
+      }
     }
     g.restore();
     g.strokeStyle = "#ccc";

@@ -134,7 +134,7 @@ function chart(parent, r) {
   return new uPlot({
     title: r === "memory" ? "memory" : r, width, height: 260, series, cursor: { drag: { x: true, y: false } },
     scales: { x: { time: true } },
-    axes: [{}, { values: (_, ticks) => ticks.map((v) => amount(r, v)), size: 70 }],
+    axes: [{}, { values: (_, ticks) => ticks.map((v) => amount(r, v)), size: 84 }],
     plugins: [nowLine()],
   }, data, box);
 }

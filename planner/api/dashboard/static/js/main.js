@@ -3,7 +3,7 @@
 // are drawn again from the API's answers, without a reload.
 
 import { api, session, ApiFailure } from "./api.js";
-import { plan, loadPlan, loadShapes } from "./plan.js";
+import { plan, loadPlan, loadShapes, lazy } from "./plan.js";
 import { h, instant } from "./format.js";
 import * as views from "./views.js";
 
@@ -56,8 +56,10 @@ async function refresh(first = false) {
     await loadPlan();
     if (first || !current) route(); else if (current.refresh) await current.refresh();
     status(`plan clock ${instant(plan.now)} · version ${plan.version}`);
-    await loadShapes();
-    if (current && current.refresh) await current.refresh();
+    if (!lazy()) {  // else the timeline reads the allocations of the rows in view
+      await loadShapes();
+      if (current && current.refresh) await current.refresh();
+    }
     document.body.dataset.version = String(plan.version);
   } catch (error) {
     status(error.message, "bad");

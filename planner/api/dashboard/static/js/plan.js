@@ -13,6 +13,8 @@ export const plan = {
   reservations: [],   // listing items (every state), decision order
   byName: new Map(),
   shapes: new Map(),  // name -> allocations [{atom, start, end, bundles, resources, s, e}] (accepted ones)
+  complete: null,     // the plan version at which every accepted reservation's allocations were read
+  pages: new Map(),   // page of accepted rows -> the plan version it was read at (lazy reading)
   log: [],
   loadedAt: null,
 };
@@ -47,12 +49,48 @@ export async function loadPlan() {
   return plan;
 }
 
-/** Read the allocations of the accepted reservations (their shapes on the timeline). */
+const ACCEPTED = "/v1/reservations?state=accepted&allocations=true";
+const PAGE = 200;
+// An admin's plan with more accepted reservations than this has its allocations read a page of rows at a time as
+// they come into view (5,000 reservations' allocations are tens of megabytes of JSON); below it, all at once.
+export const LAZY = 500;
+
+function shape(record) {
+  return (record.allocations || []).map((a) => ({ ...a, s: ms(a.start), e: ms(a.end) }));
+}
+
+/** Whether the allocations are read as rows come into view (loadShapePages) rather than all at once. */
+export function lazy() {
+  return isAdmin() && plan.reservations.filter((r) => r.state === "accepted").length > LAZY;
+}
+
+/** Read the allocations of every accepted reservation the token sees (their shapes on the timeline). */
 export async function loadShapes() {
-  const items = await everything("/v1/reservations?state=accepted&allocations=true");
-  plan.shapes = new Map(items.map((r) => [r.reservation, (r.allocations || []).map(
-    (a) => ({ ...a, s: ms(a.start), e: ms(a.end) }))]));
+  const version = plan.version;
+  const items = await everything(ACCEPTED);
+  plan.shapes = new Map(items.map((r) => [r.reservation, shape(r)]));
+  plan.complete = version;
   return plan.shapes;
+}
+
+/** Read the allocations of the accepted reservations `first` to `last` (in decision order, the timeline's rows)
+ * unless read at this plan version already; whether any were read. */
+export async function loadShapePages(first, last) {
+  const version = plan.version;
+  const wanted = [];
+  for (let page = Math.floor(first / PAGE); page <= Math.floor(last / PAGE); page++) {
+    if (plan.pages.get(page) !== version) { plan.pages.set(page, version); wanted.push(page); }
+  }
+  await Promise.all(wanted.map(async (page) => {
+    try {
+      const answer = await api(`${ACCEPTED}&offset=${page * PAGE}&limit=${PAGE}`);
+      for (const r of answer.items) plan.shapes.set(r.reservation, shape(r));
+    } catch (error) {
+      plan.pages.delete(page);
+      throw error;
+    }
+  }));
+  return wanted.length > 0;
 }
 
 export async function loadLog(limit = 100) {

@@ -13,8 +13,9 @@ const LOAD = 64;       // the load row's height
 const LABEL = 190;     // the names' column
 
 export class Timeline {
-  constructor(container, { onOpen, resource }) {
+  constructor(container, { onOpen, resource, onVisible = null }) {
     this.onOpen = onOpen;
+    this.onVisible = onVisible;  // called with the first and last rows in view (indices into the rows given)
     this.resource = resource;
     this.rows = [];
     this.extra = null;  // a what-if answer drawn as a row of its own: {name, allocations}
@@ -149,12 +150,17 @@ export class Timeline {
     this.drawLoad(g, width);
     this.drawAxis(g, width, height);
     this.canvas.dataset.rendered = String(this.rows.length);
+    // For benchmarks/dashboard.py: when the reservations were first drawn (bars), and first with their shapes.
+    if (this.rows.length && !performance.getEntriesByName("rayon:rows").length) performance.mark("rayon:rows");
+    if (plan.shapes.size && !performance.getEntriesByName("rayon:shapes").length) performance.mark("rayon:shapes");
   }
 
   drawRows(g, width, height, top) {
     const all = this.extra ? [{ extra: true, ...this.extra }, ...this.rows] : this.rows;
     const first = Math.max(0, Math.floor(top / ROW));
     const last = Math.min(all.length, first + Math.ceil((height - AXIS - LOAD) / ROW) + 1);
+    const shift = this.extra ? 1 : 0;
+    if (this.onVisible && this.rows.length) this.onVisible(Math.max(0, first - shift), Math.max(0, last - 1 - shift));
     const steps = (width - LABEL) / ((this.view[1] - this.view[0]) / (plan.use.step * 1000));
     for (let i = first; i < last; i++) {
       const row = all[i];

@@ -2,7 +2,7 @@
 // after a live update, leave lets go of what it holds.
 
 import { api, ApiFailure } from "./api.js";
-import { plan, loadLog, heldPerBucket, isAdmin, ms } from "./plan.js";
+import { plan, loadLog, loadShapes, loadShapePages, lazy, heldPerBucket, isAdmin, ms } from "./plan.js";
 import { h, instant, amount, resources, colour, duration } from "./format.js";
 import { Timeline } from "./timeline.js";
 
@@ -41,13 +41,21 @@ function timelineView(root, _, ctx) {
     h("span", { class: "hint" }, "wheel: zoom · drag or shift+wheel: pan · click a row: its detail"));
   const table = h("div", { class: "listing" });
   root.append(h("h2", {}, isAdmin() ? "Every reservation" : "My reservations"), controls, holder, table);
-  timeline = new Timeline(holder, { onOpen: ctx.open, resource });
+  timeline = new Timeline(holder, { onOpen: ctx.open, resource, onVisible: shapesInView(() => timeline) });
   const refresh = () => {
     timeline.update(rowsOf());
     table.replaceChildren(listing(plan.reservations, ctx.open));
   };
   refresh();
   return { refresh, leave: () => timeline.observer.disconnect() };
+}
+
+/** On a large plan, read the allocations of the rows scrolled into view, and draw them once read. */
+function shapesInView(timeline) {
+  return (first, last) => {
+    if (!lazy()) return;
+    loadShapePages(first, last).then((read) => { if (read) timeline().draw(); }).catch(() => {});
+  };
 }
 
 function listing(items, open) {
@@ -71,7 +79,11 @@ function capacityView(root) {
     : "Capacity, what the plan has committed (yours, and the others' as anonymous load), and what is free.");
   root.append(h("h2", {}, "Capacity over time"), note, charts);
   let plots = [];
-  const draw = () => {
+  const draw = async () => {
+    if (plan.complete !== plan.version) {  // stacked by reservation owner: every allocation is needed
+      charts.replaceChildren(h("p", { class: "hint" }, "reading every reservation's allocations…"));
+      await loadShapes();
+    }
     for (const p of plots) p.destroy();
     charts.replaceChildren();
     plots = plan.use.resources.map((r) => chart(charts, r));
@@ -257,7 +269,7 @@ function whatifView(root) {
       h("button", { type: "button", id: "whatif-run", onclick: () => run(true) }, "Dry run"),
       h("button", { type: "button", id: "whatif-submit", class: "danger", onclick: () => run(false) }, "Submit for real")),
     answer, holder);
-  timeline = new Timeline(holder, { onOpen: () => {}, resource });
+  timeline = new Timeline(holder, { onOpen: () => {}, resource, onVisible: shapesInView(() => timeline) });
   timeline.update(plan.reservations.filter((r) => r.state === "accepted"));
   return { refresh: () => timeline.update(plan.reservations.filter((r) => r.state === "accepted")),
     leave: () => timeline.observer.disconnect() };

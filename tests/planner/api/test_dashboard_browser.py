@@ -85,11 +85,21 @@ def log_in(driver: AnyType, server: Server, user: str, view: str = "timeline") -
 
 
 def rows(driver: AnyType) -> list[str]:
-    """The reservations the timeline's listing shows."""
-    from selenium.webdriver.common.by import By
+    """The reservations the timeline's listing shows (read in one script: the page redraws as the plan changes)."""
+    return list(driver.execute_script(
+        "return [...document.querySelectorAll('tr[data-reservation]')].map(row => row.dataset.reservation)"))
 
-    found = driver.find_elements(By.CSS_SELECTOR, "tr[data-reservation]")
-    return [row.get_attribute("data-reservation") for row in found]
+
+def shown(driver: AnyType, css: str) -> str | None:
+    """The text of the first element `css` selects (None: none yet), read in one script, as `rows` is."""
+    found = driver.execute_script("const e = document.querySelector(arguments[0]); return e && e.innerText", css)
+    return None if found is None else str(found)
+
+
+def texts(driver: AnyType, css: str) -> list[str]:
+    """The texts of every element `css` selects, read in one script."""
+    return list(driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText)", css))
 
 
 def offline(driver: AnyType, server: Server) -> None:
@@ -146,10 +156,9 @@ def test_the_timeline_opens_a_reservations_detail(driver: AnyType, examples: Ser
     ActionChains(driver).move_to_element_with_offset(canvas, -canvas.size["width"] // 2 + 60,
                                                      -canvas.size["height"] // 2 + 30 + 64 + 10).click().perform()
     until(driver, lambda d: d.current_url.endswith("#/reservation/etl_nightly"), "the detail's address")
-    rdl = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=rdl]"), "the RDL")
-    assert rdl.text.startswith("reservation etl_nightly user=alice")
-    cells = driver.find_elements(By.CSS_SELECTOR, "[data-testid=detail] table tbody tr td:first-child")
-    pieces = [cell.text for cell in cells]
+    rdl = until(driver, lambda d: shown(d, "[data-testid=rdl]"), "the RDL")
+    assert rdl.startswith("reservation etl_nightly user=alice")
+    pieces = texts(driver, "[data-testid=detail] table tbody tr td:first-child")
     assert pieces[:3] == ["extract", "transform", "load"]
     offline(driver, examples)
     driver.save_screenshot(str(shots / "dashboard-detail.png"))
@@ -157,12 +166,11 @@ def test_the_timeline_opens_a_reservations_detail(driver: AnyType, examples: Ser
 
 def test_a_rejection_shows_its_reason_and_the_earliest_deadline(driver: AnyType, examples: Server,
                                                                shots: Path) -> None:
-    from selenium.webdriver.common.by import By
 
     log_in(driver, examples, "ops", "reservation/urgent_retrain")
-    reason = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=reason]"), "the reason")
-    assert "Rejected (capacity)" in reason.text and "at most 128 are free at once" in reason.text
-    assert "2026-11-26 16:00" in reason.text
+    reason = until(driver, lambda d: shown(d, "[data-testid=reason]"), "the reason")
+    assert "Rejected (capacity)" in reason and "at most 128 are free at once" in reason
+    assert "2026-11-26 16:00" in reason
     driver.save_screenshot(str(shots / "dashboard-detail-rejected.png"))
 
 
@@ -170,8 +178,8 @@ def test_a_user_cannot_see_another_users_reservation(driver: AnyType, examples: 
     from selenium.webdriver.common.by import By
 
     log_in(driver, examples, "alice", "reservation/mpi_solver")
-    error = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=error]"), "the refusal")
-    assert "belongs to another user" in error.text
+    error = until(driver, lambda d: shown(d, "[data-testid=error]"), "the refusal")
+    assert "belongs to another user" in error
     assert driver.find_elements(By.CSS_SELECTOR, "[data-testid=rdl]") == []
     assert "bob" not in text_of(driver) and "hpc" not in text_of(driver)  # nothing of the record: its owner, queue
     assert all("403" in message for message in browser.errors(driver))  # the refused requests, nothing else
@@ -186,12 +194,12 @@ def test_a_what_if_dry_run_answers_without_changing_the_plan(driver: AnyType, ex
     rdl.clear()
     rdl.send_keys(TOO_BIG)
     driver.find_element(By.ID, "whatif-run").click()
-    earliest = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=earliest]"), "the deadline")
-    assert earliest.text == "2026-11-26 16:00"
+    earliest = until(driver, lambda d: shown(d, "[data-testid=earliest]"), "the earliest deadline")
+    assert earliest == "2026-11-26 16:00"
     rdl.clear()
     rdl.send_keys(FRESH)
     driver.find_element(By.ID, "whatif-run").click()
-    until(driver, lambda d: "It would be accepted" in d.find_element(By.ID, "whatif-answer").text, "an acceptance")
+    until(driver, lambda d: "It would be accepted" in (shown(d, "#whatif-answer") or ""), "an acceptance")
     until(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".timeline.small canvas[data-rendered='1']"),
           "the what-if's row beside the plan")
     offline(driver, examples)
@@ -210,8 +218,7 @@ def test_the_capacity_and_queue_views(driver: AnyType, examples: Server, shots: 
     offline(driver, examples)
     driver.save_screenshot(str(shots / "dashboard-capacity.png"))
     driver.get(f"{examples.url}/#/queues")
-    table = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=queues] table"), "the queues")
-    queues = [c.text for c in table.find_elements(By.CSS_SELECTOR, "tbody td:first-child")]
+    queues = until(driver, lambda d: texts(d, "[data-testid=queues] tbody td:first-child"), "the queues")
     assert "root.plan.etl_nightly" in queues and not any("wordcount" in q for q in queues)  # carol's: not alice's
     driver.save_screenshot(str(shots / "dashboard-queues.png"))
 
@@ -230,8 +237,8 @@ def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, 
     assert driver.execute_script("return window.notReloaded") is True
     driver.save_screenshot(str(shots / "dashboard-live-timeline.png"))
     driver.get(f"{examples.url}/#/live")
-    feed = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=feed] tr[data-entry]"), "the feed")
-    assert "fresh" in feed.text and "accepted" in feed.text  # the newest entry first
+    feed = until(driver, lambda d: shown(d, "[data-testid=feed] tr[data-entry]"), "the feed")
+    assert "fresh" in feed and "accepted" in feed  # the newest entry first
     offline(driver, examples)
     driver.save_screenshot(str(shots / "dashboard-live.png"))
 

@@ -58,7 +58,7 @@ async function refresh(first = false) {
     status(`plan clock ${instant(plan.now)} · version ${plan.version}`);
     if (!lazy()) {  // else the timeline reads the allocations of the rows in view
       await loadShapes();
-      if (current && current.refresh) await current.refresh();
+      if (current && current.refresh && current.shapes) await current.refresh();
     }
     document.body.dataset.version = String(plan.version);
   } catch (error) {

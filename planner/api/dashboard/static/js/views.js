@@ -47,7 +47,7 @@ function timelineView(root, _, ctx) {
     table.replaceChildren(listing(plan.reservations, ctx.open));
   };
   refresh();
-  return { refresh, leave: () => timeline.observer.disconnect() };
+  return { refresh, shapes: true, leave: () => timeline.observer.disconnect() };
 }
 
 /** On a large plan, read the allocations of the rows scrolled into view, and draw them once read. */
@@ -91,7 +91,7 @@ function capacityView(root) {
   draw();
   const onResize = () => draw();
   window.addEventListener("resize", onResize);
-  return { refresh: draw, leave: () => { window.removeEventListener("resize", onResize); for (const p of plots) p.destroy(); } };
+  return { refresh: draw, shapes: true, leave: () => { window.removeEventListener("resize", onResize); for (const p of plots) p.destroy(); } };
 }
 
 /** Stacks: [{label, values}] summing up to what is committed: by user for an admin, mine/others for a user. */

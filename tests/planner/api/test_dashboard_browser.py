@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -236,6 +237,10 @@ def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, 
     until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "canvas[data-rendered='2']"), "its timeline row")
     assert driver.execute_script("return window.notReloaded") is True
     driver.save_screenshot(str(shots / "dashboard-live-timeline.png"))
+    with Store.open(examples.state) as store:  # `rayon advance`: the now line follows the plan's clock
+        store.advance(store.now() + timedelta(hours=2))
+    until(driver, lambda d: "plan clock 2026-11-23 02:00" in (shown(d, "#status") or ""), "the clock moved")
+    assert driver.execute_script("return window.notReloaded") is True
     driver.get(f"{examples.url}/#/live")
     feed = until(driver, lambda d: shown(d, "[data-testid=feed] tr[data-entry]"), "the feed")
     assert "fresh" in feed and "accepted" in feed  # the newest entry first

@@ -65,6 +65,16 @@ def text_of(driver: AnyType) -> str:
     return str(driver.execute_script("return document.body.innerText"))
 
 
+def shoot(driver: AnyType, path: Path) -> None:
+    """A screenshot of the whole page (the window made as tall as the page for it, up to 2,000 pixels)."""
+    width, height = driver.get_window_size()["width"], driver.get_window_size()["height"]
+    tall = int(driver.execute_script("return document.documentElement.scrollHeight"))
+    driver.set_window_size(width, min(max(height, tall + 140), 2000))  # 140: the window's frame around the page
+    driver.execute_async_script("requestAnimationFrame(() => requestAnimationFrame(arguments[0]))")  # redrawn
+    driver.save_screenshot(str(path))
+    driver.set_window_size(width, height)
+
+
 def forget_token(driver: AnyType, server: Server) -> None:
     """Log the tab out: its sessionStorage cleared on a page of the server's that runs no script (the dashboard
     would log in with the token and be asking the API as it goes), and the console's earlier messages dropped."""
@@ -120,7 +130,7 @@ def test_a_user_logs_in_and_sees_their_reservations_on_the_timeline(driver: AnyT
     assert "mpi_solver" not in text_of(driver)  # bob's: only in the anonymous load row
     assert "mine, and others' (anonymous)" not in text_of(driver)  # drawn on the canvas, not the page's text
     offline(driver, examples)
-    driver.save_screenshot(str(shots / "dashboard-timeline-user.png"))
+    shoot(driver, shots / "dashboard-timeline-user.png")
 
 
 def test_an_admin_sees_every_reservation_and_a_bad_token_nothing(driver: AnyType, examples: Server,
@@ -136,7 +146,7 @@ def test_an_admin_sees_every_reservation_and_a_bad_token_nothing(driver: AnyType
     until(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"canvas[data-rendered='{accepted}']"), "the accepted")
     driver.find_element(By.XPATH, "//button[text()='Day']").click()
     offline(driver, examples)
-    driver.save_screenshot(str(shots / "dashboard-timeline.png"))
+    shoot(driver, shots / "dashboard-timeline.png")
     forget_token(driver, examples)
     driver.get(f"{examples.url}/")
     driver.find_element(By.ID, "token").send_keys("not-a-token")
@@ -162,7 +172,7 @@ def test_the_timeline_opens_a_reservations_detail(driver: AnyType, examples: Ser
     pieces = texts(driver, "[data-testid=detail] table tbody tr td:first-child")
     assert pieces[:3] == ["extract", "transform", "load"]
     offline(driver, examples)
-    driver.save_screenshot(str(shots / "dashboard-detail.png"))
+    shoot(driver, shots / "dashboard-detail.png")
 
 
 def test_a_rejection_shows_its_reason_and_the_earliest_deadline(driver: AnyType, examples: Server,
@@ -172,7 +182,7 @@ def test_a_rejection_shows_its_reason_and_the_earliest_deadline(driver: AnyType,
     reason = until(driver, lambda d: shown(d, "[data-testid=reason]"), "the reason")
     assert "Rejected (capacity)" in reason and "at most 128 are free at once" in reason
     assert "2026-11-26 16:00" in reason
-    driver.save_screenshot(str(shots / "dashboard-detail-rejected.png"))
+    shoot(driver, shots / "dashboard-detail-rejected.png")
 
 
 def test_a_user_cannot_see_another_users_reservation(driver: AnyType, examples: Server, shots: Path) -> None:
@@ -184,7 +194,7 @@ def test_a_user_cannot_see_another_users_reservation(driver: AnyType, examples: 
     assert driver.find_elements(By.CSS_SELECTOR, "[data-testid=rdl]") == []
     assert "bob" not in text_of(driver) and "hpc" not in text_of(driver)  # nothing of the record: its owner, queue
     assert all("403" in message for message in browser.errors(driver))  # the refused requests, nothing else
-    driver.save_screenshot(str(shots / "dashboard-forbidden.png"))
+    shoot(driver, shots / "dashboard-forbidden.png")
 
 
 def test_a_what_if_dry_run_answers_without_changing_the_plan(driver: AnyType, examples: Server, shots: Path) -> None:
@@ -204,7 +214,7 @@ def test_a_what_if_dry_run_answers_without_changing_the_plan(driver: AnyType, ex
     until(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".timeline.small canvas[data-rendered='1']"),
           "the what-if's row beside the plan")
     offline(driver, examples)
-    driver.save_screenshot(str(shots / "dashboard-whatif.png"))
+    shoot(driver, shots / "dashboard-whatif.png")
     with examples.client("alice") as alice:
         assert alice.get("/v1/reservations").json()["total"] == 1  # dry runs: nothing was submitted
 
@@ -217,11 +227,11 @@ def test_the_capacity_and_queue_views(driver: AnyType, examples: Server, shots: 
     legend = text_of(driver)
     assert "mine" in legend and "others (anonymous)" in legend and "free" in legend
     offline(driver, examples)
-    driver.save_screenshot(str(shots / "dashboard-capacity.png"))
+    shoot(driver, shots / "dashboard-capacity.png")
     driver.get(f"{examples.url}/#/queues")
     queues = until(driver, lambda d: texts(d, "[data-testid=queues] tbody td:first-child"), "the queues")
     assert "root.plan.etl_nightly" in queues and not any("wordcount" in q for q in queues)  # carol's: not alice's
-    driver.save_screenshot(str(shots / "dashboard-queues.png"))
+    shoot(driver, shots / "dashboard-queues.png")
 
 
 def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, examples: Server,
@@ -236,7 +246,7 @@ def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, 
     until(driver, lambda d: rows(d) == ["fresh", "etl_nightly"], "the new reservation")
     until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "canvas[data-rendered='2']"), "its timeline row")
     assert driver.execute_script("return window.notReloaded") is True
-    driver.save_screenshot(str(shots / "dashboard-live-timeline.png"))
+    shoot(driver, shots / "dashboard-live-timeline.png")
     with Store.open(examples.state) as store:  # `rayon advance`: the now line follows the plan's clock
         store.advance(store.now() + timedelta(hours=2))
     until(driver, lambda d: "plan clock 2026-11-23 02:00" in (shown(d, "#status") or ""), "the clock moved")
@@ -245,7 +255,7 @@ def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, 
     feed = until(driver, lambda d: shown(d, "[data-testid=feed] tr[data-entry]"), "the feed")
     assert "fresh" in feed and "accepted" in feed  # the newest entry first
     offline(driver, examples)
-    driver.save_screenshot(str(shots / "dashboard-live.png"))
+    shoot(driver, shots / "dashboard-live.png")
 
 
 def test_the_api_docs_work_offline(driver: AnyType, examples: Server, shots: Path) -> None:
@@ -255,4 +265,4 @@ def test_the_api_docs_work_offline(driver: AnyType, examples: Server, shots: Pat
     until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".swagger-ui .opblock"), "the operations")
     assert "/v1/reservations" in text_of(driver)
     offline(driver, examples)
-    driver.save_screenshot(str(shots / "docs-swagger-offline.png"))
+    shoot(driver, shots / "docs-swagger-offline.png")

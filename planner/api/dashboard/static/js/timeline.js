@@ -13,8 +13,9 @@ const LOAD = 64;       // the load row's height
 const LABEL = 190;     // the names' column
 
 export class Timeline {
-  constructor(container, { onOpen, resource, onVisible = null }) {
+  constructor(container, { onOpen, resource, onVisible = null, caption = null }) {
     this.onOpen = onOpen;
+    this.caption = caption || ((n) => `${n} reservation${n === 1 ? "" : "s"}`);
     this.onVisible = onVisible;  // called with the first and last rows in view (indices into the rows given)
     this.resource = resource;
     this.rows = [];
@@ -58,6 +59,14 @@ export class Timeline {
     let lo = pivot - (pivot - t0) * (span / (t1 - t0));
     lo = Math.min(Math.max(lo, start), end - span);
     this.view = [lo, lo + span];
+    this.draw();
+  }
+
+  /** Zoom to [start, end), widened by a tenth on each side (within the horizon). */
+  focus(start, end) {
+    const [first, last] = this.horizon();
+    const pad = Math.max((end - start) / 10, plan.use.step * 1000 * 5);
+    this.view = [Math.max(first, start - pad), Math.min(last, end + pad)];
     this.draw();
   }
 
@@ -121,7 +130,7 @@ export class Timeline {
     const rect = this.canvas.getBoundingClientRect();
     if (!row) { this.tip.hidden = true; return; }
     const t = this.t(event.clientX - rect.left, rect.width);
-    const shape = row.extra ? row.allocations : plan.shapes.get(row.reservation) || [];
+    const shape = row.allocations || plan.shapes.get(row.reservation) || [];
     const held = shape.filter((a) => a.s <= t && t < a.e).map((a) => `${a.atom}: ${a.bundles} × ` +
       `${amount(this.resource, a.resources[this.resource] / Math.max(a.bundles, 1))}`);
     this.tip.textContent = `${row.reservation}${row.user ? ` (${row.user})` : ""} · ${instant(t)}` +
@@ -175,7 +184,7 @@ export class Timeline {
   }
 
   drawShape(g, row, y, width, stepPixels) {
-    const shape = row.extra ? row.allocations : plan.shapes.get(row.reservation);
+    const shape = row.allocations || plan.shapes.get(row.reservation);
     const base = row.extra ? "#e08a00" : colour(row.user || row.reservation);
     g.save();
     g.beginPath();
@@ -286,7 +295,7 @@ export class Timeline {
     g.fillStyle = "#fff";
     g.fillRect(0, 0, LABEL - 2, AXIS);
     g.fillStyle = "#666";
-    g.fillText(`${this.rows.length} reservation${this.rows.length === 1 ? "" : "s"}`, 6, 18);
+    g.fillText(this.caption(this.rows.length), 6, 18);
   }
 }
 

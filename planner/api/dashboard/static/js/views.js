@@ -179,10 +179,28 @@ function detailView(root, name, ctx) {
       failure(body, error);
       return;
     }
+    if (mini) mini.observer.disconnect();
     body.replaceChildren(...detail(record, log.entries, ctx));
+    mini = shapeOf(body.querySelector(".pieces"), record);
   };
+  let mini = null;
   draw();
-  return { refresh: draw };
+  return { refresh: draw, leave: () => { if (mini) mini.observer.disconnect(); } };
+}
+
+/** The reservation's allocations on a timeline of its own: the whole, then a row per piece of its tree. */
+function shapeOf(holder, record) {
+  const allocations = (record.allocations || []).map((a) => ({ ...a, s: ms(a.start), e: ms(a.end) }));
+  if (!holder || allocations.length === 0) return;
+  const rows = [{ reservation: record.reservation, user: record.user, allocations }];
+  for (const atom of new Set(allocations.map((a) => a.atom))) {
+    rows.push({ reservation: `  ${atom}`, user: record.user, allocations: allocations.filter((a) => a.atom === atom) });
+  }
+  resource = resource && plan.use.resources.includes(resource) ? resource : plan.use.resources[0];
+  const timeline = new Timeline(holder, { onOpen: () => {}, resource, caption: () => "the whole, then each piece" });
+  timeline.update(rows);
+  timeline.focus(Math.min(...allocations.map((a) => a.s)), Math.max(...allocations.map((a) => a.e)));
+  return timeline;
 }
 
 function detail(record, entries, ctx) {
@@ -202,8 +220,11 @@ function detail(record, entries, ctx) {
   out.push(h("h3", {}, "RDL"), h("pre", { class: "rdl", "data-testid": "rdl" }, record.rdl || ""),
     h("button", { type: "button", onclick: () => { sessionStorage.setItem("rayon.whatif", record.rdl || ""); location.hash = "#/whatif"; } },
       "Edit as a what-if"));
-  out.push(h("h3", {}, "Allocations by piece"), pieces(record.allocations || []));
-  out.push(h("h3", {}, "Decision history"), h("table", { class: "data" },
+  out.push(h("h3", {}, "Allocations by piece"), pieces(record.allocations || []),
+    h("div", { class: "timeline small pieces" }));
+  out.push(h("h3", {}, "Decision history"), entries.length === 0
+    ? h("p", { class: "hint" }, "No entry of the log you may see: a user sees what they did, and what admins did to theirs.")
+    : h("table", { class: "data" },
     h("thead", {}, h("tr", {}, ["time", "actor", "action", "accepted", "reason"].map((c) => h("th", {}, c)))),
     h("tbody", {}, entries.map((e) => h("tr", {}, h("td", {}, instant(ms(e.time))), h("td", {}, e.actor),
       h("td", {}, e.action), h("td", {}, e.accepted === null ? "" : e.accepted ? "yes" : "no"),
@@ -257,6 +278,11 @@ function whatifView(root) {
       timeline.extra = decision.accepted ? { reservation: decision.reservation, allocations } : null;
       timeline.resource = resource;
       timeline.update(plan.reservations.filter((r) => r.state === "accepted"));
+      if (allocations.length) {  // where it would go, with a day around it at most
+        const first = Math.min(...allocations.map((a) => a.s));
+        const last = Math.max(...allocations.map((a) => a.e));
+        timeline.focus(Math.min(first, Math.max(plan.now, first - 86400e3)), Math.max(last, first + 3600e3));
+      }
     } catch (error) {
       answer.replaceChildren();
       failure(answer, error);

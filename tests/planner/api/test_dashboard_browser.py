@@ -266,3 +266,21 @@ def test_the_api_docs_work_offline(driver: AnyType, examples: Server, shots: Pat
     assert "/v1/reservations" in text_of(driver)
     offline(driver, examples)
     shoot(driver, shots / "docs-swagger-offline.png")
+
+
+def test_a_user_near_their_sharing_limit_sees_it(driver: AnyType, examples: Server, shots: Path) -> None:
+    """Last: the examples' plan started over with a sharing policy that holds alice to 2.4% of the cluster at once
+    (98 GiB of memory): etl_nightly, 80 GiB at its peak, is 81% of it."""
+    from selenium.webdriver.common.by import By
+
+    policy = "policies:\n  user_limits:\n    users:\n      alice: {instantaneous: 2.4%}\n"
+    with Store.open(examples.state) as store:
+        store.init((EXAMPLES / "cluster.yaml").read_text() + policy, "cluster.yaml", force=True)
+        (loaded,) = load([str(EXAMPLES / "etl_nightly.rdl")], None, store.cluster(), None)
+        assert store.submit(loaded.reservations[0]).accepted
+    log_in(driver, examples, "alice", "capacity")
+    near = until(driver, lambda d: shown(d, "[data-testid=near-limit]"), "the warning")
+    assert "you hold 81% of what the sharing policy lets you hold of memory at once (2.4% of the capacity)" in near
+    until(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".chart .uplot")) == 2, "the charts")
+    assert "my limit" in text_of(driver)
+    shoot(driver, shots / "dashboard-capacity-limit.png")

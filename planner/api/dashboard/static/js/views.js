@@ -84,9 +84,10 @@ function capacityView(root) {
       charts.replaceChildren(h("p", { class: "hint" }, "reading every reservation's allocations…"));
       await loadShapes();
     }
+    const limits = isAdmin() ? null : await api("/v1/plan/limits").catch(() => null);
     for (const p of plots) p.destroy();
     charts.replaceChildren();
-    plots = plan.use.resources.map((r) => chart(charts, r));
+    plots = plan.use.resources.map((r) => chart(charts, r, limits));
   };
   draw();
   const onResize = () => draw();
@@ -120,7 +121,21 @@ function stacks(r) {
   return top;
 }
 
-function chart(parent, r) {
+/** Where a user is near their sharing limit on `r` (at 80% of it or more): a sentence, or null. */
+function nearLimit(r, limits, mine) {
+  if (!limits || limits.instantaneous === null) return null;
+  const capacity = plan.use.capacity[r];
+  let worst = -1;
+  for (let i = 0; i < mine.length; i++) {
+    if (worst < 0 || mine[i] / capacity[i] > mine[worst] / capacity[worst]) worst = i;
+  }
+  const share = mine[worst] / capacity[worst] / limits.instantaneous;
+  if (!(share >= 0.8)) return null;
+  return `At ${instant(plan.times[worst])} you hold ${Math.round(share * 100)}% of what the sharing policy lets you ` +
+    `hold of ${r} at once (${+(limits.instantaneous * 100).toFixed(1)}% of the capacity).`;
+}
+
+function chart(parent, r, limits = null) {
   const box = h("div", { class: "chart", "data-resource": r });
   parent.append(box);
   const xs = plan.times.map((t) => t / 1000);
@@ -128,6 +143,9 @@ function chart(parent, r) {
   const used = plan.use.used[r];
   const free = capacity.map((c, i) => c - used[i]);
   const layers = stacks(r);
+  const cap = limits && limits.instantaneous !== null ? capacity.map((c) => c * limits.instantaneous) : null;
+  const near = nearLimit(r, limits, layers[0].values);
+  if (near) box.append(h("p", { class: "warning", "data-testid": "near-limit" }, near));
   const cumulative = [];
   let sum = new Float64Array(xs.length);
   for (const layer of layers) {
@@ -142,6 +160,11 @@ function chart(parent, r) {
     { label: "committed", stroke: "#555", width: 1, dash: [4, 3], value: fmt, paths: uPlot.paths.stepped({ align: 1 }) },
     { label: "free", stroke: "#2a9d3a", width: 1, value: fmt, paths: uPlot.paths.stepped({ align: 1 }) }];
   const data = [xs, ...cumulative.map((c) => c.values), capacity, used, free];
+  if (cap) {
+    series.push({ label: "my limit", stroke: "#c0392b", width: 1.5, dash: [8, 4], value: fmt,
+      paths: uPlot.paths.stepped({ align: 1 }) });
+    data.push(cap);
+  }
   const width = Math.max(400, parent.clientWidth - 20);
   return new uPlot({
     title: r === "memory" ? "memory" : r, width, height: 260, series, cursor: { drag: { x: true, y: false } },

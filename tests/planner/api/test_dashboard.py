@@ -23,6 +23,7 @@ def test_the_dashboard_is_served_at_the_root_and_loads_only_what_the_server_serv
         for url in [*loaded, "/dashboard/static/js/main.js"]:
             assert anyone.get(url).status_code == 200, url
         assert anyone.get("/dashboard/static/nothing.js").status_code == 404
+        assert "default-src 'self'" in page.headers["content-security-policy"]  # the browser enforces it too
 
 
 def test_the_scripts_import_only_their_neighbours() -> None:

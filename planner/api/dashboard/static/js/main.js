@@ -4,7 +4,7 @@
 
 import { api, session, ApiFailure } from "./api.js";
 import { plan, loadPlan, loadShapes, lazy } from "./plan.js";
-import { h, instant } from "./format.js";
+import { instant } from "./format.js";
 import * as views from "./views.js";
 
 const POLL_MS = 2000;
@@ -105,4 +105,3 @@ $("login").addEventListener("submit", async (event) => {
 $("logout").addEventListener("click", logOut);
 window.addEventListener("hashchange", route);
 if (session.token) logIn(session.token);
-export { h };

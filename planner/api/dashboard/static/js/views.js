@@ -44,7 +44,7 @@ function timelineView(root, _, ctx) {
   timeline = new Timeline(holder, { onOpen: ctx.open, resource, onVisible: shapesInView(() => timeline) });
   const refresh = () => {
     timeline.update(rowsOf());
-    table.replaceChildren(listing(plan.reservations, ctx.open));
+    table.replaceChildren(listing(plan.reservations));
   };
   refresh();
   return { refresh, shapes: true, leave: () => timeline.observer.disconnect() };
@@ -58,7 +58,7 @@ function shapesInView(timeline) {
   };
 }
 
-function listing(items, open) {
+function listing(items) {
   const rows = items.slice(-500).reverse().map((r) => h("tr", { "data-reservation": r.reservation },
     h("td", {}, h("a", { href: `#/reservation/${encodeURIComponent(r.reservation)}` }, r.reservation)),
     h("td", {}, badge(r.state)), h("td", {}, r.user), h("td", {}, r.queue || "–"),

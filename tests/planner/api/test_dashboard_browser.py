@@ -17,6 +17,7 @@ from planner.store.facade import Store
 from rdl.load import load
 from tests.planner.api import browser
 from tests.planner.api.support import EXAMPLES, Server, make_tokens, running, submit
+from tests.planner.support import one, pinned
 
 pytestmark = pytest.mark.browser
 WAIT = 30.0  # seconds for the page to show something: a bound for a stuck page, not a measure of speed
@@ -284,3 +285,25 @@ def test_a_user_near_their_sharing_limit_sees_it(driver: AnyType, examples: Serv
     until(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".chart .uplot")) == 2, "the charts")
     assert "my limit" in text_of(driver)
     shoot(driver, shots / "dashboard-capacity-limit.png")
+
+
+def test_a_large_plan_reads_the_allocations_of_the_rows_in_view_only(driver: AnyType, examples: Server) -> None:
+    """Last but one's plan replaced: 600 accepted reservations, more than the dashboard reads at once for an admin
+    (plan.js LAZY): the allocations come a page of 200 rows at a time, as the rows are scrolled into view."""
+    from selenium.webdriver.common.by import By
+
+    with Store.open(examples.state) as store:
+        store.init((EXAMPLES / "cluster.yaml").read_text(), "cluster.yaml", force=True)
+        for index in range(600):
+            text = pinned(f"r{index}", index * 10, 10, 1).replace(f"reservation r{index} ",
+                                                                 f"reservation r{index} user=u{index % 7} ")
+            assert store.submit(one(text)).accepted
+    log_in(driver, examples, "ops")
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "canvas[data-rendered='600']"), "600 rows")
+    pages = "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('allocations'))"
+    first = until(driver, lambda d: d.execute_script(pages), "the first page of allocations")
+    assert [url.split("?", 1)[1] for url in first] == ["state=accepted&allocations=true&offset=0&limit=200"]
+    driver.execute_script("document.querySelector('.timeline-scroll').scrollTop = 1e6")  # the last rows
+    until(driver, lambda d: len(d.execute_script(pages)) == 2, "another page")
+    assert driver.execute_script(pages)[1].endswith("offset=400&limit=200")
+    offline(driver, examples)

@@ -208,6 +208,9 @@ def test_a_what_if_dry_run_answers_without_changing_the_plan(driver: AnyType, ex
     driver.find_element(By.ID, "whatif-run").click()
     earliest = until(driver, lambda d: shown(d, "[data-testid=earliest]"), "the earliest deadline")
     assert earliest == "2026-11-26 16:00"
+    driver.find_element(By.ID, "whatif-retry").click()  # the RDL's deadline set to it, and a dry run again
+    until(driver, lambda d: "It would be accepted" in (shown(d, "#whatif-answer") or ""), "the retry accepted")
+    assert "deadline=2026-11-26T16:00:00Z" in rdl.get_attribute("value")
     rdl.clear()
     rdl.send_keys(FRESH)
     driver.find_element(By.ID, "whatif-run").click()

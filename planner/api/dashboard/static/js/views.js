@@ -296,7 +296,7 @@ function whatifView(root) {
     try {
       const decision = await api(`/v1/reservations?dry_run=${dryRun}&agent=${agent.value}`,
         { method: "POST", body: text.value });
-      showAnswer(answer, decision, dryRun);
+      showAnswer(answer, decision, dryRun, (deadline) => { text.value = withDeadline(text.value, deadline); run(true); });
       const allocations = (decision.allocations || []).map((a) => ({ ...a, s: ms(a.start), e: ms(a.end) }));
       timeline.extra = decision.accepted ? { reservation: decision.reservation, allocations } : null;
       timeline.resource = resource;
@@ -324,14 +324,25 @@ function whatifView(root) {
     leave: () => timeline.observer.disconnect() };
 }
 
-function showAnswer(answer, decision, dryRun) {
+const DEADLINE = /^(\s*reservation\s+[^{\n]*?\bdeadline=)\S+/m;
+
+/** The RDL with its reservation's `deadline=` set to the instant `iso` (unchanged if it has none). */
+function withDeadline(rdl, iso) {
+  return rdl.replace(DEADLINE, (_, head) => `${head}${iso}`);
+}
+
+function showAnswer(answer, decision, dryRun, retry) {
   const out = [h("p", { class: decision.accepted ? "accepted" : "rejected" },
     h("strong", {}, decision.accepted ? (dryRun ? "It would be accepted" : "Accepted and committed")
       : (dryRun ? "It would be rejected" : "Rejected")), decision.accepted ? "." : ": ",
     decision.reason ? decision.reason.message : "")];
   if (decision.reason && decision.reason.earliest_deadline) {
+    const earliest = decision.reason.earliest_deadline;
     out.push(h("p", {}, "The earliest deadline at which it would fit: ",
-      h("strong", { "data-testid": "earliest" }, instant(ms(decision.reason.earliest_deadline)))));
+      h("strong", { "data-testid": "earliest" }, instant(ms(earliest))), " ",
+      DEADLINE.test(document.getElementById("whatif-rdl").value)
+        ? h("button", { type: "button", id: "whatif-retry", onclick: () => retry(earliest) }, "Try it with that deadline")
+        : null));
   }
   if (decision.accepted && decision.allocations) {
     const starts = decision.allocations.map((a) => ms(a.start));

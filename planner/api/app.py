@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from planner.api import history, metrics, native, yarn
+from planner.api import dashboard, history, metrics, native, yarn
 from planner.api.auth import TokenRegistry
 from planner.api.clockwork import ClockMode, WallClock
 from planner.api.context import Service
@@ -69,7 +69,9 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
         wall.stop()
         service.close()
 
-    app = FastAPI(title="rayon", description=DESCRIPTION, version="1", lifespan=lifespan)
+    # /docs is served from vendored files by the dashboard (FastAPI's own loads Swagger UI from a CDN); no ReDoc
+    app = FastAPI(title="rayon", description=DESCRIPTION, version="1", lifespan=lifespan, docs_url=None,
+                  redoc_url=None)
     app.state.service = service
     app.state.yarn_ids = yarn.YarnIds(cluster_timestamp)
     app.include_router(native.router)
@@ -78,6 +80,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.include_router(yarn.cluster_router)
     app.include_router(yarn.page_router)
     app.include_router(metrics.router)
+    dashboard.install(app)
     for extension in extensions:
         extension.install(app, service)
     app.add_middleware(RequestLimits, limit=max_body)

@@ -211,6 +211,15 @@ class WhoAmI(BaseModel):
     role: Literal["user", "admin"]
 
 
+class Limits(BaseModel):
+    """The sharing policy's limits on one user, as shares (0 to 1) of each resource's capacity; null: none."""
+
+    user: str
+    instantaneous: float | None
+    average: float | None
+    window: int | None = Field(description="seconds the average is taken over")
+
+
 class Ready(BaseModel):
     status: Literal["ready", "unavailable"]
     now: str | None = Field(None, description="the plan's clock")

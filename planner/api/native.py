@@ -31,6 +31,7 @@ from planner.api.models import (
     ErrorOut,
     Health,
     JobOut,
+    Limits,
     LogPage,
     PlanUse,
     Ready,
@@ -47,6 +48,7 @@ from planner.store.records import Holding, LogEntry, Record
 from planner.store.rendering import Instants, decision_json
 from rdl import units
 from rdl.errors import did_you_mean
+from rdl.policy import parse_policy
 from rdl.registry import UnknownName
 from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation
@@ -350,6 +352,20 @@ def plan_use(start: str | None = Query(None, alias="from"), end: str | None = Qu
             "resources": names,
             "capacity": dict(zip(names, buckets(plan.capacity[:, lo:hi], size, np.minimum), strict=True)),
             "used": dict(zip(names, buckets(plan.used[:, lo:hi], size, np.maximum), strict=True))}
+
+
+@router.get("/plan/limits", response_model=Limits, tags=["plan"], responses=ERRORS)
+def plan_limits(user: str | None = Query(None, description="whose limits (default: the caller's)"),
+                who: Principal = Depends(caller), svc: Service = Depends(service)) -> dict[str, AnyType]:
+    """The sharing policy's limits on a user (the cluster file's `policies`), for dashboards; users may ask for
+    their own only."""
+    whose = user if user is not None else who.user
+    if not who.may_act_for(whose):
+        raise ApiError(403, "forbidden", f"you are `{who.user}`: only admins see another user's limits")
+    cluster = svc.view().cluster
+    limits = parse_policy(cluster.policies, cluster.step).for_user(whose)
+    return {"user": whose, "instantaneous": limits.instantaneous, "average": limits.average,
+            "window": None if limits.window is None else limits.window * cluster.step}
 
 
 def log_json(entry: LogEntry) -> dict[str, AnyType]:

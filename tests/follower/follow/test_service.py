@@ -109,15 +109,21 @@ def test_a_target_that_is_not_one_is_refused(text: str) -> None:
 
 
 def test_rayon_serve_serves_the_queues_and_keeps_the_file(store: Store, tmp_path: Path) -> None:
-    store.submit(one(pinned("a", 0, 20, 4)))
+    store.submit(one(pinned("a", 0, 20, 4).replace("reservation a ", "reservation a user=alice ")))
+    store.submit(one(pinned("b", 0, 10, 2).replace("reservation b ", "reservation b user=bob ")))
     target = tmp_path / "queues.yaml"
     tokens = make_tokens(tmp_path / "tokens.yaml")
     with running(store.where, tmp_path / "tokens.yaml", tokens, "--follow-to", f"yunikorn:{target}") as server, \
-            server.client("alice") as alice:
+            server.client("alice") as alice, server.client("ops") as ops:
         answer = alice.get("/v1/queues")
+        everything = ops.get("/v1/queues").json()
         assert server.client().get("/v1/queues").status_code == 401
-    assert answer.status_code == 200 and answer.json()["time"] == at(0) and answer.json()["next_change"] == at(20)
-    assert set(leaves(target.read_text())) == {"default", "a"}  # written at start, with no request about it
+    assert answer.status_code == 200 and answer.json()["time"] == at(0) and answer.json()["next_change"] == at(10)
+    assert set(leaves(target.read_text())) == {"default", "a", "b"}  # written at start, with no request about it
+    # alice sees her own queue; bob's counts only in the totals (anonymous load), which are the admin's too
+    assert {q["reservation"] for q in answer.json()["queues"]} == {None, "a"}
+    assert {q["reservation"] for q in everything["queues"]} == {None, "a", "b"}
+    assert answer.json()["reserved"] == everything["reserved"] == {"vcores": 6, "memory": 0}
 
 
 def test_the_next_change_is_the_first_step_whose_settings_differ(tmp_path: Path) -> None:

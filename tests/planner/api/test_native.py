@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from planner.api.models import RecordOut, RecordPage, SubmitAnswer
+from planner.api.models import Limits, RecordOut, RecordPage, SubmitAnswer
 from planner.cli.store import submit_command
 from planner.store.facade import Store
 from rdl.forms.jsonform import dumps
 from rdl.syntax.parser import parse_text
 from rdl.syntax.printer import format_reservation
 from tests.planner.api.support import (
+    CLUSTER,
     EXAMPLES,
     Server,
     pinned,
@@ -430,3 +431,17 @@ def test_numbers_beyond_their_range_are_refused_not_overflowed(api: Server) -> N
                    alice.get("/v1/plan/use", params={"step": "8d"})]
     assert [answer.status_code for answer in answers] == [422, 422, 422, 422]
     assert "longer than 100 years" in answers[2].json()["error"]["message"]
+
+
+def test_the_sharing_limits_of_a_user_are_theirs_to_read(api: Server) -> None:
+    with api.client("alice") as alice:
+        assert alice.get("/v1/plan/limits").json() == {"user": "alice", "instantaneous": None, "average": None,
+                                                      "window": None}  # no policy: no limit
+    api.reset(CLUSTER + "policies:\n  user_limits:\n    instantaneous: 50%\n    average: 25%\n    window: 2h\n"
+                        "    users:\n      alice: {instantaneous: 80%}\n")
+    with api.client("alice") as alice, api.client("ops") as ops:
+        mine = alice.get("/v1/plan/limits")
+        Limits.model_validate(mine.json())
+        assert mine.json() == {"user": "alice", "instantaneous": 0.8, "average": 0.25, "window": 7200}
+        assert alice.get("/v1/plan/limits", params={"user": "bob"}).status_code == 403
+        assert ops.get("/v1/plan/limits", params={"user": "bob"}).json()["instantaneous"] == 0.5

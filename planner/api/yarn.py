@@ -17,6 +17,7 @@ with a real ResourceManager; docs/api.md lists the differences kept on purpose.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import itertools
 import math
@@ -192,7 +193,10 @@ def cluster_page() -> str:
             "<a href=\"/docs\">/docs</a>.</p></body></html>")
 
 
+@functools.cache
 def _version() -> str:
+    """The installed package's version, read once: importlib.metadata scans the installed distributions (0.6 ms a
+    call, once per /ws/v1/cluster/info request before)."""
     try:
         return importlib.metadata.version("rayon-planner")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree not installed

@@ -57,3 +57,19 @@ def test_a_worker_killed_mid_grid_loses_no_run_and_counts_none_twice(small: str,
     assert sorted(seen) == list(range(len(runs)))  # every run once, none twice
     kept = checkpoint.done(runs)
     assert figures([kept[i] for i in range(len(runs))]) == figures(run_grid(grid, workers=1))
+
+
+def test_evaluate_runs_on_a_dask_cluster_given_by_its_address(small: str, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from distributed import LocalCluster
+
+    from follower.cli import main
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
+        result = CliRunner().invoke(main, ["evaluate", "--reservations", small, "--agents", "none,gree-l", "--slacks",
+                                           "3", "--seeds", "2", "--fairness", "", "--load-scenarios", "", "--no-spark",
+                                           "--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert f"on the Dask cluster at {cluster.scheduler_address}" in result.stderr and "[4/4]" in result.stderr
+    assert "| small | 3 | gree-l | fair | 2 |" in (tmp_path / "r" / "report.md").read_text()

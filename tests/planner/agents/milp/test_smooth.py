@@ -20,7 +20,7 @@ from rdl import parse_cluster
 from rdl.cluster import Cluster
 from rdl.tree import Reservation, Resources
 from tests.planner.agents.milp.test_milp import random_batch
-from tests.planner.support import at, cluster_text, instant, make_cluster, parse
+from tests.planner.support import Ticks, at, cluster_text, instant, make_cluster, parse
 
 pytestmark = pytest.mark.filterwarnings("ignore:PULP_CBC_CMD is deprecated:DeprecationWarning")
 
@@ -62,11 +62,11 @@ def test_a_jagged_reservation_becomes_one_block() -> None:
     cluster = make_cluster({"vcores": 2}, 10)
     plan, reservations = pinned_plan(cluster, "reservation r { atom(b={vcores: 1}, l=1m, w=4m) }",
                                      {"r": [0, 2, 5, 8]})
-    report = smooth(plan, time_limit=10)
+    report = smooth(plan, time_limit=10, clock=Ticks())  # a clock that stands still: it stops by converging
     assert (report.changes_before, report.changes_after) == (8, 2)
     assert report.moved == ["r"] and report.finished
     assert check_plan(cluster, reservations, records(plan, reservations)) == []
-    again = smooth(plan, time_limit=10)  # one block of one bundle: no placement has fewer changes
+    again = smooth(plan, time_limit=10, clock=Ticks())  # one block of one bundle: no placement has fewer changes
     assert again.finished and again.solved == 0 and again.changes_after == 2
 
 
@@ -80,7 +80,7 @@ def test_neighbours_that_cannot_move_alone_move_together() -> None:
     assert neighbours(plan, "a", 2) == ["a", "b"]
     alone = plan.copy()
     assert smooth(alone, time_limit=10, group=1).changes_after == 8
-    report = smooth(plan, time_limit=10)
+    report = smooth(plan, time_limit=10, clock=Ticks())  # a clock that stands still: it stops by converging
     assert (report.changes_before, report.changes_after) == (8, 4)
     assert check_plan(cluster, reservations, records(plan, reservations)) == []
 
@@ -132,7 +132,7 @@ def test_an_any_may_switch_to_a_cheaper_alternative() -> None:
     plan = Plan(cluster)
     plan.add(Accepted(reservation, START, [Allocation("big", 0, 2, 4, Resources.of({"vcores": 1.0}))]))
     assert fewest_changes(plan, plan.accepted["r"]) == 2
-    report = smooth(plan, time_limit=10)
+    report = smooth(plan, time_limit=10, clock=Ticks())  # a clock that stands still: it stops by converging
     assert (report.changes_before, report.changes_after) == (8, 2) and report.finished
     assert check_plan(cluster, [reservation], records(plan, [reservation])) == []
 

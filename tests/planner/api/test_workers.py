@@ -9,9 +9,10 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any as AnyType
 
 import httpx
 import pytest
@@ -34,12 +35,13 @@ from tests.planner.support import cluster_text
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds processes through /proc")
 WORKERS = 2
+PATIENCE = 120.0  # seconds a busy machine may take to do what a test waits for: a bound on liveness, not on speed
 
 
 def processes_of(server: Server, count: int = WORKERS + 1, other_than: int | None = None) -> list[int]:
     """The server's worker processes and its deciding process, once it has `count` of them other than `other_than`
     (multiprocessing's own helper is neither)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE
     while len(found := [pid for pid in descendants(server.process.pid)
                         if b"spawn_main" in command(pid) and pid != other_than]) < count:
         assert time.monotonic() < deadline, f"the server started {len(found)} of {count} processes"
@@ -77,8 +79,8 @@ def keeper(state: Path, other_than: int | None = None) -> int:
 
 def lock_holder(lock: Path, missing: str, other_than: int | None = None) -> int:
     """The process holding `lock` (from the kernel's table of locks), once one other than `other_than` holds it;
-    fails saying `missing` if none does within 30 s."""
-    deadline = time.monotonic() + 30
+    fails saying `missing` if none does within PATIENCE."""
+    deadline = time.monotonic() + PATIENCE
     while True:
         inode = lock.stat().st_ino if lock.exists() else None
         for line in Path("/proc/locks").read_text().splitlines():
@@ -130,8 +132,8 @@ def assert_sigterm_ends_every_process(server: Server) -> None:
     it."""
     started = descendants(server.process.pid)
     server.process.terminate()
-    assert server.process.wait(timeout=30) == 0
-    deadline = time.monotonic() + 10
+    assert server.process.wait(timeout=PATIENCE) == 0
+    deadline = time.monotonic() + PATIENCE
     while any(exists(pid) for pid in started):
         assert time.monotonic() < deadline, "a process of the server outlived it"
         time.sleep(0.05)
@@ -147,20 +149,37 @@ def test_one_worker_keeps_the_clock_and_another_takes_over_when_it_dies(tmp_path
     try:
         workers = processes_of(server)
         holder = keeper(state)
-        time.sleep(2)
-        assert holder in workers and queues.exists()  # the keeper publishes the follower's round too
+        assert holder in workers
+        eventually(lambda: queues.exists() and bool(clock_moves(state)), "the keeper neither moved nor published")
+        moves = clock_moves(state)  # the keeper publishes the follower's round too
+        assert all(m and m["from"] != m["to"] for m in moves)  # one keeper: no second, idle move
         with Store.open(state) as store:
-            moves = [e.decision for e in store.log() if e.action == "advance" and e.reservation is None]
-            assert moves and all(m and m["from"] != m["to"] for m in moves)  # one keeper: no second, idle move
             before = store.now()
         os.kill(holder, signal.SIGKILL)
         keeper(state, other_than=holder)  # the other worker, or the one started in its place
-        time.sleep(2)
-        with Store.open(state) as store:
-            assert store.now() > before + timedelta(minutes=10)
+        eventually(lambda: now_of(state) > before + timedelta(minutes=10), "no worker took over the clock")
     finally:
         if server.process.poll() is None:
             stop(server)
+
+
+def eventually(condition: Callable[[], bool], failure: str, within: float = PATIENCE) -> None:
+    """Wait for `condition` (what the server does, however long a busy machine makes it take, up to `within`)."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.1)
+
+
+def clock_moves(state: Path) -> list[dict[str, AnyType] | None]:
+    """The clock's moves in the plan's log."""
+    with Store.open(state) as store:
+        return [e.decision for e in store.log() if e.action == "advance" and e.reservation is None]
+
+
+def now_of(state: Path) -> datetime:
+    with Store.open(state) as store:
+        return store.now()
 
 
 def decider_lock(worker: int) -> Path:
@@ -243,8 +262,8 @@ def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_pa
     try:
         processes = processes_of(server, 2)
         os.kill(server.process.pid, signal.SIGKILL)  # no SIGTERM passed on: they must notice by themselves
-        server.process.wait(timeout=30)
-        deadline = time.monotonic() + 30
+        server.process.wait(timeout=PATIENCE)
+        deadline = time.monotonic() + PATIENCE
         while any(running_spawned(pid) for pid in processes):
             assert time.monotonic() < deadline, "a worker or the decider outlived the killed server"
             time.sleep(0.1)

@@ -42,7 +42,9 @@ def replan(target: str, actor: str, time_limit: float | None, solver: str | None
 
 def end_with_server() -> None:
     """Block until the server closes this process's standard input, then kill this process group."""
-    while sys.stdin.buffer.read(4096):
+    # The descriptor itself, not `sys.stdin`: a daemon thread blocked inside a buffered reader holds its lock, and
+    # the interpreter's shutdown, taking that lock to close it, aborts ("_enter_buffered_busy", exit 134).
+    while os.read(sys.stdin.fileno(), 4096):
         pass
     os.killpg(os.getpgrp(), signal.SIGKILL)
 

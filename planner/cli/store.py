@@ -10,6 +10,7 @@ schema version), 1 when the database fails or the plan kept changing under a re-
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -37,6 +38,7 @@ from planner.store.facade import (
     StoreError,
     default_state_path,
 )
+from planner.store.lifecycle import REPLAN_SOLVE_SHARE
 from rdl import units
 from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.errors import RayonError, RDLErrors
@@ -429,7 +431,7 @@ def echo_capacity(report: CapacityReport, clock: Clock) -> None:
 
 @click.command("replan", cls=RayonCommand)
 @click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
-              help="Seconds the solver may take.")
+              help="Seconds the whole command may take (the solver gets most of them; what is left re-admits).")
 @click.option("--solver", type=NameParam(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
               help="MILP backend.")
 @click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
@@ -444,18 +446,23 @@ def replan_command(time_limit: float, solver: str, gap: float, state_path: str |
     nothing gets smoother in the time given, nothing changes. Then reservations rejected (or dropped) for
     capacity whose deadline is still ahead are submitted again, and those that fit now are admitted.
     """
+    started = time.perf_counter()
     with opened(state_path) as store:
         if not as_json:
             click.echo(f"re-planning with {solver} (up to {time_limit:g}s)...", err=True)
-        outcome = store.replan(time_limit=time_limit, backend=solver, gap=gap)
-        admitted = [decision.reservation for decision in store.readmit()]
+        outcome = store.replan(time_limit=time_limit * REPLAN_SOLVE_SHARE, backend=solver, gap=gap)
+        skipped: list[str] = []
+        admitted = [decision.reservation for decision in store.readmit(until=started + time_limit, skipped=skipped)]
         clock = store.clock()
         if as_json:
-            click.echo(json.dumps({**outcome.to_json(clock), "admitted": admitted}, indent=2))
+            click.echo(json.dumps({**outcome.to_json(clock), "admitted": admitted, "not_retried": skipped}, indent=2))
             return
         echo_replan(outcome, clock)
         if admitted:
             click.echo(f"admitted, as they fit now: {', '.join(admitted)}")
+        if skipped:
+            click.echo(f"{len(skipped)} rejected for capacity not tried again: the time limit was up "
+                       f"(the next replan tries them)")
 
 
 def echo_replan(outcome: ReplanOutcome, clock: Clock) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced
@@ -482,14 +483,19 @@ class Store:
         Every accepted reservation stays accepted; running ones (a lease began before the clock) stay
         where they are. The solver works on a snapshot without holding the writer lock; what moved is
         written in one transaction, and only if no other writer changed the plan meanwhile (otherwise
-        it solves again, up to REPLAN_ATTEMPTS times). If the solver finds nothing better, nothing changes.
+        it solves again, up to REPLAN_ATTEMPTS times, in what is left of `time_limit`). If the solver finds nothing
+        better, nothing changes.
         """
-        for _ in range(lifecycle.REPLAN_ATTEMPTS):
+        started = time.perf_counter()
+        for attempt in range(lifecycle.REPLAN_ATTEMPTS):
+            left = None if time_limit is None else time_limit - (time.perf_counter() - started)
+            if attempt and left is not None and left < lifecycle.REPLAN_LEAST_SECONDS:
+                break  # the time limit covers the attempts together
             with self._lock, self._db.session(write=False) as (connection, meta):
                 plan = self._cache.planner(connection, meta).plan.copy()
                 cluster = self._cache.cluster(connection, meta)
                 seen = (meta["plan_id"], meta["plan_version"])
-            outcome = axis.replan_on_store(lifecycle.reoptimise(plan, time_limit, backend, gap),
+            outcome = axis.replan_on_store(lifecycle.reoptimise(plan, left, backend, gap),
                                            axis.window_start(plan, cluster))
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
@@ -504,10 +510,12 @@ class Store:
         raise StoreError("conflict", f"the plan changed while it was being re-planned, {lifecycle.REPLAN_ATTEMPTS} "
                          "times; nothing was written", "run the re-planning again when submissions are quieter")
 
-    def readmit(self, actor: str | None = None) -> builtins.list[Decision]:
+    def readmit(self, actor: str | None = None, until: float | None = None,
+                skipped: builtins.list[str] | None = None) -> builtins.list[Decision]:
         """Submit again, as they were first submitted, the reservations rejected or dropped for capacity whose
         deadline is still ahead, oldest decision first; keep those that fit now (after a replan, or capacity
-        that came back). Only the accepted ones are written (as submissions by `actor`); the answer is theirs."""
+        that came back). Only the accepted ones are written (as submissions by `actor`); the answer is theirs.
+        None is tried once `time.perf_counter()` reaches `until`: `skipped` (when given) gains those left."""
         table = schema.reservations
         now = self.now()
         with self._lock, self._db.session(write=False) as (connection, _):
@@ -519,6 +527,10 @@ class Store:
             deadline = deadline_of(reservation, reservation.arrival_at(record.submitted))
             if reservation.every is None and deadline is not None and deadline <= now:
                 continue  # its window has passed: it could only be rejected again
+            if until is not None and time.perf_counter() >= until:
+                if skipped is not None:
+                    skipped.append(record.name)
+                continue
             agent = record.agent or DEFAULT_AGENT
             trial = self.submit(reservation, agent, actor, submitted=record.submitted, dry_run=True, explain=False,
                                 validated=True)

@@ -38,6 +38,7 @@ SUBPROBLEM_SECONDS = 1.0  # what one group's model may take at least, when the p
 GROUP = 8  # at most this many reservations re-placed together: the seed and those sharing most of its steps
 SLOW_PASS = 0.05  # a pass that removes less than this share of the changes: the groups grow
 TIE_BREAK = 0.5  # the cost term, scaled to at most this many changes: it only breaks ties
+OVERRUN = 0.05  # of the time limit (at most 1 s): what a model may take past its seconds, until measured
 
 
 @dataclass
@@ -53,6 +54,9 @@ class SmoothReport:
     finished: bool = False  # a whole pass in the largest groups moved nothing (else time ran out)
     group: int = 1  # reservations re-placed together in the last pass
     reshaped: int = 0  # reservations given a greedy agent's shape (`planner.agents.milp.reshape`) before the models
+    # The most a model took past the seconds it was given (handing it over, the solver's own overshoot, reading it
+    # back): kept in hand when the next model is given its seconds, so that the last one too ends within the limit.
+    overrun: float = 0.0
 
 
 def crowding(plan: Plan, allocations: list[Allocation]) -> float:
@@ -73,7 +77,7 @@ def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0,
     started = clock()
     deadline = started + time_limit
     names = [n for n in (plan.accepted if names is None else names) if n in plan.accepted]
-    report = SmoothReport()
+    report = SmoothReport(overrun=min(1.0, OVERRUN * time_limit))
     report.changes_before = sum(changes(plan.accepted[n].allocations) for n in names)
     reshaped = reshape(plan, names, deadline, clock)  # greedy shapes first: milliseconds each, and most of the gain
     report.reshaped = len(reshaped.moved)
@@ -125,14 +129,17 @@ def _pass(plan: Plan, movable: list[str], size: int, until: tuple[float, Clock],
     allowed = set(movable)
     order = [n for n in sorted(movable, key=lambda n: -changes(plan.accepted[n].allocations)) if n not in stuck]
     for index, name in enumerate(order):
-        left = deadline - clock()
+        left = deadline - clock() - report.overrun
         if left < 0.05:
             break
         together = neighbours(plan, name, size, allowed)
         before = _span(plan, together)
         report.solved += 1
         seconds = min(left, max(SUBPROBLEM_SECONDS, left / (len(order) - index)))  # the time left, shared
-        if _move(plan, together, (seconds, clock), solve, gap):
+        began = clock()
+        placed = _move(plan, together, (seconds, clock), solve, gap)
+        report.overrun = max(report.overrun, clock() - began - seconds)
+        if placed:
             moved.update(together)
             # What the group left and where it went may let reservations there move again.
             after = _span(plan, together)

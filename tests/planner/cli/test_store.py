@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import Any as AnyType
 
 import pytest
 from click.testing import CliRunner
@@ -163,3 +165,33 @@ def test_version_has_a_short_form() -> None:
     long = CliRunner().invoke(main, ["--version"])
     short = CliRunner().invoke(main, ["-V"])
     assert short.exit_code == 0 and short.stdout == long.stdout and "version" in short.stdout
+
+
+def test_replan_s_time_limit_covers_the_whole_command(rayon, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore
+    """The solver gets `REPLAN_SOLVE_SHARE` of `--time-limit`, and re-admitting stops at the limit itself (issue #30:
+    `--time-limit 10` took 25 s in all); what it did not try is said."""
+    from planner.store.facade import Store
+    from planner.store.lifecycle import REPLAN_SOLVE_SHARE
+
+    asked: dict[str, AnyType] = {}
+    real_replan, real_readmit = Store.replan, Store.readmit
+
+    def replan(self: Store, **options: AnyType) -> AnyType:
+        asked["solve"] = options["time_limit"]
+        return real_replan(self, **options)
+
+    def readmit(self: Store, actor: str | None = None, until: float | None = None,
+                skipped: list[str] | None = None) -> AnyType:
+        asked["until"] = until
+        return real_readmit(self, actor, 0.0, skipped)  # as if the limit were up already
+
+    monkeypatch.setattr(Store, "replan", replan)
+    monkeypatch.setattr(Store, "readmit", readmit)
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    rayon("submit", str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl"))
+    started = time.perf_counter()
+    result = rayon("replan", "--time-limit", "4")
+    assert result.exit_code == 0, result.stderr
+    assert asked["solve"] == pytest.approx(4 * REPLAN_SOLVE_SHARE)
+    assert started <= asked["until"] - 4 <= time.perf_counter()  # the limit counts from the command's start
+    assert "1 rejected for capacity not tried again: the time limit was up" in result.stdout

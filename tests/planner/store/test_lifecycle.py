@@ -718,3 +718,14 @@ def test_rejections_for_capacity_that_fit_now_are_admitted_again(store: Store, p
     assert store.log()[-1].actor == "replan" and store.log()[-1].action == "submit"
     assert violations(store) == []
     same_plan_when_reopened(store, path)
+
+
+def test_readmitting_tries_nothing_once_its_time_is_up(store: Store, path: Path) -> None:
+    """Past `until`, rejections are left for the next replan and named; nothing is written."""
+    store.set_capacity(instant(0), {"vcores": 4})
+    assert store.submit(one(pinned("wide", 30, 10, 8))).reason.code == "capacity"  # type: ignore[union-attr]
+    store.set_capacity(instant(20), {"vcores": 8})  # it would fit now
+    before = rows(path)
+    skipped: list[str] = []
+    assert store.readmit(until=0.0, skipped=skipped) == [] and skipped == ["wide"] and rows(path) == before
+    assert [d.reservation for d in store.readmit(until=None)] == ["wide"]

@@ -13,7 +13,7 @@ import click
 
 from rdl import units
 from rdl.cluster import Cluster, load_cluster
-from rdl.errors import RayonError, RDLError, RDLErrors, Reported
+from rdl.errors import Interrupted, RayonError, RDLError, RDLErrors, Reported
 from rdl.forms.jsonform import to_json
 from rdl.lint import lint
 from rdl.load import FORMATS, LoadedFile, all_errors, load
@@ -39,7 +39,10 @@ class RayonCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> AnyType:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt:  # not click's "Aborted!", exit 1: a command that reports progress says more
+                raise Interrupted("interrupted", hint="what was committed before it stays") from None
         except RayonError as error:
             text = error.render()
             if text:

@@ -25,7 +25,7 @@ from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
 from planner.agents.registry import AGENTS, DEFAULT_AGENT
 from planner.cli.plan import check_rejections, echo_decisions, fail_on_reject_option, load_valid, require_reservations
 from planner.core.compile import Clock
-from planner.core.decision import allocation_json
+from planner.core.decision import Decision, allocation_json
 from planner.core.plan import Allocation
 from planner.replan.adapt import parse_vector
 from planner.store.facade import (
@@ -41,7 +41,7 @@ from planner.store.facade import (
 from planner.store.lifecycle import REPLAN_SOLVE_SHARE
 from rdl import units
 from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
-from rdl.errors import RayonError, RDLErrors
+from rdl.errors import Interrupted, RayonError, RDLErrors
 from rdl.forms import yarn_conf
 from rdl.shape import step_floor
 from rdl.source import read_text
@@ -156,29 +156,60 @@ def from_yarn(path: str, queue: str | None, capacity: str | None, step: str, hor
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
 @click.option("--now", "when", type=TimeParam(), help=time_help("Submission time (default: the plan's clock)."))
+@click.option("--skip-existing", is_flag=True,
+              help="Skip reservations whose name the store holds already (to finish a submission that was stopped).")
 @fail_on_reject_option
 @state_option
 @json_option
-def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, fail_on_reject: bool,
-                   state_path: str | None, as_json: bool) -> None:
+def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, skip_existing: bool,
+                   fail_on_reject: bool, state_path: str | None, as_json: bool) -> None:
     """Submit reservation files to the stored plan; each decision is committed before it is shown.
 
     Exit status: 0 when every reservation was decided (with --fail-on-reject, 3 when any was rejected),
-    2 for bad input (nothing submitted; files holding no reservation too), 1 for an internal failure.
+    2 for bad input (nothing submitted; files holding no reservation too), 1 for an internal failure,
+    130 when interrupted (Ctrl-C): the decisions made until then are committed and shown, and
+    `--skip-existing` submits the rest.
     """
     with opened(state_path) as store:
         cluster = store.cluster()
         now = resolve_time(when, store.now())
         reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
         require_reservations(reservations, paths, "nothing was submitted")
-        decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run, validated=True) for r in reservations]
-        clock = store.clock()
-        if as_json:
-            click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
-        else:
-            echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
-            click.echo(clock_line(store))
+        held = store.existing([r.name for r in reservations])
+        skipped = held if skip_existing else set()
+        if skipped:
+            click.echo(f"skipped {len(skipped)} the store holds already: {', '.join(sorted(skipped)[:10])}"
+                       f"{' ...' if len(skipped) > 10 else ''}", err=True)
+        wanted = [r for r in reservations if r.name not in skipped]
+        decisions: list[Decision] = []
+        try:
+            for reservation in wanted:
+                decisions.append(store.submit(reservation, agent, submitted=now, dry_run=dry_run, validated=True))
+        except KeyboardInterrupt:
+            echo_submitted(store, decisions, agent, dry_run, as_json)
+            # Counted in the store: the decision under way when Ctrl-C came may have been committed too.
+            done = len(decisions) if dry_run else len(store.existing([r.name for r in wanted]) - held)
+            raise interrupted(done, len(wanted), dry_run) from None
+        echo_submitted(store, decisions, agent, dry_run, as_json)
     check_rejections(decisions, fail_on_reject)
+
+
+def echo_submitted(store: Store, decisions: list[Decision], agent: str, dry_run: bool, as_json: bool) -> None:
+    """The decisions made, as JSON or a table and the clock's line."""
+    clock = store.clock()
+    if as_json:
+        click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
+    else:
+        echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+        click.echo(clock_line(store))
+
+
+def interrupted(done: int, total: int, dry_run: bool) -> Interrupted:
+    """What a submission stopped by Ctrl-C did, and how to finish it."""
+    if dry_run:
+        return Interrupted(f"interrupted: {done} of {total} answered (dry run: nothing committed)")
+    return Interrupted(f"interrupted: {done} of {total} submitted (each committed with its decision); the rest were "
+                       "not", hint="run the same command with --skip-existing to submit the rest")
 
 
 def clock_line(store: Store) -> str:

@@ -51,6 +51,7 @@ from planner.core.plan import Accepted, Plan, shifted
 from planner.replan import adapt
 from planner.store import axis, history, lifecycle, queries, schema, series
 from planner.store.cache import PlanCache, plan_key, swapping
+from planner.store.driver import named_rows
 from planner.store.errors import StoreError
 from planner.store.forward import Answered, SharedDecider
 from planner.store.group import Batches
@@ -70,6 +71,7 @@ ACTIONS = schema.ACTIONS
 # others change would be decided twice.
 DISTRUST_BATCHES = 100
 DECIDE_ATTEMPTS = 5  # decisions made again when another writer changed the plan under them, before giving up
+EXISTING_CHUNK = 500  # names asked about in one statement (SQLite bounds the parameters of one)
 
 
 class Store:
@@ -553,6 +555,15 @@ class Store:
                     return past.record
             self._state_of(connection, name)
             return queries.records(connection, schema.reservations.c.name == name)[0]
+
+    def existing(self, names: Sequence[str]) -> set[str]:
+        """Which of `names` the store holds already, in any state (a submission under one of them is refused)."""
+        found: set[str] = set()
+        with self._lock, self._db.session(write=False) as (connection, _):
+            for first in range(0, len(names), EXISTING_CHUNK):
+                found.update(row.name for row in named_rows(connection, schema.reservations,
+                                                            names[first:first + EXISTING_CHUNK]))
+        return found
 
     def list(self, user: str | None = None, state: str | None = None, start: datetime | None = None,
              end: datetime | None = None) -> builtins.list[Record]:

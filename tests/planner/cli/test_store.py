@@ -195,3 +195,54 @@ def test_replan_s_time_limit_covers_the_whole_command(rayon, monkeypatch: pytest
     assert asked["solve"] == pytest.approx(4 * REPLAN_SOLVE_SHARE)
     assert started <= asked["until"] - 4 <= time.perf_counter()  # the limit counts from the command's start
     assert "1 rejected for capacity not tried again: the time limit was up" in result.stdout
+
+
+def test_an_interrupted_submit_says_what_was_done_exits_130_and_resumes(  # type: ignore[no-untyped-def]
+        rayon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after two of three decisions (issue #30: "Aborted!", exit 1, with 398 of 400 committed): the two are
+    committed and shown, exit 130, and `--skip-existing` submits the third."""
+    from planner.store.facade import Store
+
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    batch = tmp_path / "batch.rdl"
+    batch.write_text("".join(f"reservation {name} {{ atom(b={{vcores: 1}}, w=10m) }}\n" for name in "abc"))
+    real, calls = Store.submit, []
+
+    def submit(self: Store, *args: AnyType, **options: AnyType) -> AnyType:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, *args, **options)
+
+    monkeypatch.setattr(Store, "submit", submit)
+    stopped = rayon("submit", str(batch))
+    assert stopped.exit_code == 130, stopped.output
+    assert "interrupted: 2 of 3 submitted" in stopped.stderr and "--skip-existing" in stopped.stderr
+    assert "2 of 2 accepted" in stopped.stdout and "Aborted!" not in stopped.output
+    monkeypatch.undo()
+    assert {r["reservation"] for r in json.loads(rayon("list", "--json").stdout)} == {"a", "b"}
+    resumed = rayon("submit", "--skip-existing", "--json", str(batch))
+    assert resumed.exit_code == 0, resumed.output
+    assert [d["reservation"] for d in json.loads(resumed.stdout)["decisions"]] == ["c"]
+    assert "skipped 2 the store holds already: a, b" in resumed.stderr
+
+
+def test_a_decision_committed_as_ctrl_c_came_is_counted(  # type: ignore[no-untyped-def]
+        rayon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count comes from the store: Ctrl-C after the last commit, before its answer, still counts it."""
+    from planner.store.facade import Store
+
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    batch = tmp_path / "batch.rdl"
+    batch.write_text("".join(f"reservation {name} {{ atom(b={{vcores: 1}}, w=10m) }}\n" for name in "ab"))
+    real = Store.submit
+
+    def submit(self: Store, reservation: AnyType, *args: AnyType, **options: AnyType) -> AnyType:
+        decision = real(self, reservation, *args, **options)
+        if reservation.name == "b":
+            raise KeyboardInterrupt
+        return decision
+
+    monkeypatch.setattr(Store, "submit", submit)
+    stopped = rayon("submit", str(batch))
+    assert stopped.exit_code == 130 and "interrupted: 2 of 2 submitted" in stopped.stderr, stopped.output

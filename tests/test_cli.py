@@ -489,8 +489,9 @@ def test_plan_relative_times_count_from_now() -> None:
     assert document["cluster"]["start"] == "2026-11-23T00:00:00Z"  # the plan's grid is still the cluster's
 
 
-def test_plan_window_already_past_is_rejected_with_window() -> None:
-    path, now = EXAMPLES / "mpi_solver.rdl", "2026-11-23T15:00:00Z"  # its window is [02:00, 14:00)
+def test_plan_window_already_past_is_rejected_with_window(tmp_path: Path) -> None:
+    path, now = tmp_path / "past.rdl", "2026-11-23T15:00:00Z"  # its window is [02:00, 14:00)
+    path.write_text((EXAMPLES / "mpi_solver.rdl").read_text().replace("arrival=+2h", "arrival=2026-11-23T02:00:00Z"))
     document = plan_json(path, now=now)
     [decision] = assert_plan_ok(document, [path], now=now).values()
     assert decision["accepted"] is False

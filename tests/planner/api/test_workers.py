@@ -9,10 +9,9 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
-from typing import Any as AnyType
 
 import httpx
 import pytest
@@ -20,11 +19,15 @@ import pytest
 from planner.store.facade import Store
 from planner.store.forward import ENV_FOLDER, LOCK
 from tests.planner.api.support import (
+    PATIENCE,
     Load,
     Server,
+    clock_moves,
     descendants,
+    eventually,
     exists,
     make_tokens,
+    now_of,
     start,
     stop,
     stored_violations,
@@ -35,7 +38,6 @@ from tests.planner.support import cluster_text
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds processes through /proc")
 WORKERS = 2
-PATIENCE = 120.0  # seconds a busy machine may take to do what a test waits for: a bound on liveness, not on speed
 
 
 def processes_of(server: Server, count: int = WORKERS + 1, other_than: int | None = None) -> list[int]:
@@ -161,25 +163,6 @@ def test_one_worker_keeps_the_clock_and_another_takes_over_when_it_dies(tmp_path
     finally:
         if server.process.poll() is None:
             stop(server)
-
-
-def eventually(condition: Callable[[], bool], failure: str, within: float = PATIENCE) -> None:
-    """Wait for `condition` (what the server does, however long a busy machine makes it take, up to `within`)."""
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, failure
-        time.sleep(0.1)
-
-
-def clock_moves(state: Path) -> list[dict[str, AnyType] | None]:
-    """The clock's moves in the plan's log."""
-    with Store.open(state) as store:
-        return [e.decision for e in store.log() if e.action == "advance" and e.reservation is None]
-
-
-def now_of(state: Path) -> datetime:
-    with Store.open(state) as store:
-        return store.now()
 
 
 def decider_lock(worker: int) -> Path:

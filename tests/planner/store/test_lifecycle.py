@@ -729,3 +729,18 @@ def test_readmitting_tries_nothing_once_its_time_is_up(store: Store, path: Path)
     skipped: list[str] = []
     assert store.readmit(until=0.0, skipped=skipped) == [] and skipped == ["wide"] and rows(path) == before
     assert [d.reservation for d in store.readmit(until=None)] == ["wide"]
+
+
+def test_a_running_series_moves_the_instances_that_have_not_begun(store: Store) -> None:
+    """Instances are apart (issue #30: a capacity change dropped a whole series because one instance was running):
+    the one running stays, the next moves within its own period, and the series stays accepted."""
+    series = "reservation series every=20m deadline=+20m { atom(b={vcores: 1}, g=4, h=4, l=5m, w=20m) }"
+    assert store.submit(one(series), "gree").accepted
+    assert steps(store, "series") == [(15, 20, 4), (35, 40, 4), (55, 60, 4)]  # the end of each period
+    store.submit(one(with_priority(pinned("other", 30, 10, 4), "other", 1)))
+    store.advance(instant(17))  # the first instance is running
+    report = store.set_capacity(instant(30), {"vcores": 4})
+    assert report.adaptation.dropped == [] and list(report.adaptation.moved) == ["series"]
+    assert steps(store, "series") == [(15, 20, 4), (25, 30, 4), (55, 60, 4)]
+    assert store.get("series").state == "accepted"
+    assert violations(store) == []

@@ -42,13 +42,14 @@ def finite(value: float, text: str) -> float:
     return value
 
 
-def parse_duration(text: str) -> float:
-    """A duration such as `90m`, `1.5h` or `1h30m` (units largest first, each once), in seconds."""
+def parse_duration(text: str, likely_unit: str = "m") -> float:
+    """A duration such as `90m`, `1.5h` or `1h30m` (units largest first, each once), in seconds; a bare number is
+    an error suggesting `likely_unit` (what the setting is usually given in)."""
     if _COMPOUND.match(text.strip()) and not NUMBER_WITH_UNIT.match(text.strip()):
         return _compound_duration(text)
     number, unit = split_number(text)
     if not unit:
-        raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}m`?)")
+        raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}{likely_unit}`?)")
     return finite(number * _duration_unit(unit, text), text)
 
 

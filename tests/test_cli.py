@@ -715,3 +715,12 @@ def test_plan_json_keeps_stdout_empty_on_bad_input(small: Path) -> None:
 def test_check_json_stays_one_document_when_a_file_is_bad(small: Path) -> None:
     result = rayon("check", "--json", small.parent / "bad.rdl")
     assert result.exit_code == 2 and "error" not in json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(("args", "hint"), [
+    (["sumbit", "x.rdl"], "did you mean `submit`?"),
+    (["simulate", "--agent", "gree_l", "examples/scenarios/tiny.yaml"], "did you mean `gree-l`?"),
+])
+def test_a_near_miss_of_a_name_gets_a_suggestion(args: list[str], hint: str) -> None:
+    result = rayon(*args)
+    assert result.exit_code == 2 and hint in result.stderr, result.stderr

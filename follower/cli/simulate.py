@@ -41,7 +41,7 @@ from follower.sim.scenario import Scenario, agent_names, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES
 from follower.sim.workloads.job import Workload
 from planner.agents.replay import ReplayAgent
-from rdl.cli import RayonCommand
+from rdl.cli import Choice, RayonCommand
 from rdl.errors import RayonError, RDLErrors
 from rdl.progress import progress
 from rdl.table import format_table
@@ -101,7 +101,7 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 
 @click.command("simulate", cls=RayonCommand)
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
-@click.option("--agent", type=click.Choice((*agent_names(), *PEER_AGENTS)), help="Planning agent; `none` plans "
+@click.option("--agent", type=Choice((*agent_names(), *PEER_AGENTS)), help="Planning agent; `none` plans "
               "nothing (the time-agnostic baseline); yarn-* replay YARN's own agents' decisions, made beforehand "
               "(see --decisions). Default: the scenario's.")
 @click.option("--decisions", type=click.Path(exists=True, dir_okay=False), help="Replay another system's "

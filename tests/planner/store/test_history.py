@@ -133,3 +133,5 @@ def test_rayon_history_and_retention_commands(tmp_path: Path) -> None:
     assert "30d" in rayon("retention", "30d")
     bad = runner.invoke(main, ["retention", "ever", "--state", state])
     assert bad.exit_code != 0 and "not a duration" in bad.output
+    bare = runner.invoke(main, ["retention", "30", "--state", state])  # a retention is days, not minutes
+    assert bare.exit_code == 2 and "did you mean `30d`?" in bare.output, bare.output

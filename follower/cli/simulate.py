@@ -254,7 +254,7 @@ class PeerRows:
               help="The UWFQ section on the task-level Spark model (`rayon spark`, as many seeds; a few minutes).")
 @click.option("--render", is_flag=True, help="Write the report in --out again from its results.json, simulating "
               "nothing (but the Spark section's runs): for a change in how the report is written.")
-@click.option("--quick", is_flag=True, help="A small grid in a few minutes (options given still win): "
+@click.option("--quick", is_flag=True, help="A small grid, 12-17 minutes on two shared cores (options still win): "
               f"{', '.join(f'--{k} {v}' for k, v in QUICK.items())}.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,
@@ -276,7 +276,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     Examples:
       rayon evaluate                                   # the default grid, into evaluation/
       rayon evaluate --out docs/evaluation --force     # regenerate the committed report (hours)
-      rayon evaluate --quick --out /tmp/report         # minutes: the point, not the whole grid
+      rayon evaluate --quick --out /tmp/report         # 12-17 minutes: the point, not the whole grid
       rayon evaluate --seeds 1 --milp-time-limit 1     # one seed per cell, a faster MILP: no intervals
       rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report
       rayon evaluate --scenarios ~/rayon/examples/scenarios   # an installed rayon, the repository's scenarios

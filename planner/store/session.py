@@ -17,6 +17,7 @@ from planner.store.errors import StoreError
 DEFAULT_STATE = Path("~/.local/state/rayon/plan.db")
 # How the error for an empty store says to fill it; the command line may point at its own command.
 INIT_COMMAND = "rayon init --cluster CLUSTER.yaml"  # what `rayon` calls it (planner/cli/store.py)
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
 
 
 def default_state_path() -> Path | str:
@@ -46,6 +47,7 @@ class Database:
         `create=False`: a SQLite file that does not exist is a StoreError (`missing`), and nothing is created."""
         if not create:
             refuse_missing(target)
+        refuse_foreign(target)
         url = schema.target_url(target)
         where = (url.database or "") if url.get_backend_name() == "sqlite" else url.render_as_string(hide_password=True)
         return cls(_engine(url), where)
@@ -176,6 +178,21 @@ def refuse_missing(target: str | Path) -> None:
     path = sqlite_path(target)
     if path is not None and not path.exists():
         raise StoreError("missing", f"no plan store at {path}; create one with `{INIT_COMMAND} --state {path}`")
+
+
+def refuse_foreign(target: str | Path) -> None:
+    """A StoreError (`input`, exit 2) when a SQLite target is a folder or a file that is no SQLite database."""
+    path = sqlite_path(target)
+    if path is None or not path.exists():
+        return
+    if path.is_dir():
+        raise StoreError("input", f"{path} is a folder, not a plan store",
+                         f"give the path of a store file, such as {path / 'plan.db'}")
+    with path.open("rb") as file:
+        head = file.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:  # an empty file is a database not yet written
+        raise StoreError("input", f"{path} is not a plan store (it is no SQLite database)",
+                         "give the path of a store made by `rayon init`, or of a file to create")
 
 
 def _engine(url: sa.URL) -> Engine:

@@ -246,3 +246,16 @@ def test_a_decision_committed_as_ctrl_c_came_is_counted(  # type: ignore[no-unty
     monkeypatch.setattr(Store, "submit", submit)
     stopped = rayon("submit", str(batch))
     assert stopped.exit_code == 130 and "interrupted: 2 of 2 submitted" in stopped.stderr, stopped.output
+
+
+@pytest.mark.parametrize("what", ["folder", "text file"])
+def test_a_state_that_is_no_store_is_bad_input(tmp_path: Path, what: str) -> None:
+    """`--state DIR` or a file that is no database: exit 2 with what to give instead, not an internal failure."""
+    target = tmp_path / "here"
+    if what == "folder":
+        target.mkdir()
+    else:
+        target.write_text("not a database\n")
+    for args in (["list"], ["init", "--cluster", str(EXAMPLES / "cluster.yaml")]):
+        result = CliRunner().invoke(main, [*args, "--state", str(target)], prog_name="rayon")
+        assert result.exit_code == 2 and "not a plan store" in result.stderr, (args, result.output)

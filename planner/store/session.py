@@ -17,7 +17,6 @@ from planner.store.errors import StoreError
 DEFAULT_STATE = Path("~/.local/state/rayon/plan.db")
 # How the error for an empty store says to fill it; the command line may point at its own command.
 INIT_COMMAND = "rayon init --cluster CLUSTER.yaml"  # what `rayon` calls it (planner/cli/store.py)
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
 
 
 def default_state_path() -> Path | str:
@@ -95,8 +94,9 @@ class Database:
                 yield connection
                 committing = time.perf_counter()  # leaving the block commits
         except sa.exc.DBAPIError as exc:
-            raise StoreError("database", f"the plan store at {self.where} failed: {exc.orig}",
-                             "is it a plan store, and is the database reachable?") from exc
+            raise foreign(exc, self.where) or StoreError("database", f"the plan store at {self.where} failed: "
+                                                                     f"{exc.orig}", "is it a plan store, and is the "
+                                                                     "database reachable?") from exc
         if write and self.on_commit is not None:
             self.on_commit(time.perf_counter() - committing)
 
@@ -181,18 +181,20 @@ def refuse_missing(target: str | Path) -> None:
 
 
 def refuse_foreign(target: str | Path) -> None:
-    """A StoreError (`input`, exit 2) when a SQLite target is a folder or a file that is no SQLite database."""
+    """A StoreError (`input`, exit 2) when a SQLite target is a folder. (A file that is no database is found by
+    SQLite itself, `foreign`: opening and closing the file here would drop this process's SQLite locks on it.)"""
     path = sqlite_path(target)
-    if path is None or not path.exists():
-        return
-    if path.is_dir():
+    if path is not None and path.is_dir():
         raise StoreError("input", f"{path} is a folder, not a plan store",
                          f"give the path of a store file, such as {path / 'plan.db'}")
-    with path.open("rb") as file:
-        head = file.read(len(SQLITE_HEADER))
-    if head and head != SQLITE_HEADER:  # an empty file is a database not yet written
-        raise StoreError("input", f"{path} is not a plan store (it is no SQLite database)",
-                         "give the path of a store made by `rayon init`, or of a file to create")
+
+
+def foreign(exc: sa.exc.DBAPIError, where: str) -> StoreError | None:
+    """The StoreError (`input`, exit 2) for a SQLite file that is no database, else None."""
+    if "file is not a database" not in str(exc.orig):
+        return None
+    return StoreError("input", f"{where} is not a plan store (it is no SQLite database)",
+                      "give the path of a store made by `rayon init`, or of a file to create")
 
 
 def _engine(url: sa.URL) -> Engine:

@@ -259,3 +259,18 @@ def test_a_state_that_is_no_store_is_bad_input(tmp_path: Path, what: str) -> Non
     for args in (["list"], ["init", "--cluster", str(EXAMPLES / "cluster.yaml")]):
         result = CliRunner().invoke(main, [*args, "--state", str(target)], prog_name="rayon")
         assert result.exit_code == 2 and "not a plan store" in result.stderr, (args, result.output)
+
+
+@pytest.mark.parametrize("command", [["plan", "--cluster", str(EXAMPLES / "cluster.yaml")], ["submit"]])
+def test_plan_and_submit_warn_of_a_bare_memory_number_as_check_does(  # type: ignore[no-untyped-def]
+        rayon, tmp_path: Path, command: list[str]) -> None:
+    """`memory: 2` is 2 MiB: `rayon check` warned, `plan` and `submit` said nothing (issue #30)."""
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    small = tmp_path / "small.rdl"
+    small.write_text("reservation small { atom(b={memory: 2, vcores: 1}, w=1h) }\n")
+    if command[0] == "plan":  # no store: no --state
+        result = CliRunner().invoke(main, [*command, str(small)], prog_name="rayon")
+    else:
+        result = rayon(*command, str(small))
+    assert result.exit_code == 0, result.output
+    assert "`memory: 2` is 2 MiB; did you mean 2GiB?" in result.stderr

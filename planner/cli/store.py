@@ -394,7 +394,12 @@ def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> Non
     moves the clock with the wall clock by itself; this command is for plans kept by hand.
     """
     with opened(state_path) as store:
+        kept = not store.keeps_clock()  # a `rayon serve` keeps it (and follows its own clock from where this leaves it)
         report = store.advance(resolve_time(to, store.now()))
+        if kept:
+            click.echo("warning: another process keeps this plan's clock (a `rayon serve`); it goes on from "
+                       f"{units.format_instant(report.now)}, and one on the wall clock waits until the wall clock "
+                       "reaches it (its /metrics show the lag)", err=True)
         if as_json:
             click.echo(json.dumps(report.to_json(), indent=2))
             return

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any as AnyType
@@ -274,3 +276,23 @@ def test_plan_and_submit_warn_of_a_bare_memory_number_as_check_does(  # type: ig
         result = rayon(*command, str(small))
     assert result.exit_code == 0, result.output
     assert "`memory: 2` is 2 MiB; did you mean 2GiB?" in result.stderr
+
+
+def test_advance_warns_when_another_process_keeps_the_clock(rayon, tmp_path: Path) -> None:  # type: ignore
+    """As when a wall-clock server keeps the plan (issue #30: accepted without a word, the server's lag then
+    negative); the move is still made."""
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    lock = tmp_path / "plan.db.keeper"  # what a server holds (planner/store/keeper.py)
+    script = "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); print(flush=True); " \
+             "time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", script, str(lock)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"\n"
+        moved = rayon("advance", "--to", "+1h")
+        assert moved.exit_code == 0, moved.output
+        assert "warning: another process keeps this plan's clock" in moved.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    alone = rayon("advance", "--to", "+1h")
+    assert alone.exit_code == 0 and "warning" not in alone.stderr

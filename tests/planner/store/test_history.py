@@ -123,6 +123,7 @@ def test_rayon_history_and_retention_commands(tmp_path: Path) -> None:
         return result.output
 
     rayon("init", "--cluster", str(tmp_path / "cluster.yaml"))
+    assert "nothing in the history" in rayon("history") and "none of 0" not in rayon("history")
     rayon("submit", str(tmp_path / "a.rdl"))
     rayon("advance", "--to", at(HORIZON + 15))
     table = rayon("history")

@@ -141,3 +141,11 @@ def test_a_server_killed_and_started_again_days_later_catches_up_on_the_wall_clo
     assert placed[-1] >= (now - began) // timedelta(hours=1) + 22  # the series reaches a day ahead again
     assert sorted(missed + placed) == list(range(placed[-1] + 1))  # every hour decided exactly once
     assert stored_violations(state) == []
+
+
+def test_a_manual_clock_is_not_said_to_be_kept_by_the_server(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """`--clock manual` logged "this server keeps the plan's clock" (issue #30)."""
+    clock = WallClock(store, ClockMode("manual"), FakeWall(instant(10)), on_tick=[lambda: None])
+    with caplog.at_level("INFO", logger="rayon"):
+        assert clock.keeping()
+    assert "keeps the plan's clock" not in caplog.text and "the plan's clock is manual" in caplog.text

@@ -13,7 +13,7 @@ import click
 
 from rdl import units
 from rdl.cluster import Cluster, load_cluster
-from rdl.errors import RayonError, RDLError, RDLErrors, Reported
+from rdl.errors import Interrupted, RayonError, RDLError, RDLErrors, Reported, did_you_mean
 from rdl.forms.jsonform import to_json
 from rdl.lint import lint
 from rdl.load import FORMATS, LoadedFile, all_errors, load
@@ -39,7 +39,10 @@ class RayonCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> AnyType:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt:  # not click's "Aborted!", exit 1: a command that reports progress says more
+                raise Interrupted("interrupted", hint="what was committed before it stays") from None
         except RayonError as error:
             text = error.render()
             if text:
@@ -81,6 +84,19 @@ class NameParam(click.ParamType):
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(self.registry) + "]"
+
+
+class Choice(click.Choice):  # type: ignore[type-arg]
+    """click's Choice, with a suggestion for a near miss (`gree_l`: did you mean `gree-l`?)."""
+
+    def convert(self, value: AnyType, param: click.Parameter | None, ctx: click.Context | None) -> AnyType:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as error:
+            hint = did_you_mean(str(value), [str(choice) for choice in self.choices])
+            if hint is None:
+                raise
+            self.fail(f"{error.message} ({hint})", param, ctx)
 
 
 class ParsedParam(click.ParamType):

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 EXIT_INTERNAL = 1  # the product failed: a database down, a bug
 EXIT_BAD_INPUT = 2  # the user's input was refused; nothing was changed
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT), as a shell reports it: what was done is said
 
 
 class RayonError(Exception):
@@ -66,6 +67,13 @@ def _rebuild(kind: type[RayonError], args: tuple[Any, ...], state: dict[str, Any
     error.args = args
     error.__dict__.update(state)
     return error
+
+
+class Interrupted(RayonError):
+    """Ctrl-C: the command stopped; its message says what was done and what was not."""
+
+    code = "interrupted"
+    exit_code = EXIT_INTERRUPTED
 
 
 class Reported(RayonError):

@@ -46,19 +46,19 @@ def finite(value: float, text: str) -> float:
     return value
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, likely_unit: str = "m") -> float:
     """A duration of time such as `90m`, `1.5h` or `1h30m` (units largest first, each once), in seconds; at most a
-    century."""
-    return bounded(parse_work(text), text)
+    century; a bare number is an error suggesting `likely_unit` (what the setting is usually given in)."""
+    return bounded(parse_work(text, likely_unit), text)
 
 
-def parse_work(text: str) -> float:
+def parse_work(text: str, likely_unit: str = "m") -> float:
     """Bundle-time written as a duration (`w=50h`), in bundle-seconds: like a duration, with no bound but finite."""
     if _COMPOUND.match(text.strip()) and not NUMBER_WITH_UNIT.match(text.strip()):
         return _compound_duration(text)
     number, unit = split_number(text)
     if not unit:
-        raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}m`?)")
+        raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}{likely_unit}`?)")
     return finite(number * _duration_unit(unit, text), text)
 
 

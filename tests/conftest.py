@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis's timing checks (a 200 ms deadline per example, the too-slow health check) fail on a busy machine
+# however correct the code: no test of ours depends on how fast an example runs (speed lives in benchmarks/).
+settings.register_profile("rayon", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rayon")
 
 # The MILP agent is solver-heavy on hypothesis's random plans and on the week-long example plans:
 # those runs belong to `-m slow`; its conformance and brute-force cases stay in the fast default.

@@ -489,8 +489,9 @@ def test_plan_relative_times_count_from_now() -> None:
     assert document["cluster"]["start"] == "2026-11-23T00:00:00Z"  # the plan's grid is still the cluster's
 
 
-def test_plan_window_already_past_is_rejected_with_window() -> None:
-    path, now = EXAMPLES / "mpi_solver.rdl", "2026-11-23T15:00:00Z"  # its window is [02:00, 14:00)
+def test_plan_window_already_past_is_rejected_with_window(tmp_path: Path) -> None:
+    path, now = tmp_path / "past.rdl", "2026-11-23T15:00:00Z"  # its window is [02:00, 14:00)
+    path.write_text((EXAMPLES / "mpi_solver.rdl").read_text().replace("arrival=+2h", "arrival=2026-11-23T02:00:00Z"))
     document = plan_json(path, now=now)
     [decision] = assert_plan_ok(document, [path], now=now).values()
     assert decision["accepted"] is False
@@ -714,3 +715,12 @@ def test_plan_json_keeps_stdout_empty_on_bad_input(small: Path) -> None:
 def test_check_json_stays_one_document_when_a_file_is_bad(small: Path) -> None:
     result = rayon("check", "--json", small.parent / "bad.rdl")
     assert result.exit_code == 2 and "error" not in json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(("args", "hint"), [
+    (["sumbit", "x.rdl"], "did you mean `submit`?"),
+    (["simulate", "--agent", "gree_l", "examples/scenarios/tiny.yaml"], "did you mean `gree-l`?"),
+])
+def test_a_near_miss_of_a_name_gets_a_suggestion(args: list[str], hint: str) -> None:
+    result = rayon(*args)
+    assert result.exit_code == 2 and hint in result.stderr, result.stderr

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from rdl.errors import did_you_mean
+
 
 @dataclass(frozen=True, slots=True)
 class LazyCommand:
@@ -44,6 +46,15 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
+        """click's, with a suggestion for a near miss (`rayon sumbit`: did you mean `submit`?)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            hint = did_you_mean(name, self.list_commands(ctx))
+            ctx.fail(f"No such command '{name}'." + (f" ({hint})" if hint else ""))
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in self.lazy_commands:

@@ -45,7 +45,7 @@ from follower.sim.scenario import Scenario, agent_names, load_factor, load_scena
 from follower.sim.setup import SIMULATION_POLICIES
 from follower.sim.workloads.job import Workload
 from planner.agents.replay import ReplayAgent
-from rdl.cli import RayonCommand
+from rdl.cli import Choice, RayonCommand
 from rdl.errors import RayonError, RDLErrors
 from rdl.progress import progress
 from rdl.table import format_table
@@ -112,7 +112,7 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 
 @click.command("simulate", cls=RayonCommand)
 @click.argument("scenario", type=click.Path(exists=True, dir_okay=False))
-@click.option("--agent", type=click.Choice((*agent_names(), *PEER_AGENTS)), help="Planning agent; `none` plans "
+@click.option("--agent", type=Choice((*agent_names(), *PEER_AGENTS)), help="Planning agent; `none` plans "
               "nothing (the time-agnostic baseline); yarn-* replay YARN's own agents' decisions, made beforehand "
               "(see --decisions). Default: the scenario's.")
 @click.option("--decisions", type=click.Path(exists=True, dir_okay=False), help="Replay another system's "
@@ -294,7 +294,7 @@ class PeerRows:
               help="The UWFQ section on the task-level Spark model (`rayon spark`, as many seeds; a few minutes).")
 @click.option("--render", is_flag=True, help="Write the report in --out again from its results.json, simulating "
               "nothing (but the Spark section's runs): for a change in how the report is written.")
-@click.option("--quick", is_flag=True, help="A small grid in a few minutes (options given still win): "
+@click.option("--quick", is_flag=True, help="A small grid, about 4 minutes on two busy cores (options given still win): "
               f"{QUICK_FLAGS}.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,
@@ -317,7 +317,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     Examples:
       rayon evaluate                                   # the default grid, into evaluation/
       rayon evaluate --out docs/evaluation --force     # regenerate the committed report (hours)
-      rayon evaluate --quick --out /tmp/report         # minutes: the point, not the whole grid
+      rayon evaluate --quick --out /tmp/report         # about 4 minutes: the point, not the whole grid
       rayon evaluate --scheduler tcp://10.0.0.5:8786   # on your Dask cluster
       rayon evaluate --seeds 1 --milp-time-limit 1     # one seed per cell, a faster MILP: no intervals
       rayon evaluate --reservations synthetic_mix --slacks 3 --fairness '' --out /tmp/report

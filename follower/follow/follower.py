@@ -201,7 +201,10 @@ class PlanView:
         step = step_floor(clock.origin, now, clock.step)
         if not 0 <= step < clock.steps:
             horizon = f"[{units.format_instant(clock.origin)}, {units.format_instant(clock.at(clock.steps))})"
-            raise FollowerError(f"{units.format_instant(now)} is outside the plan's horizon, {horizon}")
+            when = "behind the plan's clock" if step < 0 else "beyond the plan's horizon"
+            raise FollowerError(f"{units.format_instant(now)} is outside the plan's horizon, {horizon} ({when})",
+                                hint="a time relative to the plan's clock works on any day, such as `--from +0h "
+                                     "--to +6h`")
         return step
 
 

@@ -94,7 +94,11 @@ class WallClock:
         """Whether this server keeps the plan's clock now (saying so when that changes)."""
         keeps = self.store.keeps_clock()
         if keeps != self._kept:
-            log.info("this server %s the plan's clock", "keeps" if keeps else "does not keep")
+            if self.mode.kind == "manual":  # nothing moves the clock but `rayon advance`: it is not this server's
+                log.info("this server %s each step's work (the plan's clock is manual: `rayon advance` moves it)",
+                         "does" if keeps else "does not do")
+            else:
+                log.info("this server %s the plan's clock", "keeps" if keeps else "does not keep")
             self._kept = keeps
         return keeps
 

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any as AnyType
 
@@ -26,15 +27,22 @@ def replan(target: str, actor: str, time_limit: float | None, solver: str | None
     """Re-plan the store at `target`; the outcome, or the store's error, as JSON."""
     from planner.core.compile import Clock
     from planner.store.facade import Store, StoreError
+    from planner.store.lifecycle import REPLAN_SOLVE_SHARE
 
     started = units.format_instant(datetime.now(UTC))
+    began = time.perf_counter()
     try:
         with Store.open(target) as store:
-            outcome = store.replan(actor=actor, time_limit=time_limit, backend=solver, gap=gap)
-            admitted = store.readmit(actor)  # rejections that fit the replanned plan
+            # The time limit covers the job: the solver gets most of it, re-admitting what is left.
+            solve = None if time_limit is None else time_limit * REPLAN_SOLVE_SHARE
+            outcome = store.replan(actor=actor, time_limit=solve, backend=solver, gap=gap)
+            skipped: list[str] = []
+            until = None if time_limit is None else began + time_limit
+            admitted = store.readmit(actor, until, skipped)  # rejections that fit the replanned plan
             cluster = store.cluster()
             result = outcome.to_json(Clock(cluster.start, cluster.step, cluster.steps))
             result["admitted"] = [decision.reservation for decision in admitted]
+            result["not_retried"] = skipped
         return {"started": started, "result": result}
     except StoreError as error:
         return {"started": started, "error": {"code": error.code, "message": error.message, "hint": error.hint}}
@@ -42,7 +50,9 @@ def replan(target: str, actor: str, time_limit: float | None, solver: str | None
 
 def end_with_server() -> None:
     """Block until the server closes this process's standard input, then kill this process group."""
-    while sys.stdin.buffer.read(4096):
+    # The descriptor itself, not `sys.stdin`: a daemon thread blocked inside a buffered reader holds its lock, and
+    # the interpreter's shutdown, taking that lock to close it, aborts ("_enter_buffered_busy", exit 134).
+    while os.read(sys.stdin.fileno(), 4096):
         pass
     os.killpg(os.getpgrp(), signal.SIGKILL)
 

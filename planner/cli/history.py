@@ -42,8 +42,10 @@ def history_command(name: str | None, user: str | None, wanted: str | None, limi
              *reserved_span(a.record, clock), units.format_instant(a.archived),
              a.record.reason.code if a.record.reason else "-"] for a in found]
     click.echo(format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "ARCHIVED", "REASON"], rows))
-    shown = f"{offset + 1}-{offset + len(found)} of {total}" if found else f"none of {total}"
-    click.echo(f"{shown} in the history; {line}")
+    if found:
+        click.echo(f"{offset + 1}-{offset + len(found)} of {total} in the history; {line}")
+    else:  # not "none of 0"
+        click.echo(f"{'nothing' if total == 0 else f'none of {total} past --offset {offset}'} in the history; {line}")
 
 
 @click.command("retention", cls=RayonCommand)

@@ -19,7 +19,16 @@ from planner.agents.registry import AGENTS, DEFAULT_AGENT, get_agent
 from planner.core.compile import Clock
 from planner.core.decision import Decision
 from rdl import units
-from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, read_cluster, resolve_time, time_help
+from rdl.cli import (
+    NameParam,
+    RayonCommand,
+    TimeParam,
+    TimeValue,
+    echo_warnings,
+    read_cluster,
+    resolve_time,
+    time_help,
+)
 from rdl.cluster import Cluster
 from rdl.errors import EXIT_INTERNAL, RayonError, Reported
 from rdl.load import all_errors, load
@@ -94,11 +103,13 @@ def echo_decisions(decisions: Sequence[Decision], clock: Clock, agent: str) -> N
 
 
 def load_valid(paths: Sequence[str], cluster: Cluster, now: datetime | None, consequence: str) -> list[Reservation]:
-    """Every reservation in the files, validated against the cluster; or every error, saying `consequence`."""
+    """Every reservation in the files, validated against the cluster (their warnings shown, as `rayon check` shows
+    them); or every error, saying `consequence`."""
     files = [f for f in load(paths, None, cluster, now) if f.cluster is None]
     errors = all_errors(files)
     if errors is not None:
         raise errors.then(consequence)
+    echo_warnings(files)
     return [r for f in files for r in f.reservations]
 
 

@@ -380,7 +380,8 @@ def token(user: str, role: str, tokens_path: str, lifetime: str | None) -> None:
         fail(str(error))
     click.echo(secret)
     until = f", valid until {units.format_instant(expires)}" if expires else ""
-    click.echo(f"added a {role} token for `{user}` to {tokens_path}{until}; it is shown only this once "
+    article = "an" if role[:1] in "aeio" else "a"  # an admin, a user
+    click.echo(f"added {article} {role} token for `{user}` to {tokens_path}{until}; it is shown only this once "
                "(a running server picks up the file's changes within seconds, or at once on SIGHUP)", err=True)
 
 

@@ -10,6 +10,7 @@ schema version), 1 when the database fails or the plan kept changing under a re-
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -24,7 +25,7 @@ from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
 from planner.agents.registry import AGENTS, DEFAULT_AGENT
 from planner.cli.plan import check_rejections, echo_decisions, fail_on_reject_option, load_valid, require_reservations
 from planner.core.compile import Clock
-from planner.core.decision import allocation_json
+from planner.core.decision import Decision, allocation_json
 from planner.core.plan import Allocation
 from planner.replan.adapt import parse_vector
 from planner.store.facade import (
@@ -37,9 +38,10 @@ from planner.store.facade import (
     StoreError,
     default_state_path,
 )
+from planner.store.lifecycle import REPLAN_SOLVE_SHARE
 from rdl import units
 from rdl.cli import NameParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
-from rdl.errors import RayonError, RDLErrors
+from rdl.errors import Interrupted, RayonError, RDLErrors
 from rdl.forms import yarn_conf
 from rdl.shape import step_floor
 from rdl.source import read_text
@@ -154,29 +156,60 @@ def from_yarn(path: str, queue: str | None, capacity: str | None, step: str, hor
 @click.option("--agent", type=NameParam(AGENTS), default=DEFAULT_AGENT, show_default=True, help="Planning agent.")
 @click.option("--dry-run", is_flag=True, help="Answer without committing anything.")
 @click.option("--now", "when", type=TimeParam(), help=time_help("Submission time (default: the plan's clock)."))
+@click.option("--skip-existing", is_flag=True,
+              help="Skip reservations whose name the store holds already (to finish a submission that was stopped).")
 @fail_on_reject_option
 @state_option
 @json_option
-def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, fail_on_reject: bool,
-                   state_path: str | None, as_json: bool) -> None:
+def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, skip_existing: bool,
+                   fail_on_reject: bool, state_path: str | None, as_json: bool) -> None:
     """Submit reservation files to the stored plan; each decision is committed before it is shown.
 
     Exit status: 0 when every reservation was decided (with --fail-on-reject, 3 when any was rejected),
-    2 for bad input (nothing submitted; files holding no reservation too), 1 for an internal failure.
+    2 for bad input (nothing submitted; files holding no reservation too), 1 for an internal failure,
+    130 when interrupted (Ctrl-C): the decisions made until then are committed and shown, and
+    `--skip-existing` submits the rest.
     """
     with opened(state_path) as store:
         cluster = store.cluster()
         now = resolve_time(when, store.now())
         reservations = load_valid(paths, cluster, now or store.now(), "nothing was submitted")
         require_reservations(reservations, paths, "nothing was submitted")
-        decisions = [store.submit(r, agent, submitted=now, dry_run=dry_run, validated=True) for r in reservations]
-        clock = store.clock()
-        if as_json:
-            click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
-        else:
-            echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
-            click.echo(clock_line(store))
+        held = store.existing([r.name for r in reservations])
+        skipped = held if skip_existing else set()
+        if skipped:
+            click.echo(f"skipped {len(skipped)} the store holds already: {', '.join(sorted(skipped)[:10])}"
+                       f"{' ...' if len(skipped) > 10 else ''}", err=True)
+        wanted = [r for r in reservations if r.name not in skipped]
+        decisions: list[Decision] = []
+        try:
+            for reservation in wanted:
+                decisions.append(store.submit(reservation, agent, submitted=now, dry_run=dry_run, validated=True))
+        except KeyboardInterrupt:
+            echo_submitted(store, decisions, agent, dry_run, as_json)
+            # Counted in the store: the decision under way when Ctrl-C came may have been committed too.
+            done = len(decisions) if dry_run else len(store.existing([r.name for r in wanted]) - held)
+            raise interrupted(done, len(wanted), dry_run) from None
+        echo_submitted(store, decisions, agent, dry_run, as_json)
     check_rejections(decisions, fail_on_reject)
+
+
+def echo_submitted(store: Store, decisions: list[Decision], agent: str, dry_run: bool, as_json: bool) -> None:
+    """The decisions made, as JSON or a table and the clock's line."""
+    clock = store.clock()
+    if as_json:
+        click.echo(json.dumps({"dry_run": dry_run, "decisions": [d.to_json(clock) for d in decisions]}, indent=2))
+    else:
+        echo_decisions(decisions, clock, agent + (" (dry run: nothing committed)" if dry_run else ""))
+        click.echo(clock_line(store))
+
+
+def interrupted(done: int, total: int, dry_run: bool) -> Interrupted:
+    """What a submission stopped by Ctrl-C did, and how to finish it."""
+    if dry_run:
+        return Interrupted(f"interrupted: {done} of {total} answered (dry run: nothing committed)")
+    return Interrupted(f"interrupted: {done} of {total} submitted (each committed with its decision); the rest were "
+                       "not", hint="run the same command with --skip-existing to submit the rest")
 
 
 def clock_line(store: Store) -> str:
@@ -361,7 +394,12 @@ def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> Non
     moves the clock with the wall clock by itself; this command is for plans kept by hand.
     """
     with opened(state_path) as store:
+        kept = not store.keeps_clock()  # a `rayon serve` keeps it (and follows its own clock from where this leaves it)
         report = store.advance(resolve_time(to, store.now()))
+        if kept:
+            click.echo("warning: another process keeps this plan's clock (a `rayon serve`); it goes on from "
+                       f"{units.format_instant(report.now)}, and one on the wall clock waits until the wall clock "
+                       "reaches it (its /metrics show the lag)", err=True)
         if as_json:
             click.echo(json.dumps(report.to_json(), indent=2))
             return
@@ -429,7 +467,7 @@ def echo_capacity(report: CapacityReport, clock: Clock) -> None:
 
 @click.command("replan", cls=RayonCommand)
 @click.option("--time-limit", type=click.FloatRange(min=0.5), default=DEFAULT_TIME_LIMIT, show_default=True,
-              help="Seconds the solver may take.")
+              help="Seconds the whole command may take (the solver gets most of them; what is left re-admits).")
 @click.option("--solver", type=NameParam(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
               help="MILP backend.")
 @click.option("--gap", type=click.FloatRange(min=0.0), default=DEFAULT_GAP, show_default=True,
@@ -444,18 +482,23 @@ def replan_command(time_limit: float, solver: str, gap: float, state_path: str |
     nothing gets smoother in the time given, nothing changes. Then reservations rejected (or dropped) for
     capacity whose deadline is still ahead are submitted again, and those that fit now are admitted.
     """
+    started = time.perf_counter()
     with opened(state_path) as store:
         if not as_json:
             click.echo(f"re-planning with {solver} (up to {time_limit:g}s)...", err=True)
-        outcome = store.replan(time_limit=time_limit, backend=solver, gap=gap)
-        admitted = [decision.reservation for decision in store.readmit()]
+        outcome = store.replan(time_limit=time_limit * REPLAN_SOLVE_SHARE, backend=solver, gap=gap)
+        skipped: list[str] = []
+        admitted = [decision.reservation for decision in store.readmit(until=started + time_limit, skipped=skipped)]
         clock = store.clock()
         if as_json:
-            click.echo(json.dumps({**outcome.to_json(clock), "admitted": admitted}, indent=2))
+            click.echo(json.dumps({**outcome.to_json(clock), "admitted": admitted, "not_retried": skipped}, indent=2))
             return
         echo_replan(outcome, clock)
         if admitted:
             click.echo(f"admitted, as they fit now: {', '.join(admitted)}")
+        if skipped:
+            click.echo(f"{len(skipped)} rejected for capacity not tried again: the time limit was up "
+                       f"(the next replan tries them)")
 
 
 def echo_replan(outcome: ReplanOutcome, clock: Clock) -> None:

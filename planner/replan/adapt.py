@@ -19,7 +19,9 @@ change is appended to its `changes:` list), and the plan adapts to it:
    most important first, so none is dropped that could stay: never more drops than needed.
 
 A reservation already running (a lease that started before the plan's clock) is never moved: it
-stays where it is if it fits, or is dropped. YARN, for comparison, deletes the most recently
+stays where it is if it fits, or is dropped. The instances of a recurring one are apart: those that
+began stay where they are, and those yet to begin are re-placed one by one, each in its own period,
+so a running (or ended) instance does not pin the rest of the series. YARN, for comparison, deletes the most recently
 accepted reservations active at an overloaded instant until it fits, whatever their priority,
 and never tries to move them.
 """
@@ -27,7 +29,7 @@ and never tries to move them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any as AnyType
 
@@ -35,6 +37,7 @@ import numpy as np
 import yaml
 
 from planner.agents.base import Agent
+from planner.core.compile import series_instance
 from planner.core.plan import Accepted, Allocation, Plan
 from planner.core.policy import check
 from rdl import config, units
@@ -257,12 +260,12 @@ def _place_all(plan: Plan, reservations: Sequence[Accepted], agent: Agent) -> di
             plan.add(accepted)
     for accepted in reservations:
         name = accepted.reservation.name
-        if name in placed or started(plan, accepted):
+        if name in placed:
             continue
-        outcome = agent.place(plan, accepted.reservation, accepted.submitted)
-        if outcome.allocations is not None:
-            placed[name] = outcome.allocations
-            plan.add(Accepted(accepted.reservation, accepted.submitted, list(outcome.allocations)))
+        allocations = _elsewhere(plan, accepted, agent)
+        if allocations is not None:
+            placed[name] = allocations
+            plan.add(Accepted(accepted.reservation, accepted.submitted, list(allocations)))
     return placed
 
 
@@ -270,11 +273,40 @@ def _place(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[Allocation, ..
     """Where one reservation goes back on `plan` (added to it): its old place if it fits, else a new one."""
     allocations: tuple[Allocation, ...] | None = tuple(accepted.allocations)
     if not _fits(plan, accepted.allocations, accepted):
-        allocations = None if started(plan, accepted) else \
-            agent.place(plan, accepted.reservation, accepted.submitted).allocations
+        allocations = _elsewhere(plan, accepted, agent)
     if allocations is not None:
         plan.add(Accepted(accepted.reservation, accepted.submitted, list(allocations)))
     return allocations
+
+
+def _elsewhere(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[Allocation, ...] | None:
+    """A new place for a reservation on `plan` (not added to it), or None: a running one cannot move, except the
+    instances of a recurring one that have not begun."""
+    if not started(plan, accepted):
+        return agent.place(plan, accepted.reservation, accepted.submitted).allocations
+    if accepted.reservation.every is None:
+        return None
+    return _series_elsewhere(plan, accepted, agent)
+
+
+def _series_elsewhere(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[Allocation, ...] | None:
+    """A running series with its begun instances where they are and the others re-placed one by one, each in its
+    own period (as the series places an instance entering the horizon); None if one of them finds no place."""
+    begun = {a.instance for a in accepted.allocations if a.start < plan.now_step}
+    kept = [a for a in accepted.allocations if a.instance in begun]
+    if not _fits(plan, kept, accepted):
+        return None
+    scratch, name = plan.copy(), accepted.reservation.name
+    scratch.add(Accepted(accepted.reservation, accepted.submitted, kept))
+    for index in sorted({a.instance for a in accepted.allocations} - begun):
+        one = series_instance(accepted.reservation, accepted.submitted, index)
+        outcome = agent.place(scratch, replace(one, name=f"{name}#{index}"), plan.now)
+        if outcome.allocations is None:
+            return None
+        current = scratch.remove(name)
+        placed = [replace(a, instance=index) for a in outcome.allocations]
+        scratch.add(Accepted(current.reservation, current.submitted, [*current.allocations, *placed]))
+    return tuple(scratch.accepted[name].allocations)
 
 
 def _fits(plan: Plan, allocations: Sequence[Allocation], accepted: Accepted) -> bool:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced
@@ -50,6 +51,7 @@ from planner.core.plan import Accepted, Plan, shifted
 from planner.replan import adapt
 from planner.store import axis, history, lifecycle, queries, schema, series
 from planner.store.cache import PlanCache, plan_key, swapping
+from planner.store.driver import named_rows
 from planner.store.errors import StoreError
 from planner.store.forward import Answered, SharedDecider
 from planner.store.group import Batches
@@ -69,6 +71,7 @@ ACTIONS = schema.ACTIONS
 # others change would be decided twice.
 DISTRUST_BATCHES = 100
 DECIDE_ATTEMPTS = 5  # decisions made again when another writer changed the plan under them, before giving up
+EXISTING_CHUNK = 500  # names asked about in one statement (SQLite bounds the parameters of one)
 
 
 class Store:
@@ -482,14 +485,19 @@ class Store:
         Every accepted reservation stays accepted; running ones (a lease began before the clock) stay
         where they are. The solver works on a snapshot without holding the writer lock; what moved is
         written in one transaction, and only if no other writer changed the plan meanwhile (otherwise
-        it solves again, up to REPLAN_ATTEMPTS times). If the solver finds nothing better, nothing changes.
+        it solves again, up to REPLAN_ATTEMPTS times, in what is left of `time_limit`). If the solver finds nothing
+        better, nothing changes.
         """
-        for _ in range(lifecycle.REPLAN_ATTEMPTS):
+        started = time.perf_counter()
+        for attempt in range(lifecycle.REPLAN_ATTEMPTS):
+            left = None if time_limit is None else time_limit - (time.perf_counter() - started)
+            if attempt and left is not None and left < lifecycle.REPLAN_LEAST_SECONDS:
+                break  # the time limit covers the attempts together
             with self._lock, self._db.session(write=False) as (connection, meta):
                 plan = self._cache.planner(connection, meta).plan.copy()
                 cluster = self._cache.cluster(connection, meta)
                 seen = (meta["plan_id"], meta["plan_version"])
-            outcome = axis.replan_on_store(lifecycle.reoptimise(plan, time_limit, backend, gap),
+            outcome = axis.replan_on_store(lifecycle.reoptimise(plan, left, backend, gap),
                                            axis.window_start(plan, cluster))
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
@@ -504,10 +512,12 @@ class Store:
         raise StoreError("conflict", f"the plan changed while it was being re-planned, {lifecycle.REPLAN_ATTEMPTS} "
                          "times; nothing was written", "run the re-planning again when submissions are quieter")
 
-    def readmit(self, actor: str | None = None) -> builtins.list[Decision]:
+    def readmit(self, actor: str | None = None, until: float | None = None,
+                skipped: builtins.list[str] | None = None) -> builtins.list[Decision]:
         """Submit again, as they were first submitted, the reservations rejected or dropped for capacity whose
         deadline is still ahead, oldest decision first; keep those that fit now (after a replan, or capacity
-        that came back). Only the accepted ones are written (as submissions by `actor`); the answer is theirs."""
+        that came back). Only the accepted ones are written (as submissions by `actor`); the answer is theirs.
+        None is tried once `time.perf_counter()` reaches `until`: `skipped` (when given) gains those left."""
         table = schema.reservations
         now = self.now()
         with self._lock, self._db.session(write=False) as (connection, _):
@@ -519,6 +529,10 @@ class Store:
             deadline = deadline_of(reservation, reservation.arrival_at(record.submitted))
             if reservation.every is None and deadline is not None and deadline <= now:
                 continue  # its window has passed: it could only be rejected again
+            if until is not None and time.perf_counter() >= until:
+                if skipped is not None:
+                    skipped.append(record.name)
+                continue
             agent = record.agent or DEFAULT_AGENT
             trial = self.submit(reservation, agent, actor, submitted=record.submitted, dry_run=True, explain=False,
                                 validated=True)
@@ -541,6 +555,15 @@ class Store:
                     return past.record
             self._state_of(connection, name)
             return queries.records(connection, schema.reservations.c.name == name)[0]
+
+    def existing(self, names: Sequence[str]) -> set[str]:
+        """Which of `names` the store holds already, in any state (a submission under one of them is refused)."""
+        found: set[str] = set()
+        with self._lock, self._db.session(write=False) as (connection, _):
+            for first in range(0, len(names), EXISTING_CHUNK):
+                found.update(row.name for row in named_rows(connection, schema.reservations,
+                                                            names[first:first + EXISTING_CHUNK]))
+        return found
 
     def list(self, user: str | None = None, state: str | None = None, start: datetime | None = None,
              end: datetime | None = None) -> builtins.list[Record]:

@@ -58,7 +58,7 @@ def retention_seconds(text: str) -> float | None:
     if value == FOREVER:
         return None
     try:
-        seconds = units.parse_duration(value)
+        seconds = units.parse_duration(value, "d")  # retentions are days and weeks
     except ValueError as exc:
         raise StoreError("input", f"a retention of `{value}` is not a duration: {exc}",
                          f"give a duration with a unit, such as `90d` or `12w`, or `{FOREVER}`") from exc

@@ -30,6 +30,8 @@ from rdl.errors import RDLErrors, did_you_mean
 from rdl.shape import step_floor
 from rdl.tree import Resources
 
+REPLAN_LEAST_SECONDS = 0.5  # a re-planning attempted again after a conflict needs at least this much of the limit
+REPLAN_SOLVE_SHARE = 0.8  # of a replan command's time limit for the solver; the rest for re-admitting and writing
 REPLAN_ATTEMPTS = 3  # re-plannings solved on a snapshot that another writer changed before they could commit
 
 

@@ -46,6 +46,7 @@ class Database:
         `create=False`: a SQLite file that does not exist is a StoreError (`missing`), and nothing is created."""
         if not create:
             refuse_missing(target)
+        refuse_foreign(target)
         url = schema.target_url(target)
         where = (url.database or "") if url.get_backend_name() == "sqlite" else url.render_as_string(hide_password=True)
         return cls(_engine(url), where)
@@ -94,8 +95,9 @@ class Database:
                 yield connection
                 committing = time.perf_counter()  # leaving the block commits
         except sa.exc.DBAPIError as exc:
-            raise StoreError("database", f"the plan store at {self.where} failed: {exc.orig}",
-                             "is it a plan store, and is the database reachable?") from exc
+            raise foreign(exc, self.where) or StoreError("database", f"the plan store at {self.where} failed: "
+                                                                     f"{exc.orig}", "is it a plan store, and is the "
+                                                                     "database reachable?") from exc
         if write and self.on_commit is not None:
             self.on_commit(time.perf_counter() - committing)
 
@@ -177,6 +179,23 @@ def refuse_missing(target: str | Path) -> None:
     path = sqlite_path(target)
     if path is not None and not path.exists():
         raise StoreError("missing", f"no plan store at {path}; create one with `{INIT_COMMAND} --state {path}`")
+
+
+def refuse_foreign(target: str | Path) -> None:
+    """A StoreError (`input`, exit 2) when a SQLite target is a folder. (A file that is no database is found by
+    SQLite itself, `foreign`: opening and closing the file here would drop this process's SQLite locks on it.)"""
+    path = sqlite_path(target)
+    if path is not None and path.is_dir():
+        raise StoreError("input", f"{path} is a folder, not a plan store",
+                         f"give the path of a store file, such as {path / 'plan.db'}")
+
+
+def foreign(exc: sa.exc.DBAPIError, where: str) -> StoreError | None:
+    """The StoreError (`input`, exit 2) for a SQLite file that is no database, else None."""
+    if "file is not a database" not in str(exc.orig):
+        return None
+    return StoreError("input", f"{where} is not a plan store (it is no SQLite database)",
+                      "give the path of a store made by `rayon init`, or of a file to create")
 
 
 def _engine(url: sa.URL) -> Engine:

@@ -64,7 +64,8 @@ def cluster_yaml(properties: Mapping[str, str], queue: str, capacity: Mapping[st
     average = _percent(properties, f"{PREFIX}{queue}.average-capacity", 100.0, source)
     window_ms = _number(properties, f"{PREFIX}{queue}.reservation-window", DEFAULT_WINDOW_MS, source)
     agent = properties.get(f"{PREFIX}{queue}.reservation-agent", "GreedyReservationAgent").rsplit(".", 1)[-1]
-    vector = {name: value * share for name, value in capacity.items()}
+    # Whole MiB and whole vcores, rounded down as YARN rounds a queue's share (`Resources.multiplyAndRoundDown`).
+    vector = {name: math.floor(value * share + 1e-9) for name, value in capacity.items()}
     document: dict[str, object] = {
         "start": units.format_instant(start), "step": units.format_duration(step),
         "horizon": units.format_duration(horizon),

@@ -300,7 +300,11 @@ def unquote(token: Token) -> str:
 
 def check_keys(parser: ValueReader, what: str, keywords: Keywords, allowed: tuple[str, ...], span: Span) -> None:
     for key, _ in keywords.values():
-        if key.text not in allowed:
+        if key.text not in allowed and not allowed:  # `all(..., gap=5m)`: no list of nothing to choose from
+            hint = f"`gap` belongs to `order`, not `{what}`" if key.text == "gap" else \
+                f"`{what}` takes only its children"
+            parser.bad(key, f"`{what}` has no argument `{key.text}`", None, hint)
+        elif key.text not in allowed:
             parser.bad(key, f"`{what}` has no argument `{key.text}`", "one of " + ", ".join(allowed),
                        did_you_mean(key.text, allowed))
 

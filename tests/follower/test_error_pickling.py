@@ -21,7 +21,7 @@ from follower.sim.workloads.report import LineIssue, TraceError
 from planner.api.auth import TokenError
 from planner.plot import PlotError
 from planner.store.errors import StoreError
-from rdl.errors import EXIT_INTERNAL, RayonError, RDLError, RDLErrors, Reported, Span
+from rdl.errors import EXIT_INTERNAL, Interrupted, RayonError, RDLError, RDLErrors, Reported, Span
 from rdl.lint import RDLWarning
 from rdl.registry import UnknownName
 
@@ -45,6 +45,7 @@ SAMPLES: list[RayonError] = [
     TokenError("tokens.txt:2", "not a hash"),
     PlotError("unknown resource `gpu`"),
     RDLWarning(AT, "`memory: 2` is 2 MiB", hint="did you mean 2GiB?"),
+    Interrupted("interrupted: 2 of 3 submitted", hint="run it again with --skip-existing"),
 ]
 
 

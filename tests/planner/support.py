@@ -166,3 +166,18 @@ def xfail_greedy(request: pytest.FixtureRequest, agent: str, reason: str) -> Non
     """Mark this test a strict expected failure for the greedy agents only (others, such as MILP, must pass)."""
     if agent in GREEDY_AGENTS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"{agent}: {reason}"))
+
+
+class Ticks:
+    """A clock for tests: each reading moves it on by `tick` seconds (0: it stands still), so that what an agent
+    decides from its time limit depends on the work it did (how often it read the clock), not on how fast the
+    machine is."""
+
+    def __init__(self, tick: float = 0.0) -> None:
+        self.now, self.tick, self.readings = 0.0, tick, 0
+
+    def __call__(self) -> float:
+        now = self.now
+        self.now += self.tick
+        self.readings += 1
+        return now

@@ -483,3 +483,10 @@ def test_json_and_text_agree_on_messages() -> None:
 def test_a_long_value_is_echoed_short() -> None:
     assert shown("12") == "12"
     assert shown("1" * 400) == "1" * 40 + "... (400 characters)"
+
+
+def test_a_keyword_given_to_all_says_where_gap_belongs_not_one_of_nothing() -> None:
+    """Not "expected one of " and an empty list (issue #30); as the JSON form says it."""
+    (error,) = errors_of(f"reservation r {{ all(atom({B}, w=1h), atom({B}, w=1h), gap=5m) }}").errors
+    assert error.message == "`all` has no argument `gap`"
+    assert error.hint == "`gap` belongs to `order`, not `all`" and "one of" not in error.render()

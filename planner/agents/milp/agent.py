@@ -92,7 +92,7 @@ from planner.agents.milp.coarsen import (
 from planner.agents.milp.model import Item, build, read_back, warm_start
 from planner.agents.milp.reshape import refill
 from planner.agents.milp.smooth import smooth
-from planner.agents.milp.solvers import DEFAULT_BACKEND, get_backend
+from planner.agents.milp.solvers import DEFAULT_BACKEND, Clock, bounded, get_backend
 from planner.core.compile import compile_reservation
 from planner.core.decision import Decision, Reason
 from planner.core.plan import Accepted, Allocation, Plan
@@ -171,6 +171,10 @@ class MilpAgent:
     smooth: bool = True
     dump_model: str | None = None
     coarsen: int | None = None  # plan steps per slot; None chooses from the model's size and the time limit
+    # What the time limit is measured on (tests inject a clock, so that what the agent decides does not depend on how
+    # busy the machine is), and a node limit per solve (work, not seconds; None: the time limit alone).
+    clock: Clock = field(default=time.perf_counter, repr=False, compare=False)
+    nodes: int | None = None
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
         """One reservation on the current plan (what online submission asks of every agent)."""
@@ -182,7 +186,7 @@ class MilpAgent:
 
     def decide(self, plan: Plan, batch: list[tuple[Reservation, datetime]], commit: bool = True) -> BatchResult:
         """Decide a batch together; accepted reservations are added to the plan when `commit`."""
-        started = time.perf_counter()
+        started = self.clock()
         report = MilpReport(self.backend)
         items, reasons = batch_items(plan, batch)
         incumbent_name, incumbent = best_greedy(plan, batch)
@@ -195,7 +199,7 @@ class MilpAgent:
             report.value_bound, report.value_bound_step = bound.value, bound.step
         report.greedy = incumbent_name
         report.greedy_value = _value(batch, incumbent)
-        report.greedy_seconds = time.perf_counter() - started
+        report.greedy_seconds = self.clock() - started
         chosen = incumbent
         if items:
             solved = self._ladder(plan, batch, items, incumbent, set(reasons), report, started)
@@ -240,20 +244,20 @@ class MilpAgent:
             incumbent = coarse_greedy(items, free, capacity)
             if not items:
                 return None, False
-        build_started = time.perf_counter()
+        build_started = self.clock()
         model = build(items, free, capacity, self.cost_weight)
-        report.build_seconds = time.perf_counter() - build_started
+        report.build_seconds = self.clock() - build_started
         report.variables = len(model.problem.variables())
         report.constraints = len(model.problem.constraints())
         warm_start(model, incumbent)
         if self.dump_model:
             write_model(model.problem, self.dump_model)
-        backend = get_backend(self.backend)
+        backend = bounded(get_backend(self.backend), self.nodes)
         # Handing a model to a solver and reading its answer back cost about what building it did, and the greedy
         # repair and the final decisions afterwards at most what the greedy start did: keep that much in hand
         # (measured: N=1000/T=1440 ended 0.9 s inside a 300 s limit with a third of the greedy start kept).
         margin = max(0.2, report.build_seconds) + report.greedy_seconds
-        remaining = self.time_limit - (time.perf_counter() - started) - margin
+        remaining = self.time_limit - (self.clock() - started) - margin
         if remaining < 0.1:
             report.status = "timeout"
             return None, False
@@ -268,7 +272,7 @@ class MilpAgent:
         accepted = {name for name, var in model.accept.items() if (var.varValue or 0) > 0.5}
         report.milp_value = sum(i.value for i in items if i.name in accepted)
         solution = read_back(model, accepted)
-        left = started + self.time_limit - time.perf_counter()
+        left = started + self.time_limit - self.clock()
         finer = finer and first.status == "optimal" and left >= LADDER_SECONDS
         return (solution if coarse is None else refine(coarse, solution)), finer
 
@@ -300,13 +304,14 @@ class MilpAgent:
             report.changes_before = total_changes(chosen)
             # What is left, less what the rejections' earliest deadlines are expected to take (a greedy pass each);
             # greedy shapes for the whole set first, in at most a share of it.
-            left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
-            refilled = refill(plan, batch, chosen, time.perf_counter() + REFILL_SHARE * left)
+            left = started + self.time_limit - self.clock() - report.greedy_seconds
+            refilled = refill(plan, batch, chosen, self.clock() + REFILL_SHARE * left, self.clock)
             if refilled is not None and total_changes(refilled) < report.changes_before:
                 chosen, report.refilled = refilled, True  # the same set, fewer changes
                 scratch = with_placed(plan, batch, chosen)
-            left = started + self.time_limit - time.perf_counter() - report.greedy_seconds
-            smoothed = smooth(scratch, list(chosen), max(0.0, left), self.backend, self.gap)
+            left = started + self.time_limit - self.clock() - report.greedy_seconds
+            smoothed = smooth(scratch, list(chosen), max(0.0, left), self.backend, self.gap, clock=self.clock,
+                              nodes=self.nodes)
             chosen = {name: scratch.accepted[name].allocations for name in chosen}
             report.changes_after = smoothed.changes_after
             report.smoothing = "done" if smoothed.finished else "time up"
@@ -324,7 +329,7 @@ class MilpAgent:
         report.value = _value(batch, chosen)
         if report.value_bound is not None:
             report.optimality_gap = max(0.0, 1.0 - report.value / report.value_bound) if report.value_bound > 0 else 0.0
-        report.seconds = time.perf_counter() - started
+        report.seconds = self.clock() - started
         if commit:
             for reservation, submitted in batch:
                 if reservation.name in chosen:

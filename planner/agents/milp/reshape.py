@@ -22,6 +22,7 @@ from datetime import datetime
 
 from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.milp.changes import changes
+from planner.agents.milp.solvers import Clock
 from planner.core.compile import compile_reservation
 from planner.core.plan import Accepted, Allocation, Plan
 from rdl.tree import Reservation
@@ -41,16 +42,16 @@ class ReshapeReport:
 
 
 def refill(base: Plan, batch: list[tuple[Reservation, datetime]], placed: dict[str, list[Allocation]],
-           deadline: float) -> dict[str, list[Allocation]] | None:
+           deadline: float, clock: Clock = time.perf_counter) -> dict[str, list[Allocation]] | None:
     """The fewest-changes plan of the same set as `placed` (a valid plan on `base`) that `pinned_fill` finds with
-    GREE-L or GREE and each of `orders`, tried until `deadline` (a `time.perf_counter()` value); None if none."""
+    GREE-L or GREE and each of `orders`, tried until `deadline` (on `clock`); None if none."""
     best: tuple[int, dict[str, list[Allocation]]] | None = None
     tries = orders(base, batch, placed)
     for agent in GREEDY_SHAPES:  # GREE-L's flat shapes first: on the benchmark's batches GREE's had 1.7-3.2x changes
         for order in tries:
-            if time.perf_counter() >= deadline:
+            if clock() >= deadline:
                 return None if best is None else best[1]
-            found = pinned_fill(agent, base, order, placed, deadline)
+            found = pinned_fill(agent, base, order, placed, deadline, clock)
             total = sum(changes(allocations) for allocations in found.values())
             if best is None or total < best[0]:
                 best = (total, found)
@@ -73,12 +74,13 @@ def orders(base: Plan, batch: list[tuple[Reservation, datetime]],
 
 
 def pinned_fill(agent: GreedyAgent, base: Plan, order: list[tuple[Reservation, datetime]],
-                placed: dict[str, list[Allocation]], deadline: float) -> dict[str, list[Allocation]]:
+                placed: dict[str, list[Allocation]], deadline: float,
+                clock: Clock = time.perf_counter) -> dict[str, list[Allocation]]:
     """Every reservation of `order` on `base`: placed by `agent` one by one, except those it missed in an earlier
     round, which keep their shapes from `placed` (put down first). Rounds repeat until nothing is missed; at
     worst all are pinned and the answer is `placed` itself (also at `deadline`), a valid plan of the same set."""
     pinned: set[str] = set()
-    while time.perf_counter() < deadline:
+    while clock() < deadline:
         scratch = base.copy()
         found: dict[str, list[Allocation]] = {}
         for reservation, submitted in order:
@@ -106,17 +108,17 @@ def _fill_rest(agent: GreedyAgent, scratch: Plan, order: list[tuple[Reservation,
     return missed
 
 
-def reshape(plan: Plan, names: Iterable[str], deadline: float) -> ReshapeReport:
+def reshape(plan: Plan, names: Iterable[str], deadline: float, clock: Clock = time.perf_counter) -> ReshapeReport:
     """Re-place each of `names` in `plan` (in place) by the greedy agents on the plan of the others, where that
-    has fewer changes; passes repeat while something moved, until `deadline` (a `time.perf_counter()` value)."""
+    has fewer changes; passes repeat while something moved, until `deadline` (on `clock`)."""
     names = [n for n in names if n in plan.accepted]
     report = ReshapeReport(changes_before=sum(changes(plan.accepted[n].allocations) for n in names))
     movable = [n for n in names if all(a.start >= plan.now_step for a in plan.accepted[n].allocations)]
     moved: set[str] = set()
-    while movable and report.passes < PASSES and time.perf_counter() < deadline:
+    while movable and report.passes < PASSES and clock() < deadline:
         report.passes += 1
         order = sorted(movable, key=lambda n: -changes(plan.accepted[n].allocations))
-        now_moved = [n for n in order if time.perf_counter() < deadline and _replace(plan, n)]
+        now_moved = [n for n in order if clock() < deadline and _replace(plan, n)]
         moved.update(now_moved)
         if not now_moved:
             break

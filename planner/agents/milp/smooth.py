@@ -29,7 +29,7 @@ import pulp
 from planner.agents.milp.changes import changes
 from planner.agents.milp.model import build, fixed_item, read_back, smoothness, warm_start
 from planner.agents.milp.reshape import reshape
-from planner.agents.milp.solvers import DEFAULT_BACKEND, Backend, get_backend
+from planner.agents.milp.solvers import DEFAULT_BACKEND, Backend, Clock, bounded, get_backend
 from planner.core.compile import AtomTask, Task, compile_reservation
 from planner.core.plan import Accepted, Allocation, Plan
 
@@ -38,6 +38,7 @@ SUBPROBLEM_SECONDS = 1.0  # what one group's model may take at least, when the p
 GROUP = 8  # at most this many reservations re-placed together: the seed and those sharing most of its steps
 SLOW_PASS = 0.05  # a pass that removes less than this share of the changes: the groups grow
 TIE_BREAK = 0.5  # the cost term, scaled to at most this many changes: it only breaks ties
+OVERRUN = 0.05  # of the time limit (at most 1 s): what a model may take past its seconds, until measured
 
 
 @dataclass
@@ -53,6 +54,9 @@ class SmoothReport:
     finished: bool = False  # a whole pass in the largest groups moved nothing (else time ran out)
     group: int = 1  # reservations re-placed together in the last pass
     reshaped: int = 0  # reservations given a greedy agent's shape (`planner.agents.milp.reshape`) before the models
+    # The most a model took past the seconds it was given (handing it over, the solver's own overshoot, reading it
+    # back): kept in hand when the next model is given its seconds, so that the last one too ends within the limit.
+    overrun: float = 0.0
 
 
 def crowding(plan: Plan, allocations: list[Allocation]) -> float:
@@ -66,26 +70,28 @@ def crowding(plan: Plan, allocations: list[Allocation]) -> float:
 
 
 def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0, backend: str = DEFAULT_BACKEND,
-           gap: float = 1e-4, group: int = GROUP) -> SmoothReport:
-    """Smooth `names` (default: every accepted reservation) in `plan`, in place, within `time_limit` seconds."""
-    started = time.perf_counter()
+           gap: float = 1e-4, group: int = GROUP, clock: Clock = time.perf_counter,
+           nodes: int | None = None) -> SmoothReport:
+    """Smooth `names` (default: every accepted reservation) in `plan`, in place, within `time_limit` seconds on
+    `clock`, each model within `nodes` nodes."""
+    started = clock()
     deadline = started + time_limit
     names = [n for n in (plan.accepted if names is None else names) if n in plan.accepted]
-    report = SmoothReport()
+    report = SmoothReport(overrun=min(1.0, OVERRUN * time_limit))
     report.changes_before = sum(changes(plan.accepted[n].allocations) for n in names)
-    reshaped = reshape(plan, names, deadline)  # greedy shapes first: milliseconds each, and most of the gain
+    reshaped = reshape(plan, names, deadline, clock)  # greedy shapes first: milliseconds each, and most of the gain
     report.reshaped = len(reshaped.moved)
     movable = [n for n in names if all(a.start >= plan.now_step for a in plan.accepted[n].allocations)
                and changes(plan.accepted[n].allocations) > fewest_changes(plan, plan.accepted[n])]
-    solve = get_backend(backend)
+    solve = bounded(get_backend(backend), nodes)
     moved: set[str] = set(reshaped.moved)
     size, stuck = 1, set[str]()  # stuck: moved nothing at this size since its neighbours last moved
     report.finished = not movable
-    while movable and time.perf_counter() < deadline - 0.05:
+    while movable and clock() < deadline - 0.05:
         report.passes += 1
         start = sum(changes(plan.accepted[n].allocations) for n in movable)
-        changed = _pass(plan, movable, size, deadline, solve, gap, moved, stuck, report)
-        if time.perf_counter() >= deadline - 0.05:
+        changed = _pass(plan, movable, size, (deadline, clock), solve, gap, moved, stuck, report)
+        if clock() >= deadline - 0.05:
             break  # cut short: whether it converged is unknown
         if not changed and size >= group:
             report.finished = True
@@ -95,7 +101,7 @@ def smooth(plan: Plan, names: list[str] | None = None, time_limit: float = 10.0,
     report.group = size
     report.moved = sorted(moved)
     report.changes_after = sum(changes(plan.accepted[n].allocations) for n in names)
-    report.seconds = time.perf_counter() - started
+    report.seconds = clock() - started
     return report
 
 
@@ -114,21 +120,26 @@ def _fewest(task: Task) -> int:
     return min(counts) if task.kind == "any" else sum(counts)
 
 
-def _pass(plan: Plan, movable: list[str], size: int, deadline: float, solve: Backend, gap: float, moved: set[str],
-          stuck: set[str], report: SmoothReport) -> bool:
-    """One pass over the movable reservations, most changes first, in groups of `size`; whether anything moved."""
+def _pass(plan: Plan, movable: list[str], size: int, until: tuple[float, Clock], solve: Backend, gap: float,
+          moved: set[str], stuck: set[str], report: SmoothReport) -> bool:
+    """One pass over the movable reservations, most changes first, in groups of `size`, until the deadline on its
+    clock (`until`); whether anything moved."""
+    deadline, clock = until
     any_moved = False
     allowed = set(movable)
     order = [n for n in sorted(movable, key=lambda n: -changes(plan.accepted[n].allocations)) if n not in stuck]
     for index, name in enumerate(order):
-        left = deadline - time.perf_counter()
+        left = deadline - clock() - report.overrun
         if left < 0.05:
             break
         together = neighbours(plan, name, size, allowed)
         before = _span(plan, together)
         report.solved += 1
         seconds = min(left, max(SUBPROBLEM_SECONDS, left / (len(order) - index)))  # the time left, shared
-        if _move(plan, together, seconds, solve, gap):
+        began = clock()
+        placed = _move(plan, together, (seconds, clock), solve, gap)
+        report.overrun = max(report.overrun, clock() - began - seconds)
+        if placed:
             moved.update(together)
             # What the group left and where it went may let reservations there move again.
             after = _span(plan, together)
@@ -169,9 +180,11 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: float) -> bool:
-    """Re-place these reservations together with the rest of the plan fixed; keep the move only when smoother."""
-    started = time.perf_counter()
+def _move(plan: Plan, names: list[str], within: tuple[float, Clock], solve: Backend, gap: float) -> bool:
+    """Re-place these reservations together with the rest of the plan fixed, within seconds on a clock (`within`);
+    keep the move only when smoother."""
+    seconds, clock = within
+    started = clock()
     current = {name: plan.remove(name) for name in names}
     try:
         items = [fixed_item(plan, accepted) for accepted in current.values()]
@@ -180,7 +193,7 @@ def _move(plan: Plan, names: list[str], seconds: float, solve: Backend, gap: flo
         model.problem.setObjective(smoothness(model) + (TIE_BREAK / ceiling) * (model.cost or 0))
         model.problem.sense = pulp.LpMinimize
         warm_start(model, {name: a.allocations for name, a in current.items()})
-        left = seconds - (time.perf_counter() - started)  # building the model counts too
+        left = seconds - (clock() - started)  # building the model counts too
         if left < 0.05:
             return False
         result = solve(model.problem, left, max(gap, SUBPROBLEM_GAP), True)

@@ -3,6 +3,10 @@
 PuLP is the modelling layer. HiGHS (through highspy, with a warm start) is the default;
 CBC (bundled with PuLP) is the classic choice; OR-Tools CP-SAT gets the same PuLP model
 translated to integers. Each backend maps its own statuses once, here.
+
+Besides seconds, a solve can be bounded by work (`nodes`: branch-and-bound nodes for HiGHS and
+CBC, deterministic time for CP-SAT), which does not depend on how busy the machine is: the same model and
+limits give the same answer anywhere. A solver stopped by either limit answers `timeout`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any as AnyType
+from typing import cast
 
 import pulp
 
@@ -22,6 +29,7 @@ from rdl.registry import Registry
 
 STATUSES = ("optimal", "feasible", "infeasible", "timeout", "error")
 CP_SAT_SCALE = 10_000  # objective weights are scaled to integers for CP-SAT
+NODE_WORK = 0.1  # CP-SAT has no branch-and-bound nodes: a node limit bounds its deterministic time, this much per node
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +49,7 @@ class SolveResult:
 
 
 Backend = Callable[[pulp.LpProblem, float, float, bool], SolveResult]
+Clock = Callable[[], float]  # seconds on some clock; the wall clock (`time.perf_counter`) unless a test injects one
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
@@ -50,8 +59,8 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 
 
 def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool,
-                presolve: str = "on") -> SolveResult:
-    """HiGHS through highspy; starts from the variables' current values when `warm`."""
+                presolve: str = "on", nodes: int | None = None) -> SolveResult:
+    """HiGHS through highspy; starts from the variables' current values when `warm`; at most `nodes` nodes."""
     import highspy
 
     deadline = time.perf_counter() + time_limit
@@ -60,12 +69,20 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
         def callSolver(self, lp: pulp.LpProblem) -> None:
             # Handing the model to HiGHS takes time too: the solver gets what is left of the limit.
             lp.solverModel.setOptionValue("time_limit", max(0.05, deadline - time.perf_counter()))
+            if nodes is not None:
+                lp.solverModel.setOptionValue("mip_max_nodes", int(nodes))
             if warm:
                 solution = highspy.HighsSolution()
                 solution.col_value = [v.varValue if v.varValue is not None else 0.0 for v in lp.variables()]
                 solution.value_valid = True
                 lp.solverModel.setSolution(solution)
             lp.solverModel.run()
+
+        def findSolutionValues(self, lp: pulp.LpProblem) -> AnyType:
+            try:
+                return super().findSolutionValues(lp)
+            except KeyError:  # a status PuLP 3.3 does not map (the node limit's); the values are read by then
+                return pulp.LpStatusNotSolved, pulp.LpSolutionIntegerFeasible
 
     solver = WarmHiGHS(msg=False, timeLimit=time_limit, gapRel=gap, presolve=presolve, threads=1)
     started = time.perf_counter()
@@ -93,7 +110,7 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
         status = "error"  # "infeasible or unbounded" is no proof of infeasibility; our models are bounded
     elif "infeasible" in model_status:
         status = "infeasible"
-    elif "time limit" in model_status:
+    elif "limit" in model_status:  # time, iteration or node (HiGHS: "solution") limit: out of its budget
         status = "timeout"
     elif has_solution:
         status = "feasible"
@@ -102,13 +119,14 @@ def solve_highs(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     return SolveResult("highs", status, objective, bound, relative_gap(objective, bound), seconds)
 
 
-def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool) -> SolveResult:
+def solve_cbc(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool,
+              nodes: int | None = None) -> SolveResult:
     """CBC as bundled with PuLP. Its own limit covers the search only (on a large model its presolve and root LP
     alone ran for minutes), so it searches for half the time and is killed when the whole of it is up."""
     search = max(1, math.floor(time_limit / 2))
     with tempfile.TemporaryDirectory(prefix="rayon-cbc-") as folder:
         solver = pulp.COIN_CMD(path=_cbc_within(time_limit, folder), msg=False, timeLimit=search, gapRel=gap,
-                               warmStart=warm, threads=1)
+                               warmStart=warm, threads=1, maxNodes=nodes)
         solver.tmpDir = folder  # PuLP's model and solution files too: removed even when CBC is killed
         return _run_cbc(problem, solver, search)
 
@@ -150,8 +168,10 @@ def _run_cbc(problem: pulp.LpProblem, solver: pulp.LpSolver, search: float) -> S
     return SolveResult("cbc", status, objective, bound, relative_gap(objective, bound), seconds)
 
 
-def solve_cpsat(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool) -> SolveResult:
-    """OR-Tools CP-SAT on the PuLP model translated to integers (continuous variables must be integral)."""
+def solve_cpsat(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bool,
+                nodes: int | None = None) -> SolveResult:
+    """OR-Tools CP-SAT on the PuLP model translated to integers (continuous variables must be integral); `nodes`
+    bounds its deterministic time (`NODE_WORK` per node: it has no branch-and-bound nodes)."""
     from ortools.sat.python import cp_model
 
     started = time.perf_counter()
@@ -185,6 +205,8 @@ def solve_cpsat(problem: pulp.LpProblem, time_limit: float, gap: float, warm: bo
     solver.parameters.max_time_in_seconds = max(0.05, float(time_limit) - (time.perf_counter() - started))
     solver.parameters.relative_gap_limit = float(gap)
     solver.parameters.num_workers = 2
+    if nodes is not None:
+        solver.parameters.max_deterministic_time = NODE_WORK * max(1, nodes)
     code = solver.solve(model)
     seconds = time.perf_counter() - started
     status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
@@ -215,6 +237,11 @@ DEFAULT_BACKEND = "highs"
 def get_backend(name: str) -> Backend:
     """The backend of that name; an unknown name is an `UnknownName` listing the valid ones."""
     return BACKENDS.get(name)
+
+
+def bounded(backend: Backend, nodes: int | None) -> Backend:
+    """`backend` stopping after `nodes` nodes too (None: seconds only; every backend registered here takes `nodes`)."""
+    return backend if nodes is None else partial(cast(AnyType, backend), nodes=nodes)
 
 
 def confirm_infeasible(problem: pulp.LpProblem, time_limit: float) -> bool:

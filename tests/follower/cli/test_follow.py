@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,14 @@ def test_apply_with_options_that_do_not_go_with_it_exits_2(state: str, args: lis
     result = follow(state, *args)
     assert result.exit_code == 2 and result.stdout == ""
     assert message in result.stderr
+
+
+def test_a_time_the_clock_has_left_behind_says_so_and_suggests_a_relative_one(state: str) -> None:
+    """As after `rayon serve` moved the clock to the wall clock (issue #30): the README's fixed `--from` then lies
+    behind the clock; the error says so and suggests a time relative to the clock, which works on any day."""
+    with Store.open(state) as store:
+        store.advance(store.now() + timedelta(days=5))
+    result = follow(state, "--from", "2026-11-23T00:00:00Z", "--to", "2026-11-23T06:00:00Z")
+    assert result.exit_code == 2
+    assert "(behind the plan's clock)" in result.stderr and "`--from +0h --to +6h`" in result.stderr
+    assert follow(state, "--from", "+0h", "--to", "+6h").exit_code == 0

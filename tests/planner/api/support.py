@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -256,3 +257,26 @@ def submit_shares(load: Load, server_of: Callable[[int], Server]) -> dict[str, b
     for thread in threads:
         thread.join()
     return answers
+
+
+PATIENCE = 120.0  # seconds a busy machine may take to do what a test waits for: a bound on liveness, not on speed
+
+
+def eventually(condition: Callable[[], bool], failure: str, within: float = PATIENCE) -> None:
+    """Wait for `condition` (what the server does, however long a busy machine makes it take, up to `within`)."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.1)
+
+
+def clock_moves(state: Path | str) -> list[dict[str, AnyType] | None]:
+    """The clock's moves in the plan's log."""
+    with Store.open(state) as store:
+        return [e.decision for e in store.log() if e.action == "advance" and e.reservation is None]
+
+
+def now_of(state: Path | str) -> datetime:
+    """The plan's clock."""
+    with Store.open(state) as store:
+        return store.now()

@@ -125,3 +125,12 @@ def test_rayon_token_expires_takes_a_duration(tmp_path: Path) -> None:
     assert entry[1].expires is not None
     refused = CliRunner().invoke(main, ["token", "alice", "--tokens", str(path), "--expires", "30"])
     assert refused.exit_code == 2 and "--expires" in refused.output
+
+
+def test_rayon_token_says_an_admin_token(tmp_path: Path) -> None:
+    """Not "added a admin token" (issue #30)."""
+    path = tmp_path / "tokens.yaml"
+    made = CliRunner().invoke(main, ["token", "ops", "--role", "admin", "--tokens", str(path)])
+    assert made.exit_code == 0 and "added an admin token for `ops`" in made.stderr, made.output
+    user = CliRunner().invoke(main, ["token", "alice", "--tokens", str(path)])
+    assert "added a user token for `alice`" in user.stderr

@@ -106,6 +106,11 @@ def test_a_fast_clock_keeps_a_series_going_and_metrics_count_it(tmp_path: Path) 
         assert {a.instance for a in store.get("s").allocations} >= {0, 1, 2, 3, 4}
 
 
+def clock_of(state: Path) -> datetime:
+    with Store.open(state) as store:
+        return store.now()
+
+
 def test_a_server_killed_and_started_again_days_later_catches_up_on_the_wall_clock(tmp_path: Path) -> None:
     state, tokens_file = tmp_path / "plan.db", tmp_path / "tokens.yaml"
     began = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=2)
@@ -116,7 +121,10 @@ def test_a_server_killed_and_started_again_days_later_catches_up_on_the_wall_clo
         store.submit(one("reservation s every=1h deadline=+30m { atom(b={vcores: 2}, g=2, h=2, l=10m, w=20m) }"))
     tokens = make_tokens(tokens_file)
     server = start(state, tokens_file, tokens, "--clock", "fast:3600")  # an hour of plan time a second
-    time.sleep(1.5)
+    deadline = time.monotonic() + 60  # until it has moved the clock, however slowly a busy machine lets it
+    while clock_of(state) <= began + timedelta(hours=1):
+        assert time.monotonic() < deadline, "the server never moved the clock"
+        time.sleep(0.1)
     server.process.kill()  # SIGKILL mid-run: no shutdown at all
     server.process.wait()
     with Store.open(state) as store:
@@ -133,3 +141,11 @@ def test_a_server_killed_and_started_again_days_later_catches_up_on_the_wall_clo
     assert placed[-1] >= (now - began) // timedelta(hours=1) + 22  # the series reaches a day ahead again
     assert sorted(missed + placed) == list(range(placed[-1] + 1))  # every hour decided exactly once
     assert stored_violations(state) == []
+
+
+def test_a_manual_clock_is_not_said_to_be_kept_by_the_server(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """`--clock manual` logged "this server keeps the plan's clock" (issue #30)."""
+    clock = WallClock(store, ClockMode("manual"), FakeWall(instant(10)), on_tick=[lambda: None])
+    with caplog.at_level("INFO", logger="rayon"):
+        assert clock.keeping()
+    assert "keeps the plan's clock" not in caplog.text and "the plan's clock is manual" in caplog.text

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any as AnyType
 
 import pytest
 from click.testing import CliRunner
@@ -163,3 +167,132 @@ def test_version_has_a_short_form() -> None:
     long = CliRunner().invoke(main, ["--version"])
     short = CliRunner().invoke(main, ["-V"])
     assert short.exit_code == 0 and short.stdout == long.stdout and "version" in short.stdout
+
+
+def test_replan_s_time_limit_covers_the_whole_command(rayon, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore
+    """The solver gets `REPLAN_SOLVE_SHARE` of `--time-limit`, and re-admitting stops at the limit itself (issue #30:
+    `--time-limit 10` took 25 s in all); what it did not try is said."""
+    from planner.store.facade import Store
+    from planner.store.lifecycle import REPLAN_SOLVE_SHARE
+
+    asked: dict[str, AnyType] = {}
+    real_replan, real_readmit = Store.replan, Store.readmit
+
+    def replan(self: Store, **options: AnyType) -> AnyType:
+        asked["solve"] = options["time_limit"]
+        return real_replan(self, **options)
+
+    def readmit(self: Store, actor: str | None = None, until: float | None = None,
+                skipped: list[str] | None = None) -> AnyType:
+        asked["until"] = until
+        return real_readmit(self, actor, 0.0, skipped)  # as if the limit were up already
+
+    monkeypatch.setattr(Store, "replan", replan)
+    monkeypatch.setattr(Store, "readmit", readmit)
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    rayon("submit", str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl"))
+    started = time.perf_counter()
+    result = rayon("replan", "--time-limit", "4")
+    assert result.exit_code == 0, result.stderr
+    assert asked["solve"] == pytest.approx(4 * REPLAN_SOLVE_SHARE)
+    assert started <= asked["until"] - 4 <= time.perf_counter()  # the limit counts from the command's start
+    assert "1 rejected for capacity not tried again: the time limit was up" in result.stdout
+
+
+def test_an_interrupted_submit_says_what_was_done_exits_130_and_resumes(  # type: ignore[no-untyped-def]
+        rayon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after two of three decisions (issue #30: "Aborted!", exit 1, with 398 of 400 committed): the two are
+    committed and shown, exit 130, and `--skip-existing` submits the third."""
+    from planner.store.facade import Store
+
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    batch = tmp_path / "batch.rdl"
+    batch.write_text("".join(f"reservation {name} {{ atom(b={{vcores: 1}}, w=10m) }}\n" for name in "abc"))
+    real, calls = Store.submit, []
+
+    def submit(self: Store, *args: AnyType, **options: AnyType) -> AnyType:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, *args, **options)
+
+    monkeypatch.setattr(Store, "submit", submit)
+    stopped = rayon("submit", str(batch))
+    assert stopped.exit_code == 130, stopped.output
+    assert "interrupted: 2 of 3 submitted" in stopped.stderr and "--skip-existing" in stopped.stderr
+    assert "2 of 2 accepted" in stopped.stdout and "Aborted!" not in stopped.output
+    monkeypatch.undo()
+    assert {r["reservation"] for r in json.loads(rayon("list", "--json").stdout)} == {"a", "b"}
+    resumed = rayon("submit", "--skip-existing", "--json", str(batch))
+    assert resumed.exit_code == 0, resumed.output
+    assert [d["reservation"] for d in json.loads(resumed.stdout)["decisions"]] == ["c"]
+    assert "skipped 2 the store holds already: a, b" in resumed.stderr
+
+
+def test_a_decision_committed_as_ctrl_c_came_is_counted(  # type: ignore[no-untyped-def]
+        rayon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count comes from the store: Ctrl-C after the last commit, before its answer, still counts it."""
+    from planner.store.facade import Store
+
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    batch = tmp_path / "batch.rdl"
+    batch.write_text("".join(f"reservation {name} {{ atom(b={{vcores: 1}}, w=10m) }}\n" for name in "ab"))
+    real = Store.submit
+
+    def submit(self: Store, reservation: AnyType, *args: AnyType, **options: AnyType) -> AnyType:
+        decision = real(self, reservation, *args, **options)
+        if reservation.name == "b":
+            raise KeyboardInterrupt
+        return decision
+
+    monkeypatch.setattr(Store, "submit", submit)
+    stopped = rayon("submit", str(batch))
+    assert stopped.exit_code == 130 and "interrupted: 2 of 2 submitted" in stopped.stderr, stopped.output
+
+
+@pytest.mark.parametrize("what", ["folder", "text file"])
+def test_a_state_that_is_no_store_is_bad_input(tmp_path: Path, what: str) -> None:
+    """`--state DIR` or a file that is no database: exit 2 with what to give instead, not an internal failure."""
+    target = tmp_path / "here"
+    if what == "folder":
+        target.mkdir()
+    else:
+        target.write_text("not a database\n")
+    for args in (["list"], ["init", "--cluster", str(EXAMPLES / "cluster.yaml")]):
+        result = CliRunner().invoke(main, [*args, "--state", str(target)], prog_name="rayon")
+        assert result.exit_code == 2 and "not a plan store" in result.stderr, (args, result.output)
+
+
+@pytest.mark.parametrize("command", [["plan", "--cluster", str(EXAMPLES / "cluster.yaml")], ["submit"]])
+def test_plan_and_submit_warn_of_a_bare_memory_number_as_check_does(  # type: ignore[no-untyped-def]
+        rayon, tmp_path: Path, command: list[str]) -> None:
+    """`memory: 2` is 2 MiB: `rayon check` warned, `plan` and `submit` said nothing (issue #30)."""
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    small = tmp_path / "small.rdl"
+    small.write_text("reservation small { atom(b={memory: 2, vcores: 1}, w=1h) }\n")
+    if command[0] == "plan":  # no store: no --state
+        result = CliRunner().invoke(main, [*command, str(small)], prog_name="rayon")
+    else:
+        result = rayon(*command, str(small))
+    assert result.exit_code == 0, result.output
+    assert "`memory: 2` is 2 MiB; did you mean 2GiB?" in result.stderr
+
+
+def test_advance_warns_when_another_process_keeps_the_clock(rayon, tmp_path: Path) -> None:  # type: ignore
+    """As when a wall-clock server keeps the plan (issue #30: accepted without a word, the server's lag then
+    negative); the move is still made."""
+    rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
+    lock = tmp_path / "plan.db.keeper"  # what a server holds (planner/store/keeper.py)
+    script = "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); print(flush=True); " \
+             "time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", script, str(lock)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"\n"
+        moved = rayon("advance", "--to", "+1h")
+        assert moved.exit_code == 0, moved.output
+        assert "warning: another process keeps this plan's clock" in moved.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    alone = rayon("advance", "--to", "+1h")
+    assert alone.exit_code == 0 and "warning" not in alone.stderr

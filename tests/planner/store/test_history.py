@@ -124,6 +124,7 @@ def test_rayon_history_and_retention_commands(tmp_path: Path) -> None:
         return result.output
 
     rayon("init", "--cluster", str(tmp_path / "cluster.yaml"))
+    assert "nothing in the history" in rayon("history") and "none of 0" not in rayon("history")
     rayon("submit", str(tmp_path / "a.rdl"))
     rayon("advance", "--to", at(HORIZON + 15))
     table = rayon("history")
@@ -134,6 +135,8 @@ def test_rayon_history_and_retention_commands(tmp_path: Path) -> None:
     assert "30d" in rayon("retention", "30d")
     bad = runner.invoke(main, ["retention", "ever", "--state", state])
     assert bad.exit_code != 0 and "not a duration" in bad.output
+    bare = runner.invoke(main, ["retention", "30", "--state", state])  # a retention is days, not minutes
+    assert bare.exit_code == 2 and "did you mean `30d`?" in bare.output, bare.output
 
 
 def test_the_retention_keeps_the_log_rows_a_live_series_still_needs(store: Store, path: Path) -> None:

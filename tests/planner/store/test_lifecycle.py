@@ -718,3 +718,29 @@ def test_rejections_for_capacity_that_fit_now_are_admitted_again(store: Store, p
     assert store.log()[-1].actor == "replan" and store.log()[-1].action == "submit"
     assert violations(store) == []
     same_plan_when_reopened(store, path)
+
+
+def test_readmitting_tries_nothing_once_its_time_is_up(store: Store, path: Path) -> None:
+    """Past `until`, rejections are left for the next replan and named; nothing is written."""
+    store.set_capacity(instant(0), {"vcores": 4})
+    assert store.submit(one(pinned("wide", 30, 10, 8))).reason.code == "capacity"  # type: ignore[union-attr]
+    store.set_capacity(instant(20), {"vcores": 8})  # it would fit now
+    before = rows(path)
+    skipped: list[str] = []
+    assert store.readmit(until=0.0, skipped=skipped) == [] and skipped == ["wide"] and rows(path) == before
+    assert [d.reservation for d in store.readmit(until=None)] == ["wide"]
+
+
+def test_a_running_series_moves_the_instances_that_have_not_begun(store: Store) -> None:
+    """Instances are apart (issue #30: a capacity change dropped a whole series because one instance was running):
+    the one running stays, the next moves within its own period, and the series stays accepted."""
+    series = "reservation series every=20m deadline=+20m { atom(b={vcores: 1}, g=4, h=4, l=5m, w=20m) }"
+    assert store.submit(one(series), "gree").accepted
+    assert steps(store, "series") == [(15, 20, 4), (35, 40, 4), (55, 60, 4)]  # the end of each period
+    store.submit(one(with_priority(pinned("other", 30, 10, 4), "other", 1)))
+    store.advance(instant(17))  # the first instance is running
+    report = store.set_capacity(instant(30), {"vcores": 4})
+    assert report.adaptation.dropped == [] and list(report.adaptation.moved) == ["series"]
+    assert steps(store, "series") == [(15, 20, 4), (25, 30, 4), (55, 60, 4)]
+    assert store.get("series").state == "accepted"
+    assert violations(store) == []

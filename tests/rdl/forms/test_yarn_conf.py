@@ -33,7 +33,7 @@ def test_the_queue_s_share_limits_and_window_become_the_cluster_file() -> None:
                         START, 60, 7 * 86400, "cs.xml")
     assert "GreedyReservationAgent (the nearest here: --agent gree)" in text
     cluster = parse_cluster(text, "from-yarn.yaml")
-    assert dict(cluster.capacity.items()) == {"memory": 0.4 * 1024 * 1024, "vcores": 200}
+    assert dict(cluster.capacity.items()) == {"memory": 419430, "vcores": 200}  # 40%: whole MiB, rounded down
     assert cluster.queues == ("dedicated",) and cluster.step == 60
     limits = cluster.policies["user_limits"]
     assert "instantaneous: 50%" in text and "average: 25%" in text and "window: 1h" in text and limits
@@ -66,3 +66,11 @@ def test_rayon_init_from_yarn_prints_the_cluster_file_and_initialises_the_plan(t
     assert both.exit_code == 2 and "either --cluster FILE or --from-yarn" in both.output
     missing = runner.invoke(main, ["init", "--from-yarn", str(tmp_path / "cs.xml"), "--state", str(tmp_path / "o.db")])
     assert missing.exit_code == 2 and "needs --queue" in missing.output and not (tmp_path / "o.db").exists()
+
+
+def test_a_share_of_the_cluster_is_whole_mib_and_whole_vcores() -> None:
+    """40% of {memory: 4TiB, vcores: 2048}: not `1677721.6MiB` and `819.2` vcores (issue #30)."""
+    text = cluster_yaml(read_properties(XML, "cs.xml"), "root.prod.dedicated",
+                        {"memory": 4 * 1024 * 1024, "vcores": 2048}, START, 60, 7 * 86400, "cs.xml")
+    capacity = dict(parse_cluster(text, "from-yarn.yaml").capacity.items())
+    assert capacity == {"memory": 1677721, "vcores": 819}

@@ -4,7 +4,6 @@ that solves on slots is never worse than the greedy agents and keeps its time li
 from __future__ import annotations
 
 import random
-import time
 
 import numpy as np
 import pytest
@@ -30,8 +29,8 @@ from planner.core.decision import Decision, Reason
 from planner.core.plan import Allocation, Plan
 from rdl.cluster import Cluster
 from rdl.tree import Reservation
-from tests.planner.agents.milp.test_milp import SLACK, atom_text, day_batch, decide, is_valid, one_by_one, windowed
-from tests.planner.support import START, make_cluster, one, parse
+from tests.planner.agents.milp.test_milp import atom_text, day_batch, decide, is_valid, one_by_one, steady, windowed
+from tests.planner.support import START, Ticks, make_cluster, one, parse
 
 pytestmark = pytest.mark.filterwarnings("ignore:PULP_CBC_CMD is deprecated:DeprecationWarning")
 
@@ -213,25 +212,24 @@ def test_the_coarse_milp_is_never_worse_than_the_greedy_agents(seed: int) -> Non
     assert decided.value >= greedy - 1e-9 and decided.value >= report.greedy_value - 1e-9, (decided.value, report)
 
 
-def test_the_agent_coarsens_a_large_model_and_keeps_its_time_limit() -> None:
+def test_the_agent_coarsens_a_large_model() -> None:
+    """How coarse follows from the model's size and the time limit (that the limit is kept: test_milp.py)."""
     cluster, text = day_batch()
-    decided = decide(cluster, text, MilpAgent(time_limit=2.0))
+    decided = decide(cluster, text, steady(time_limit=2.0, nodes=0))
     report = decided.result.report
     assert report.step > 1, report
     assert decided.violations == [], decided.violations[:5]
     assert decided.value >= report.greedy_value - 1e-9
-    assert decided.seconds <= 2.0 + SLACK, (decided.seconds, report)
 
 
 def test_the_coarse_model_beats_the_greedy_start_on_a_day_batch() -> None:
-    """On slots the solver finishes what it cannot at the plan step: more value than the best greedy plan."""
+    """On slots the solver finishes what it cannot at the plan step: more value than the best greedy plan, at the
+    root of its search already (no branching: the same answer on any machine)."""
     cluster, text = day_batch(seed=2, count=60)
-    started = time.perf_counter()
-    decided = decide(cluster, text, MilpAgent(time_limit=8.0, coarsen=10, smooth=False))
+    decided = decide(cluster, text, steady(time_limit=8.0, coarsen=10, smooth=False, nodes=0))
     report = decided.result.report
     assert decided.violations == [], decided.violations[:5]
     assert report.chosen == "milp" and decided.value > report.greedy_value, report
-    assert time.perf_counter() - started <= 8.0 + SLACK
 
 
 def test_reservations_the_slots_cannot_hold_get_the_greedy_repair() -> None:
@@ -246,12 +244,22 @@ def test_reservations_the_slots_cannot_hold_get_the_greedy_repair() -> None:
 
 
 def test_slots_solved_early_hand_their_plan_to_a_plan_step_solve() -> None:
-    """With time left after the slots, the plan-step model starts from the repaired slot plan: never worse."""
+    """With time left after the slots (on the agent's clock, which here stands still), the plan-step model starts
+    from the repaired slot plan: never worse."""
     cluster, text = day_batch(seed=3, count=15)
-    decided = decide(cluster, text, MilpAgent(time_limit=12.0, smooth=False))
+    decided = decide(cluster, text, steady(time_limit=12.0, smooth=False, nodes=10))
     report = decided.result.report
     assert report.step > 1 and report.plan_step in STATUSES, report
     assert decided.violations == [], decided.violations[:5]
     assert decided.value >= report.greedy_value - 1e-9
     assert report.repaired_value is not None and decided.value >= report.repaired_value - 1e-9
-    assert decided.seconds <= 12.0 + SLACK, (decided.seconds, report)
+
+
+def test_slots_solved_late_go_no_finer() -> None:
+    """With less than `LADDER_SECONDS` left after the slots (each reading of this clock counts for a second), no
+    plan-step model is started."""
+    cluster, text = day_batch(seed=3, count=15)
+    decided = decide(cluster, text, steady(time_limit=12.0, smooth=False, nodes=10, clock=Ticks(1.0)))
+    report = decided.result.report
+    assert report.step > 1 and report.status == "optimal" and report.plan_step is None, report
+    assert decided.violations == [], decided.violations[:5]

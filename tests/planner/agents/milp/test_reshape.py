@@ -22,7 +22,7 @@ from rdl.tree import Reservation
 from tests.planner.agents.milp.test_milp import BATCH, BATCH_CLUSTER
 from tests.planner.agents.milp.test_smooth import START, pinned_plan, records
 from tests.planner.agents.test_properties import Scenario, scenarios
-from tests.planner.support import make_cluster, parse
+from tests.planner.support import Ticks, make_cluster, parse
 
 pytestmark = pytest.mark.filterwarnings("ignore:PULP_CBC_CMD is deprecated:DeprecationWarning")
 
@@ -125,7 +125,7 @@ def decided_and_gree_l(scenario: Scenario, time_limit: float) -> Compared:
     cluster, reservations, clock = scenario.cluster(), parse(scenario.text), scenario.clock()
     plan = Planner(cluster, now=clock).plan
     batch = [(r, clock) for r in reservations]
-    result = MilpAgent(time_limit=time_limit).decide(plan, batch)
+    result = MilpAgent(time_limit=time_limit, clock=Ticks()).decide(plan, batch)  # refills to the end, on any machine
     records = [d.to_json(plan.clock) for d in result.decisions]
     return Compared(cluster, reservations, records, result, gree_l_plan(cluster, batch, clock))
 

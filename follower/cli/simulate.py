@@ -294,7 +294,7 @@ class PeerRows:
               help="The UWFQ section on the task-level Spark model (`rayon spark`, as many seeds; a few minutes).")
 @click.option("--render", is_flag=True, help="Write the report in --out again from its results.json, simulating "
               "nothing (but the Spark section's runs): for a change in how the report is written.")
-@click.option("--quick", is_flag=True, help="A small grid, about 4 minutes on two busy cores (options given still win): "
+@click.option("--quick", is_flag=True, help="A small grid, about 4 minutes on two busy cores (options still win): "
               f"{QUICK_FLAGS}.")
 @click.pass_context
 def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: str | None, reservations: str,

@@ -17,10 +17,10 @@ from planner.admission import Planner
 from planner.agents.base import Agent
 from planner.agents.registry import DEFAULT_AGENT, get_agent
 from planner.core.decision import Decision
-from planner.core.plan import Plan, capacity_over_time
+from planner.core.plan import Accepted, Plan, capacity_over_time, shifted
 from planner.replan.adapt import Adaptation
 from rdl.cluster import Cluster
-from rdl.shape import step_ceil
+from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation
 
 MILP_TIME_LIMIT = 2.0  # seconds the `milp` agent may spend on one arrival's decision (greedy start included)
@@ -62,6 +62,9 @@ class SimulatedPlanner:
         self.agent = agent
         self.acceptance: list[str] = []
         self.cap: np.ndarray | None = None  # what the nodes have now, per resource, while it is below the plan
+        self.first_clock = self.planner.plan.clock
+        # Every reservation accepted in the run, as accepted, on `first_clock` (the plan rolls and expires them).
+        self.decided: dict[str, Accepted] = {}
 
     @property
     def plan(self) -> Plan:
@@ -91,6 +94,8 @@ class SimulatedPlanner:
         decision = self.planner.submit(reservation, self.agent, submitted=now, explain=False)
         if decision.accepted:
             self.acceptance.append(reservation.name)
+            rolled = step_floor(self.first_clock.origin, self.plan.clock.origin, self.first_clock.step)
+            self.decided[reservation.name] = Accepted(reservation, now, shifted(list(decision.allocations), rolled))
         return decision
 
     def adapt(self, now: datetime, real: Mapping[str, float]) -> Adaptation:

@@ -3,6 +3,8 @@ checkpoints, and a plan that rolls with the clock (one clock) so that no product
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from follower.sim.engine import simulate
@@ -91,6 +93,7 @@ def test_a_gang_cannot_have_tasks() -> None:
         replace(job, tasks=(1.0,))
 
 
+ROLL_START = datetime(2026, 11, 23, tzinfo=UTC)
 ROLLING = """
 name: rolling
 start: 2026-11-23T00:00:00Z
@@ -116,8 +119,16 @@ workload:
 def test_the_simulated_plan_rolls_with_the_clock_as_a_served_plan_does() -> None:
     # A 20-minute horizon and jobs arriving hours in: each is planned when it arrives, none meets a frozen window.
     # `later` holds [59m, 65m) (GREE places late), so `clash`, which needs all of [55m, 61m), is refused.
-    result = simulate(parse_scenario(ROLLING, "rolling.yaml"))
+    from follower.sim.engine import Simulation
+
+    simulation = Simulation(parse_scenario(ROLLING, "rolling.yaml"))
+    result = simulation.run()
     accepted = {r.job_id: r.accepted for r in result.records}
+    # The plan rolled past them and expired them; the run still knows each as it was accepted, on its first clock.
+    assert not {"early", "later"} & set(simulation.planner.plan.accepted)
+    assert set(simulation.planner.decided) == {"early", "later", "far"}
+    later = simulation.planner.decided["later"].allocations
+    assert simulation.planner.first_clock.at(min(a.start for a in later)) >= ROLL_START + timedelta(minutes=50)
     assert accepted == {"early": True, "later": True, "clash": False, "far": True}
     assert result.summary["production"]["rejections"] == {"capacity": 1}
     assert {r.job_id for r in result.records if r.met_deadline} >= {"early", "later", "far"}

@@ -76,18 +76,18 @@ def test_a_simulation_with_yarn_greedy_decides_as_the_harness_does(scenario):
     assert 0 < len(harness_accepted) < len(agent.answers)  # the stream is busy enough for YARN to reject some
     run = Simulation(replace(scenario, agent=agent.name), workload, agent=agent)  # as simulate() names the run
     result = run.run()
-    plan = run.planner.plan
-    assert set(plan.accepted) == harness_accepted
-    for name, accepted in plan.accepted.items():
-        held = [Lease(a.atom, plan.clock.at(a.start), plan.clock.at(a.end), a.bundles, a.instance)
-                for a in accepted.allocations]
+    decided, clock = run.planner.decided, run.planner.first_clock  # as accepted: the plan rolls and expires them
+    assert set(decided) == harness_accepted
+    for name, accepted in decided.items():
+        held = [Lease(a.atom, clock.at(a.start), clock.at(a.end), a.bundles, a.instance) for a in accepted.allocations]
         assert held == list(agent.answers[name].leases)
     reservations = production_reservations(scenario, workload)
-    records = [Decision(r.name, r.name in plan.accepted,
-                        tuple(plan.accepted[r.name].allocations) if r.name in plan.accepted else ()).to_json(plan.clock)
+    records = [Decision(r.name, r.name in decided,
+                        tuple(decided[r.name].allocations) if r.name in decided else ()).to_json(clock)
                for r in reservations]
-    submitted = {r.name: r.arrival_at(plan.cluster.start) for r in reservations}
-    assert check_plan(plan.cluster, reservations, records, submitted=submitted) == []
+    cluster = scenario.plan_cluster(workload)
+    submitted = {r.name: r.arrival_at(cluster.start) for r in reservations}
+    assert check_plan(cluster, reservations, records, submitted=submitted) == []
     summary = result.summary
     assert result.agent == "yarn-greedy" and summary["replayed"]["diverged"] == 0
     assert summary["production"]["accepted"] == len(harness_accepted)

@@ -59,7 +59,7 @@ class RequestLimits:
             return
         if any(b"\0" in part or b"%00" in part for part in (scope.get("raw_path") or scope["path"].encode(),
                                                              scope.get("query_string", b""))):
-            await _answer(scope, send, _nul(), close=False)
+            await _answer(scope, send, _nul(scope), close=False)
             return
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
@@ -81,7 +81,7 @@ class RequestLimits:
                 if seen > self.limit:
                     raise _Refused(self._too_large())
                 if b"\0" in body or _ESCAPED_NUL in tail + body:
-                    raise _Refused(_nul())
+                    raise _Refused(_nul(scope))
                 tail = (tail + body)[-len(_ESCAPED_NUL):]  # an escaped NUL may straddle two chunks
             return message
 
@@ -116,10 +116,12 @@ class RequestLimits:
 _ESCAPED_NUL = b"\\u0000"  # as JSON writes a NUL
 
 
-def _nul() -> ApiError:
+def _nul(scope: Scope) -> ApiError:
     """A NUL in a request (as itself, percent-encoded in its path or query, JSON-escaped in its body): no input of
-    ours holds one, and PostgreSQL refuses it in text (a 503 `database` before, where SQLite answered 422)."""
-    return ApiError(422, "input", "the request holds a NUL character (in its path, its query or its body)",
+    ours holds one, and PostgreSQL refuses it in text (a 503 `database` before, where SQLite answered 422). Bad input
+    is 422 in our API and 400 in YARN's dialect, as everywhere else in each."""
+    return ApiError(400 if scope["path"].startswith(YARN_PREFIX) else 422, "input",
+                    "the request holds a NUL character (in its path, its query or its body)",
                     "names, queues and reservations are text without control characters")
 
 

@@ -266,10 +266,10 @@ class Simulation:
     def _submit(self, run: RunningJob, reservation: str | None) -> None:
         job = run.job
         try:  # without a reservation, the placement rules choose (by default: the best-effort queue)
-            split = self.split is not None and job.is_production  # a baseline's production queue
-            edf = split and self.split is not None and self.split.earliest_deadline_first and job.deadline is not None
+            split = self.split if job.is_production else None  # a baseline's production queue
+            edf = split is not None and split.earliest_deadline_first and job.deadline is not None
             path = self.scheduler.submit(job.id, job.user, self.env.now, reservation=reservation,
-                                         queue=STATIC_QUEUE if split else None,
+                                         queue=STATIC_QUEUE if split is not None else None,
                                          priority=-round(job.deadline or 0.0) if edf else 0,
                                          estimated_work=estimated_work(job), job=job.id, tags=dict(job.tags))
         except PlacementRejected as refused:

@@ -60,7 +60,6 @@ class SimulatedPlanner:
     def __init__(self, cluster: Cluster, start: datetime, agent: Agent | None):
         self.planner = Planner(cluster, start)
         self.agent = agent
-        self.acceptance: list[str] = []
         self.cap: np.ndarray | None = None  # what the nodes have now, per resource, while it is below the plan
         self.first_clock = self.planner.plan.clock
         # Every reservation accepted in the run, as accepted, on `first_clock` (the plan rolls and expires them).
@@ -82,10 +81,12 @@ class SimulatedPlanner:
                  if all(allocation.end <= 0 for allocation in accepted.allocations)]
         for name in ended:
             self.plan.remove(name)
-        if ended:
-            gone = set(ended)
-            self.acceptance = [name for name in self.acceptance if name not in gone]
         return moved
+
+    @property
+    def acceptance(self) -> list[str]:
+        """The reservations the plan holds, in the order they were accepted (adapt's tie-break)."""
+        return [name for name in self.decided if name in self.plan.accepted]
 
     def reserve(self, reservation: Reservation, now: datetime) -> Decision:
         """Decide a reservation submitted now (the plan's clock moved to it first)."""
@@ -93,7 +94,6 @@ class SimulatedPlanner:
         self.advance(now)
         decision = self.planner.submit(reservation, self.agent, submitted=now, explain=False)
         if decision.accepted:
-            self.acceptance.append(reservation.name)
             rolled = step_floor(self.first_clock.origin, self.plan.clock.origin, self.first_clock.step)
             self.decided[reservation.name] = Accepted(reservation, now, shifted(list(decision.allocations), rolled))
         return decision

@@ -19,7 +19,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from follower.sim.evaluate import DEFAULT_SEEDS, MILP, Grid
+from follower.sim.grid import DEFAULT_SEEDS, MILP, Grid
 from follower.sim.gridclock import duration
 from follower.sim.planning import MILP_TIME_LIMIT
 

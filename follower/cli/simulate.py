@@ -16,7 +16,9 @@ from follower.follow.follower import FollowerError
 from follower.scheduler.errors import SchedulerError
 from follower.sim.checkpoint import PARTIAL
 from follower.sim.engine import simulate
-from follower.sim.evaluate import (
+from follower.sim.evaluate import Outcome, check_grid, evaluate, grid_checkpoint, plan_peers, pool_size
+from follower.sim.evaluate import render as evaluate_render
+from follower.sim.grid import (
     AGENTS,
     DEFAULT_SEEDS,
     EXAMPLES,
@@ -29,14 +31,7 @@ from follower.sim.evaluate import (
     RESERVATION_SCENARIOS,
     SLACKS,
     Grid,
-    Outcome,
-    check_grid,
-    evaluate,
-    grid_checkpoint,
-    plan_peers,
-    pool_size,
 )
-from follower.sim.evaluate import render as evaluate_render
 from follower.sim.gridclock import GridClock
 from follower.sim.metrics import Result
 from follower.sim.peers import PEER_AGENTS, DecisionSource, read_decisions

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from follower.sim.evaluate import Outcome, Run
+    from follower.sim.evaluate import Outcome
+    from follower.sim.grid import Run
 
 PARTIAL = "partial"  # the checkpoint folder's name, inside the report's folder
 

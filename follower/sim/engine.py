@@ -1,35 +1,19 @@
 """The cluster simulator: one SimPy environment drives the planner, the plan follower and the queue scheduler.
 
-What happens, in simulated seconds from the scenario's start:
-- a job arrives; a production job first submits its reservation (RDL, from `Job.to_reservation`)
-  to the planner with the chosen agent; accepted, its application goes to the reservation's
-  queue once the follower has opened it; rejected (or with `--agent none`), it runs as an
-  ordinary application in the best-effort queue (see `follower.sim.setup`); with `--agent static`
-  (`static-half`), it runs in a static production queue guaranteed the peak of production demand
-  (half of it), as YARN's CapacityScheduler would be set up without reservations;
-  another system's agent (YARN's own: `yarn-greedy`, ...) decides the whole stream up front and its
-  answers are replayed at each arrival, when they still fit the plan (follower.sim.peers);
-- every plan step the follower turns the plan into queue capacities (`Follower.round/apply`);
-  when reservations need more than the nodes left, it scales them down and asks for a
-  re-plan, which adapts the plan to the capacity the cluster has now (`planner.replan.adapt`);
-- the scheduler runs a cycle whenever something changed (coalesced per instant) and when its
-  own clock says so (starting timeouts, preemption falling due); preempted or lost containers
-  are asked for again;
-- a reservation asks for the job's declared run time plus the scheduler's preemption delay: the
-  capacity a lease guarantees may be lent out when it starts, and preemption takes that long to
-  hand it back (without the pad, a lease placed at the very end of its window would make the job
-  miss its deadline by the delay);
-- a job is Spark-like: a driver container first, then its executors. A job whose trace gives
-  per-task times (Google, malleable jobs) runs them in order, each idle executor taking the next
-  (a lost executor's task starts over); a malleable job's reservation holds its tasks' work rather
-  than a gang (`Job.atom`), and it gives back each executor that finds no task left to start.
-  Otherwise its work is `executors × runtime` executor-seconds done at one unit per running
-  executor (with its driver up), so a job that gets fewer executors runs longer and one that
-  gets all of them takes exactly its `runtime`; a job without executors runs `runtime` on its
-  driver; a lost or preempted container loses no finished work (tasks are short beside
-  containers). A job killed by the follower (its reservation ended and `on_expiry: kill`) ends
-  there, unfinished;
-- nodes fail (seeded, `rate` per node per day, or as listed) and come back after `repair`.
+In simulated seconds from the scenario's start:
+- a job arrives; a production job first submits its reservation (RDL, `follower.sim.planning`) with the chosen
+  agent; accepted, its application goes to the reservation's queue once the follower has opened it; rejected, or
+  under a baseline (`follower.sim.baselines`: none, priority, capacity, static), it runs as an ordinary
+  application; another system's agent (YARN's) decides the stream up front and its answers are replayed;
+- every `round_steps` plan steps the plan's clock moves (it rolls as a served plan does) and the follower turns
+  the plan into queue capacities; reservations over the nodes left are scaled down and the plan adapted;
+- the scheduler runs a cycle whenever something changed (coalesced per instant) and when its own clock says so;
+  preempted or lost containers are asked for again and charged as a real cluster charges them
+  (`follower.sim.running`: a task starts over, a gang only runs whole);
+- a reservation asks for the job's declared run time plus the scheduler's preemption delay, the time it takes to
+  hand back capacity lent out when the lease starts;
+- nodes fail and come back (`follower.sim.failures`).
+docs/workloads.md says what the model forgives.
 
 Determinism: no wall clock, no globals, one `random.Random(seed)`; events at one instant run in
 the order they were scheduled; the same scenario and seed give the same trace, byte for byte.
@@ -40,7 +24,7 @@ from __future__ import annotations
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -53,8 +37,9 @@ from follower.scheduler.applications import Allocation, Preemption
 from follower.scheduler.errors import PlacementRejected
 from follower.scheduler.scheduler import Scheduler
 from follower.sim.baselines import CAPACITY, is_baseline, split_for
-from follower.sim.metrics import JobRecord, Result, Usage, summarize
-from follower.sim.planning import SimulatedPlanner, job_reservation, simulation_agent
+from follower.sim.failures import schedule_failures
+from follower.sim.metrics import JobRecord, Result, Usage, level_changes, summarize
+from follower.sim.planning import SimulatedPlanner, job_reservation, planned_leases, simulation_agent
 from follower.sim.running import RunningJob, estimated_work
 from follower.sim.scenario import Scenario
 from follower.sim.setup import SIMULATION_POLICIES, STATIC_QUEUE, follower_from, scheduler_config
@@ -62,11 +47,9 @@ from follower.sim.tracing import EventLog
 from follower.sim.workloads.job import Job, Workload, node_names
 from planner.agents.base import Agent
 from planner.agents.replay import ReplayAgent, replay_summary
-from planner.core.plan import Allocation as PlanAllocation
 
 DRIVER_PRIORITY = 1
 EXECUTOR_PRIORITY = 0
-DAY = 86400.0
 PREEMPTION_INTERVAL = 3.0  # seconds between preemption passes (YARN's preemption monitor interval)
 
 
@@ -116,10 +99,11 @@ class Simulation:
         self._round()
         for job in self.workload.jobs:
             self._at(job.submit, partial(self._arrive, job))
-        self._failures()
+        schedule_failures(self.scenario.cluster.failures, self.rng, lambda: self.env.now, self._at, self._fail,
+                          lambda: set(self.nodes) - self.down, self._running)
         limit = self.scenario.duration
         self.env.process(self._rounds())
-        self.env.run(until=self._all_done() if limit is None else self._all_done_or(limit))
+        self.env.run(until=self._all_done() if limit is None else self._all_done() | self.env.timeout(limit))
         self._account(self.env.now)
         summary = summarize((run.record for run in self.jobs.values()), self.usage, self.scheduler.preemptions,
                             float(self.env.now))
@@ -134,9 +118,6 @@ class Simulation:
         if not self.workload.jobs:
             self._done.succeed()
         return self._done
-
-    def _all_done_or(self, limit: float) -> simpy.Event:
-        return self._all_done() | self.env.timeout(limit)
 
     def _at(self, when: float, action: Callable[[], None]) -> None:
         """Run `action` at simulated time `when` (now, if that has passed)."""
@@ -237,14 +218,8 @@ class Simulation:
         if decision.accepted:
             self.view = PlanView(self.planner.plan, self.view)
             record.plan_changes = level_changes(decision.allocations or [])
-            record.planned = self._planned(decision.allocations)
+            record.planned = planned_leases(decision.allocations, self.planner.plan.clock, self.start)
         return decision.accepted
-
-    def _planned(self, allocations: Sequence[PlanAllocation]) -> tuple[tuple[float, float, float], ...]:
-        """Leases as (start, end) in simulated seconds with the vcores they hold (for the plan-shape figure)."""
-        clock = self.planner.plan.clock
-        return tuple(((clock.at(a.start) - self.start).total_seconds(), (clock.at(a.end) - self.start).total_seconds(),
-                      a.bundles * (a.bundle.get("vcores") or 0.0)) for a in allocations)
 
     def _admit_waiting(self) -> None:
         """Submit the accepted jobs whose reservation queue is open now; ended ones go best effort."""
@@ -254,14 +229,12 @@ class Simulation:
             path = f"{self.follower.plan_queue}.{queue_name(job_id)}"
             if self.scheduler.tree.find(path) is not None:
                 self._submit(run, reservation=job_id)
-            elif job_id not in self.planner.plan.accepted or self._window_over(run.job):
+            elif job_id not in self.planner.plan.accepted or (run.job.deadline is not None
+                                                              and self.env.now >= run.job.deadline):
                 self._submit(run, reservation=None)
             else:
                 still.append(job_id)
         self.waiting_for_queue = still
-
-    def _window_over(self, job: Job) -> bool:
-        return job.deadline is not None and self.env.now >= job.deadline
 
     def _submit(self, run: RunningJob, reservation: str | None) -> None:
         job = run.job
@@ -334,7 +307,7 @@ class Simulation:
     def _allocated(self, allocation: Allocation) -> None:
         run = self.jobs[allocation.app_id]
         now = self.env.now
-        self._progress(run)
+        run.progress(self.env.now)
         if run.record.start is None:
             run.record.start = now
         self._trace(now, allocation.app_id, "allocate", allocation.queue, allocation.node, allocation.resources,
@@ -350,7 +323,7 @@ class Simulation:
     def _lose(self, run: RunningJob, container_id: str) -> None:
         """A container of `run` went (preempted or its node failed): ask for it again, and charge the work it
         loses (follower.sim.running): a task starts over, a gang goes back to its last saved state."""
-        self._progress(run)
+        run.progress(self.env.now)
         lost = run.lose(container_id, self.env.now, self.scenario.checkpoint)
         run.record.lost_work_s += lost
         if container_id == run.driver:
@@ -362,10 +335,6 @@ class Simulation:
             self._ask(run, "executor", run.job.executor, 1, EXECUTOR_PRIORITY)
         self._reschedule(run)
         self._kick()
-
-    def _progress(self, run: RunningJob) -> None:
-        """Count the work done since the last change at the rate it ran."""
-        run.progress(self.env.now)
 
     def _reschedule(self, run: RunningJob) -> None:
         """Predict the job's end at its new rate (older predictions become stale by version)."""
@@ -419,7 +388,7 @@ class Simulation:
     def _maybe_finish(self, run: RunningJob, version: int) -> None:
         if version != run.version or run.ended:
             return
-        self._progress(run)
+        run.progress(self.env.now)
         now = self.env.now
         app = self.scheduler.application(run.job.id)
         if not app.state.finished:
@@ -437,24 +406,6 @@ class Simulation:
             self._done.succeed()
 
     # ---- nodes -----------------------------------------------------------------------------------
-
-    def _failures(self) -> None:
-        """Schedule the listed failures, and the first random one if failures have a rate."""
-        failures = self.scenario.cluster.failures
-        for planned in failures.events:
-            self._at(planned.at, partial(self._fail, planned.node, planned.repair))
-        if failures.rate > 0 and self.nodes:
-            self._at(self._next_failure(), self._random_failure)
-
-    def _next_failure(self) -> float:
-        live = max(1, len(self.nodes) - len(self.down))
-        return self.env.now + self.rng.expovariate(self.scenario.cluster.failures.rate * live / DAY)
-
-    def _random_failure(self) -> None:
-        live = sorted(set(self.nodes) - self.down)
-        if live and self._ended < len(self.workload.jobs):
-            self._fail(self.rng.choice(live), self.scenario.cluster.failures.repair)
-            self._at(self._next_failure(), self._random_failure)
 
     def _fail(self, node: str, repair: float) -> None:
         if node in self.down or node not in self.nodes:
@@ -479,18 +430,11 @@ class Simulation:
             self._restore()
         self._round()
 
+    def _running(self) -> bool:
+        return self._ended < len(self.workload.jobs)
+
     def _datetime(self, seconds: float) -> datetime:
         return self.start + timedelta(seconds=seconds)
-
-
-
-def level_changes(allocations: Sequence[PlanAllocation]) -> int:
-    """How often the bundles these allocations hold change level over the steps, their start and end included."""
-    edges: dict[int, int] = {}
-    for allocation in allocations:
-        edges[allocation.start] = edges.get(allocation.start, 0) + allocation.bundles
-        edges[allocation.end] = edges.get(allocation.end, 0) - allocation.bundles
-    return sum(1 for change in edges.values() if change != 0)
 
 
 def simulate(scenario: Scenario, agent: str | None = None, policy: str | None = None, seed: int | None = None,

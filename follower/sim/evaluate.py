@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -31,117 +30,17 @@ from follower.sim.baselines import is_baseline
 from follower.sim.cell import Cell
 from follower.sim.checkpoint import PARTIAL, Checkpoint
 from follower.sim.engine import Simulation, simulate
-from follower.sim.gridclock import duration
+from follower.sim.grid import EXAMPLES, MILP, REFERENCE_AGENT, REPOSITORY, RESULTS, Grid, Run, label, shown
 from follower.sim.gridrun import grid_client, run_each
 from follower.sim.metrics import JobRecord, Result, fairness_against
 from follower.sim.peers import PEER, PEER_AGENTS, DecisionSource, peer_refusal, replay_agent
 from follower.sim.planning import MILP_TIME_LIMIT, simulation_agent
+from follower.sim.preamble import PUBLISHED, Timing, preamble
 from follower.sim.report import PlanShapes, write_report
-from follower.sim.scenario import Scenario, agent_names, load_scenario
+from follower.sim.scenario import Scenario, load_scenario
 from follower.sim.setup import SIMULATION_POLICIES, USER_FAIR
 from follower.sim.spark import table as spark_table
 from rdl.errors import RayonError, RDLErrors
-
-REPOSITORY = Path(__file__).resolve().parents[2]
-EXAMPLES = REPOSITORY / "examples" / "scenarios"
-AGENTS = agent_names()
-SLACKS = (1.5, 3.0, 10.0)
-POLICIES = ("fifo", "fair", USER_FAIR, "uwfq")
-# Alibaba: two days, see its scenario; synthetic_malleable: synthetic_mix's jobs as tasks (GREE against GREE-L)
-RESERVATION_SCENARIOS = ("synthetic_mix", "synthetic_malleable", "ricc_2days", "alibaba_2days")
-# The load study: the same jobs arriving faster, per baseline and planning agent (follower/sim/load.py).
-LOAD_SCENARIOS = ("synthetic_mix", "alibaba_2days")
-LOADS = (1.0, 1.5, 2.0, 3.0)
-LOAD_AGENTS = ("none", "priority", "capacity", "gree", "gree-l")
-FAIRNESS_SCENARIOS = ("uwfq_power_small", "uwfq_super_small", "google_homo", "google_hetero")
-DEFAULT_SEEDS = 5  # per cell: t(0.975, 4) = 2.78, where 3 seeds would give 4.30 and 2 seeds 12.7
-# Scenarios whose runs take about a second get more seeds in the default grid: narrow intervals cost little there.
-MANY_SEEDS = (("synthetic_mix", 30), ("synthetic_malleable", 30))
-REFERENCE_AGENT = "gree-l"  # our default agent
-MILP = "milp"  # the agent with a time limit per decision, and the grid's longest runs
-RESULTS = "results.json"
-
-PUBLISHED = """## Published figures, for comparison
-
-- UWFQ (Kažemaks et al., arXiv 2510.15485, abstract): UWFQ "reduces the average response time of
-  small jobs by up to 74%" against Spark's built-in schedulers and state-of-the-art fair
-  schedulers, and keeps a "6x lower fairness violation ratio" in multi-user, multi-job runs. Our
-  0–80 % bucket is the small jobs; compare its `uwfq` row with `fair` and `userfair`, and our DVR
-  with theirs. Their runs are real Spark on a real cluster with runtime partitioning; the fairness
-  study above replays the same workload shapes with whole containers, without partitioning, and the
-  task-level Spark model's section schedules their tasks, with partitioning on and off.
-- Rayon (Curino et al., SoCC 2014) reports its gains over YARN's CapacityScheduler on its own
-  production-derived workloads; we have not reproduced their numbers here (their traces are not
-  public), so compare directions, not values.
-"""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One simulation of the grid: which scenario file, study, options, and which of the cell's seeds.
-
-    `replicate` k runs the scenario's own seed + k; `seed` is filled in with that seed once the run is made.
-    """
-
-    study: str
-    label: str
-    path: str
-    agent: str | None = None
-    policy: str | None = None
-    slack: float | None = None
-    seed: int | None = None
-    replicate: int = 0
-    load: float | None = None  # the load study's arrival factor (None: the scenario's own load)
-
-    @property
-    def option(self) -> str:
-        """What the cell compares: the agent in the reservation and load studies, the policy in the fairness study."""
-        return (self.policy if self.study == "fairness" else self.agent) or ""
-
-    @property
-    def cell(self) -> tuple[str, str, str | None, str | None, float | None, float | None]:
-        """The grid cell this run is one seed of."""
-        return (self.study, self.label, self.agent, self.policy, self.slack, self.load)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """The runs to make: scenarios × agents × slack factors, and scenarios × policies; each cell `seeds` times,
-    the MILP deciding each arrival within `milp_time_limit` seconds."""
-
-    reservations: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in RESERVATION_SCENARIOS)
-    agents: tuple[str, ...] = AGENTS
-    slacks: tuple[float, ...] = SLACKS
-    fairness: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in FAIRNESS_SCENARIOS)
-    policies: tuple[str, ...] = POLICIES
-    seeds: int = DEFAULT_SEEDS
-    seeds_for: tuple[tuple[str, int], ...] = MANY_SEEDS  # (scenario name, seeds) where it runs other than `seeds`
-    milp_time_limit: float = MILP_TIME_LIMIT
-    peers: tuple[str, ...] = ()  # other systems' agents, replayed beside ours (a decision source must be given)
-    # (scenario label, peer agent, why): a peer left out of a scenario whose cluster it cannot plan (`plan_peers`)
-    peers_left_out: tuple[tuple[str, str, str], ...] = ()
-    # The UWFQ section's scenarios on the task-level Spark model, run at as many seeds (none: no section).
-    spark: tuple[str, ...] = tuple(str(path) for path in spark_table.scenario_files())
-    load_scenarios: tuple[str, ...] = tuple(str(EXAMPLES / f"{name}.yaml") for name in LOAD_SCENARIOS)
-    loads: tuple[float, ...] = LOADS
-    load_agents: tuple[str, ...] = LOAD_AGENTS
-
-    def seeds_of(self, path: str) -> int:
-        """How many seeds each cell of the scenario at `path` runs."""
-        return dict(self.seeds_for).get(_label(path), self.seeds)
-
-    def runs(self) -> list[Run]:
-        """Every run, in report order (the seeds of one cell together)."""
-        left_out = {(label, agent) for label, agent, _ in self.peers_left_out}
-        found = [Run("reservations", _label(path), path, agent=agent, slack=slack, replicate=k)
-                 for path in self.reservations for slack in self.slacks for agent in (*self.agents, *self.peers)
-                 if (_label(path), agent) not in left_out for k in range(self.seeds_of(path))]
-        found += [Run("fairness", _label(path), path, policy=policy, replicate=k)
-                  for path in self.fairness for policy in self.policies for k in range(self.seeds_of(path))]
-        found += [Run("load", _label(path), path, agent=agent, load=load, replicate=k)
-                  for path in self.load_scenarios for agent in self.load_agents for load in self.loads
-                  for k in range(self.seeds_of(path))]
-        return found
 
 
 @dataclass(frozen=True)
@@ -152,16 +51,6 @@ class Outcome:
     summary: dict[str, Any]
     records: list[JobRecord]
     wall_s: float
-
-
-def _label(path: str) -> str:
-    return Path(path).stem
-
-
-def _shown(path: str) -> str:
-    """A scenario's path as results.json keeps it: relative to the repository when inside it."""
-    resolved = Path(path).resolve()
-    return str(resolved.relative_to(REPOSITORY)) if resolved.is_relative_to(REPOSITORY) else path
 
 
 def with_slack(scenario: Scenario, mean: float) -> Scenario:
@@ -209,7 +98,7 @@ def plan_peers(grid: Grid) -> Grid:
     for path in grid.reservations if grid.peers else ():
         scenario = load_scenario(path)
         cluster = scenario.plan_cluster(scenario.load_workload())
-        left_out += [(_label(path), agent, why) for agent in grid.peers if (why := peer_refusal(agent, cluster))]
+        left_out += [(label(path), agent, why) for agent in grid.peers if (why := peer_refusal(agent, cluster))]
     return replace(grid, peers_left_out=tuple(left_out))
 
 
@@ -297,7 +186,7 @@ def fairness_by_run(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
 
 def run_records(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """Every run as `results.json` keeps it: what ran, at which seed, how long, its figures and its DVR/DSR."""
-    return [{"study": o.run.study, "scenario": o.run.label, "path": _shown(o.run.path), "agent": o.run.agent,
+    return [{"study": o.run.study, "scenario": o.run.label, "path": shown(o.run.path), "agent": o.run.agent,
              "policy": o.run.policy,
              "slack": o.run.slack, "load": o.run.load, "seed": o.run.seed, "wall_s": o.wall_s, "summary": o.summary,
              "fairness": fairness}
@@ -330,16 +219,6 @@ def _grouped(runs: Sequence[dict[str, Any]]) -> list[Cell]:
     return [Cell(study, scenario, agent, policy, slack, tuple(r["seed"] or 0 for r in members),
                  tuple(r["summary"] for r in members), tuple(r.get("fairness") or {} for r in members), load)
             for (study, scenario, agent, policy, slack, load), members in grouped.items()]
-
-
-@dataclass(frozen=True)
-class Timing:
-    """How long the grid took, with how many simulations at once, on how many cores."""
-
-    wall_s: float
-    workers: int
-    cores: int
-    load: float  # the 1-minute load average as the grid ended: above `cores`, other work shared them
 
 
 def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) -> dict[str, Any]:
@@ -415,8 +294,8 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
     spark_section = spark_study(grid.spark, grid.seeds) if grid.spark else ""
     shapes = plan_shapes(grid.reservations, grid.slacks)
     when = datetime.fromtimestamp((folder / RESULTS).stat().st_mtime, UTC).strftime("%Y-%m-%d")
-    preamble = _preamble(grid, when, timing, [*reservations, *fairness], peers_note)
-    return write_report(folder, reservations, fairness, preamble, "\n".join(filter(None, [spark_section, PUBLISHED])),
+    intro = preamble(grid, when, timing, [*reservations, *fairness], peers_note)
+    return write_report(folder, reservations, fairness, intro, "\n".join(filter(None, [spark_section, PUBLISHED])),
                         loaded, shapes)
 
 
@@ -444,8 +323,8 @@ def plan_shapes(reservations: Sequence[str], slacks: Sequence[float]) -> PlanSha
         result = Simulation(scenario.with_options(agent=agent)).run()
         planned.append((agent, [lease for record in result.records for lease in record.planned]))
     slack = f", mean slack factor {slacks[0]:g}" if slacks else ""
-    return PlanShapes(tuple(planned), f"{_label(path)}, seed {scenario.seed}",
-                      f"`{_label(path)}` at seed {scenario.seed}{slack}, agents gree and {REFERENCE_AGENT}")
+    return PlanShapes(tuple(planned), f"{label(path)}, seed {scenario.seed}",
+                      f"`{label(path)}` at seed {scenario.seed}{slack}, agents gree and {REFERENCE_AGENT}")
 
 
 def spark_study(files: Sequence[str], seeds: int) -> str:
@@ -455,87 +334,3 @@ def spark_study(files: Sequence[str], seeds: int) -> str:
     return spark_table.markdown(cells, f"rayon spark{chosen} --seeds {seeds} --markdown")
 
 
-def _preamble(grid: Grid, when: str, timing: Timing, made: Sequence[Cell], peers_note: str = "") -> str:
-    scenarios = ", ".join(f"`{name}`" for name in dict.fromkeys(_label(p) for p in (*grid.reservations, *grid.fairness,
-                                                                                      *grid.load_scenarios)))
-    peers = (f"YARN's own agents ({', '.join(f'`{p}`' for p in grid.peers)}) were decided by YARN 3.4.1's classes "
-             "through the peer harness (`python benchmarks/peers/evaluate.py`, which runs this grid with them) and "
-             "replayed in the simulator (docs/yarn.md)." if grid.peers else
-             "YARN's own agents are not in this grid: `python benchmarks/peers/evaluate.py` adds them (Java and "
-             "Maven).")
-    return f"""# Evaluation: does reservation planning pay off?
-
-Generated by `rayon evaluate` on {when} (Python {sys.version.split()[0]}); every figure comes from
-the simulator (`rayon simulate`) on the scenarios in `examples/scenarios/` ({scenarios}).
-Reproduce one run with, for example,
-`rayon simulate examples/scenarios/synthetic_mix.yaml --agent gree-l --seed 43 --json`.
-{peers}{_left_out_text(grid)}{f" {peers_note}" if peers_note else ""}
-
-{_seeds_text(grid, made)}
-
-{_timing_text(grid, timing)}
-
-How to read it: *SLA attainment* is the share of production jobs finished by their deadline;
-*slack* is the mean deadline slack factor f (deadline = submit + f × declared duration, f drawn
-log-normally around the mean); *BE* is best-effort work; *utilisation* averages vcores and
-memory. DVR (deadline violation ratio) is the share of jobs finishing later than they do under
-the user-fair baseline (`userfair`: one queue per user, equal shares, fair within a user), and
-DSR (deadline slack ratio) their mean lateness relative to their baseline response time — our
-reading of the UWFQ paper's fairness measures. Definitions: `follower/sim/metrics.py`.
-"""
-
-
-def _left_out_text(grid: Grid) -> str:
-    """Which peers did not run on which scenario, and why (a sentence each, with a leading space), or ""."""
-    grouped: dict[tuple[str, str], list[str]] = {}
-    for label, agent, why in grid.peers_left_out:
-        grouped.setdefault((label, why), []).append(agent)
-    return "".join(f" {', '.join(f'`{a}`' for a in agents)} did not run on `{label}`: {why}."
-                   for (label, why), agents in grouped.items())
-
-
-def _seeds_text(grid: Grid, made: Sequence[Cell]) -> str:
-    """What the ± means, how many seeds, and which scenarios draw nothing from their seed."""
-    if grid.seeds == 1:
-        text = "One seed per cell (each scenario's own): the figures have no interval."
-    else:
-        text = (f"Each cell ran {grid.seeds} seeds: {_seed_list(grid.seeds)}, where s is the scenario's own seed. "
-                "A seed draws the synthetic jobs, and for a trace which jobs are production and their deadlines, "
-                f"and node failures. The tables give mean ± the half-width of a 95 % Student t interval over the "
-                f"seeds (`follower/sim/spread.py`); every seed's figures are in `{RESULTS}`.")
-        if grid.seeds < DEFAULT_SEEDS:
-            text += f" This grid ran fewer seeds than the full report's {DEFAULT_SEEDS}: its intervals are wider."
-        if grid.seeds_for:
-            text += " Other counts where the grid says so: " + ", ".join(
-                f"`{name}` {count} seeds (s, …, s+{count - 1})" for name, count in grid.seeds_for) + "."
-    fixed = same_at_every_seed(made)
-    if grid.seeds > 1 and fixed:
-        text += (f" {', '.join(f'`{name}`' for name in fixed)} gave the same figures at every seed (nothing in "
-                 "it is drawn), hence ± 0.")
-    return text
-
-
-def _seed_list(count: int) -> str:
-    """`s and s+1`, `s, s+1 and s+2`, `s, s+1, …, s+4`."""
-    if count <= 3:
-        seeds = ["s", *(f"s+{k}" for k in range(1, count))]
-        return " and ".join([", ".join(seeds[:-1]), seeds[-1]]) if count > 1 else "s"
-    return f"s, s+1, …, s+{count - 1}"
-
-
-def same_at_every_seed(made: Sequence[Cell]) -> list[str]:
-    """Scenarios whose every cell measured the same figures at every seed."""
-    scenarios = dict.fromkeys(cell.scenario for cell in made)
-    return [name for name in scenarios
-            if all(all(s == c.summaries[0] for s in c.summaries) for c in made if c.scenario == name)]
-
-
-def _timing_text(grid: Grid, timing: Timing) -> str:
-    runs = len(grid.runs())
-    milp = (f" The `milp` agent had {grid.milp_time_limit:g} s per arrival's decision (`--milp-time-limit`: it "
-            "cuts the solver's search, not the building of its model)."
-            if MILP in grid.agents and grid.reservations else "")
-    slacks = ", ".join(f"{slack:g}" for slack in grid.slacks)
-    return (f"The grid: {runs} runs in {duration(timing.wall_s)}, {timing.workers} at a time on a "
-            f"{timing.cores}-core machine (load average {timing.load:.1f} as it ended); the reservation study at "
-            f"mean slack factors {slacks}.{milp}")

@@ -11,7 +11,9 @@ Definitions (kept here so the report and the tests read the same ones):
 - SLA over feasible jobs: the same share, counting only the production jobs that could meet their deadline at
   all, those whose run time alone fits between their submission and their deadline.
 - Plan changes: how often an accepted reservation's planned allocation changes level over its steps (its
-  start and end included): what a follower has to move; GREE-L aims to keep it low.
+  start and end included): how many times a follower has to resize its queue; GREE-L aims to keep it low.
+  (`benchmarks/periodic.py` counts another thing, `planner.agents.milp.changes`: bundles started or stopped,
+  which weighs each change by its size.)
 - Acceptance over time: production jobs submitted and accepted in each tenth of the run, by arrival.
 - Short best-effort jobs: those under SHORT_JOB seconds alone; their mean wait before they start.
 - Size buckets (UWFQ paper): jobs ranked by their run time alone; the 0–80, 80–95 and
@@ -27,11 +29,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from planner.core.plan import Allocation
 
 PRODUCTION = "production"
 BEST_EFFORT = "best_effort"
@@ -281,3 +285,12 @@ class Result:
         return {"scenario": self.scenario, "agent": self.agent, "policy": self.policy, "seed": self.seed,
                 **self.summary, "events": self.events, "simulated_s": self.simulated_s, "wall_s": self.wall_s,
                 "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None}
+
+
+def level_changes(allocations: Sequence[Allocation]) -> int:
+    """How often the bundles these allocations hold change level over the steps, their start and end included."""
+    edges: dict[int, int] = {}
+    for allocation in allocations:
+        edges[allocation.start] = edges.get(allocation.start, 0) + allocation.bundles
+        edges[allocation.end] = edges.get(allocation.end, 0) - allocation.bundles
+    return sum(1 for change in edges.values() if change != 0)

@@ -4,7 +4,7 @@ fail or return. Everything goes through the Planner's own seam (`submit`, `advan
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -16,8 +16,9 @@ from follower.sim.workloads.job import Job, Workload
 from planner.admission import Planner
 from planner.agents.base import Agent
 from planner.agents.registry import DEFAULT_AGENT, get_agent
+from planner.core.compile import Clock
 from planner.core.decision import Decision
-from planner.core.plan import Accepted, Plan, capacity_over_time, shifted
+from planner.core.plan import Accepted, Allocation, Plan, capacity_over_time, shifted
 from planner.replan.adapt import Adaptation
 from rdl.cluster import Cluster
 from rdl.shape import step_ceil, step_floor
@@ -118,3 +119,11 @@ class SimulatedPlanner:
         now_step = min(clock.steps, max(0, step_ceil(clock.origin, now, clock.step)))
         capacity[:, now_step:] = np.minimum(capacity[:, now_step:], self.cap[:, None])
         return capacity
+
+
+def planned_leases(allocations: Sequence[Allocation], clock: Clock,
+                   start: datetime) -> tuple[tuple[float, float, float], ...]:
+    """Leases as (start, end) in seconds from the simulation's `start` with the vcores they hold (the plan-shape
+    figure's data)."""
+    return tuple(((clock.at(a.start) - start).total_seconds(), (clock.at(a.end) - start).total_seconds(),
+                  a.bundles * (a.bundle.get("vcores") or 0.0)) for a in allocations)

@@ -1,31 +1,13 @@
 """The scenario file of `rayon simulate SCENARIO.yaml`: the cluster, the workload, the clock, the seed and defaults.
 
-```yaml
-name: tiny                        # default: the file's name
-seed: 7                           # default 0; `--seed` overrides
-start: 2026-11-23T00:00:00Z       # the wall-clock time of simulated time 0
-duration: 2h                      # when the simulation ends (default: when the last job ends)
-checkpoint: 10m                   # jobs save their work this often (default none: a lost container loses it all)
-load: 1.5                         # arrivals this many times as fast (default 1); `--load` overrides
-agent: gree-l                     # none | priority | capacity | static | static-half (baselines) | gree | gree-l | milp
-policy: fair                      # fifo | fair | stateaware | drf | uwfq; `--policy` overrides
-cluster:
-  nodes: [{name: worker, count: 4, memory: 16GiB, vcores: 8}]   # or `nodes: trace`
-  step: 1m                        # the plan's step
-  horizon: 1d                     # the plan's horizon
-  failures: {rate: 0.1, repair: 2h, events: [{node: worker-0, at: 30m, repair: 10m}]}
-workload:                         # exactly one of:
-  synthetic: {jobs: 50, rate: 30, production: 0.3, slack: {mean: 3}}
-  trace: {format: swf, file: ricc.swf.gz, slice: {start: 0d, length: 7d}, production: {fraction: 0.2}}
-  uwfq: {scenario: power_small}
-  jobs: [{id: a, submit: 0s, executors: 2, executor: {memory: 2GiB, vcores: 1}, runtime: 10m}]
-scheduler: {...}                  # handed as is to the queue scheduler's loader
-follower: {...}                   # handed as is to the plan follower's loader
-```
+Top-level keys: `name`, `seed`, `start` (the wall-clock time of simulated time 0), `duration`, `checkpoint`,
+`load`, `agent` (a baseline or a planning agent), `policy`, `cluster` (nodes, the plan's step and horizon,
+failures, sharing policies), `workload` (exactly one of `synthetic`, `trace`, `uwfq`, `jobs`), and `scheduler` and
+`follower`, handed as they are to the queue scheduler's and the plan follower's loaders. docs/workloads.md
+documents every key with an example; `describe_keys` lists them.
 
 Read through YAML's node graph (with the cluster file's reader), so that every error names
-`FILE:LINE:COL`, says what was expected and suggests a fix for a mistyped key. Every key is
-documented in docs/workloads.md.
+`FILE:LINE:COL`, says what was expected and suggests a fix for a mistyped key.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from follower.cli import main
-from follower.sim.evaluate import RESULTS, Grid, cells, evaluate, run_grid, run_order, with_slack
+from follower.sim.evaluate import cells, evaluate, run_grid, run_order, with_slack
+from follower.sim.grid import RESULTS, Grid
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.scenario import load_scenario
 from planner.admission import Planner

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from follower.sim.evaluate import Run
+from follower.sim.grid import Run
 from follower.sim.gridclock import GridClock, duration
 
 

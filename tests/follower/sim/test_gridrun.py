@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from follower.sim.checkpoint import Checkpoint
-from follower.sim.evaluate import Grid, run_grid
+from follower.sim.evaluate import run_grid
+from follower.sim.grid import Grid
 from follower.sim.gridrun import grid_client, run_each
 from tests.follower.sim.test_evaluate import SMALL
 

@@ -47,7 +47,7 @@ def test_utilisation_is_used_over_available_resource_time() -> None:
 
 
 def test_the_reviewers_figures_are_worked_out_from_the_records() -> None:
-    from follower.sim.engine import level_changes
+    from follower.sim.metrics import level_changes
     from planner.core.plan import Allocation
     from rdl.tree import Resources
 

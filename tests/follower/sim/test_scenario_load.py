@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from follower.cli import main
-from follower.sim.evaluate import EXAMPLES, RESERVATION_SCENARIOS
+from follower.sim.grid import EXAMPLES, RESERVATION_SCENARIOS
 
 pytestmark = pytest.mark.slow
 LEAST_UTILISATION = 0.05

@@ -3,14 +3,15 @@
 A pod is one container (a driver, no executors) of `cpu_milli / 1000` vcores, `memory_mib`
 MiB and `num_gpu × gpu_milli / 1000` GPUs. It is submitted at `creation_time` and runs from
 `scheduled_time` to `deletion_time` (seconds); a pod never scheduled has no run time and is
-skipped. The trace has no estimates (declared = actual) and no users (the user is the QoS
-class). LS (latency-sensitive) and Guaranteed pods are production, BE and Burstable ones
+skipped. The trace has no estimates (declared = actual, unless `estimate_sigma` draws a user's error) and no
+users (the user is the QoS class). LS (latency-sensitive) and Guaranteed pods are production, BE and Burstable ones
 best effort; both lists are parameters.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field, replace
 
 from follower.sim.workloads.deadlines import Slack, job_random
@@ -43,6 +44,8 @@ class AlibabaParams:
     strict: bool = field(default=False, metadata=flag())
     arrivals_within: float = field(default=math.inf, metadata=duration())  # the slice's arrivals, compressed into it
     node_share: float = field(default=1.0, metadata=number(minimum=0.0, maximum=1.0, strict=True))
+    # A declared run time off by a log-normal factor exp(N(0, sigma)), as a user's estimate would be (0: exact).
+    estimate_sigma: float = field(default=0.0, metadata=number(minimum=0.0))
 
 
 def read_alibaba(params: AlibabaParams, seed: int, name: str = "alibaba") -> Workload:
@@ -112,11 +115,20 @@ def _pod(row: dict[str, str], line: int, params: AlibabaParams, nodes: tuple[Nod
     assert ran is not None
     production = qos in params.production_qos
     rng = job_random(seed, row["name"])
+    declared = declared_time(ran, params.estimate_sigma, rng)
     return Job(id=row["name"], user=qos.lower(), submit=submit, kind=PRODUCTION if production else BEST_EFFORT,
-               driver=size, executors=0, executor=NONE, runtime=ran, declared=ran,
-               deadline=params.slack.deadline(submit, ran, rng) if production else None,
+               driver=size, executors=0, executor=NONE, runtime=ran, declared=declared,
+               deadline=params.slack.deadline(submit, declared, rng) if production else None,
                queue=params.production_queue if production else params.best_effort_queue,
                tags=(("qos", qos), ("phase", row["pod_phase"])))
+
+
+def declared_time(ran: float, sigma: float, rng: random.Random) -> float:
+    """What a pod declares: its run time, or with `sigma` > 0 a whole number of seconds off by exp(N(0, sigma))
+    (drawn from the job's own generator before its deadline, so that sigma 0 draws nothing and changes nothing)."""
+    if sigma <= 0:
+        return ran
+    return float(max(1, math.ceil(ran * math.exp(rng.gauss(0.0, sigma)))))
 
 
 def _unusable(ran: float | None, size: Resources, nodes: tuple[NodeGroup, ...], phase: str) -> str | None:

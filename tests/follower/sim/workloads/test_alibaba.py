@@ -136,3 +136,23 @@ def test_arrivals_are_compressed_in_their_order_and_run_times_kept(alibaba: Work
         [j.id for j in sorted(squeezed.jobs, key=lambda j: (originals[j.id].submit, j.id))]
     counts = {group.name: group.count for group in squeezed.nodes}
     assert counts["G2-8gpu-96c-384g"] == 5 and counts["cpu-96c-768g"] == 1 and len(counts) == 27
+
+
+def test_an_estimate_error_makes_declared_times_differ_from_run_times_and_deadlines_follow_them() -> None:
+    params = AlibabaParams(file=str(trace("alibaba_openb_pods.csv")), estimate_sigma=0.5)
+    drawn = read_alibaba(params, seed=1)
+    exact = {job.id: job for job in read_alibaba(replace(params, estimate_sigma=0.0), seed=1).jobs}
+    assert [job.runtime for job in drawn.jobs] == [exact[job.id].runtime for job in drawn.jobs]
+    over = sum(job.declared > job.runtime for job in drawn.jobs)
+    under = sum(job.declared < job.runtime for job in drawn.jobs)
+    assert over > len(drawn.jobs) // 4 and under > len(drawn.jobs) // 4  # a log-normal error goes both ways
+    assert all(job.declared == float(int(job.declared)) >= 1 for job in drawn.jobs)
+    # A deadline is a slack multiple of what the job declared: a longer estimate gives a later deadline.
+    late = next(job for job in drawn.production if job.declared > 2 * job.runtime)
+    assert late.deadline is not None and late.deadline - late.submit >= late.declared
+    # The same seed draws the same estimates; sigma 0 draws nothing, so the exact import is what it always was.
+    assert read_alibaba(params, seed=1).jobs == drawn.jobs
+    assert all(job.declared == job.runtime for job in exact.values())
+    # Deadlines as the importer drew them before estimates existed (seed 1): sigma 0 keeps every grid's figures.
+    assert [(exact[name].deadline, exact[name].declared) for name in ("openb-pod-0000", "openb-pod-0001")] == [
+        (20922896.0, 12537496.0), (35787520.0, 12475899.0)]

@@ -32,9 +32,11 @@ def grid_client(scheduler: str | None, workers: int) -> Iterator[Any]:
             with Client(scheduler) as client:
                 yield client
             return
-        # No dashboard; the scheduler's HTTP server (health checks) on any free loopback port, not 8787.
+        # No dashboard; the scheduler's HTTP server (health checks) on any free loopback port, not 8787. The workers
+        # log nothing below CRITICAL: a run that fails raises here through its future, and on a busy machine a
+        # worker's heartbeat racing the cluster's close logged a harmless traceback after a finished grid.
         local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK,
-                             dashboard_address=None, worker_dashboard_address=None, silence_logs=logging.ERROR,
+                             dashboard_address=None, worker_dashboard_address=None, silence_logs=logging.CRITICAL,
                              scheduler_kwargs={"dashboard_address": f"{LOOPBACK}:0"})
         with local as cluster, Client(cluster) as client:
             yield client

@@ -27,13 +27,17 @@ PLAN_NAMES = {yunikorn: plan for plan, yunikorn in RESOURCE_NAMES.items()}  # Yu
 
 def plan_units(resources: Mapping[str, AnyType], where: str) -> dict[str, float]:
     """A YuniKorn resource map in the plan's names and units (memory bytes to MiB, vcore millicores to vcores)."""
+    if not isinstance(resources, Mapping):
+        raise FollowerError(f"{where}: its resources are {resources!r}: this is not the queue tree of a YuniKorn "
+                            "release that answers in maps of integers (1.0 or later)")
     out: dict[str, float] = {}
     for name, value in resources.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise FollowerError(f"{where}: `{name}` is {value!r}, not a number: this is not the queue tree of a "
                                 "YuniKorn release that answers in maps of integers (1.0 or later)")
         plan = PLAN_NAMES.get(name, name)
-        out[plan] = value / MEBIBYTE if plan == units.MEMORY else value / 1000 if name == "vcore" else value
+        amount = value / MEBIBYTE if plan == units.MEMORY else value / 1000 if name == "vcore" else value
+        out[plan] = int(amount) if float(amount).is_integer() else amount
     return out
 
 

@@ -240,7 +240,6 @@ def test_the_capacity_and_queue_views(driver: AnyType, examples: Server, shots: 
     driver.get(f"{examples.url}/#/queues")
     queues = until(driver, lambda d: texts(d, "[data-testid=queues] tbody td:first-child"), "the queues")
     assert "root.plan.etl_nightly" in queues and not any("wordcount" in q for q in queues)  # carol's: not alice's
-    shoot(driver, shots / "dashboard-queues.png")
 
 
 def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, examples: Server,

@@ -1,4 +1,5 @@
-"""`GET /v1/queues/history`: the plan against reality, per queue over a time range (the dashboard's third view).
+"""`GET /v1/queues/history`: the plan against reality, per queue over a time range (the dashboard's third view);
+`POST /v1/queues/allocated`: what a scheduler allocated, loaded by an admin (a simulation's, read by the dashboard).
 
 What the plan follower wrote at each step (each queue's `planned` and `guaranteed` capacity, and its `max`) and
 what a scheduler reported it allocated (YuniKorn polled by `rayon serve --follow-allocated`), as recorded in
@@ -9,15 +10,18 @@ queues summed into one anonymous `others` entry; queues the follower never wrote
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any as AnyType
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
 
 from planner.api.auth import Principal
-from planner.api.context import Service, caller, service
+from planner.api.context import Service, admin, caller, service
 from planner.api.errors import ApiError
 from planner.api.native import ERRORS, instant
 from planner.store.queuelog import FOLLOWER, SOURCES, QueueLog, Run
@@ -39,10 +43,7 @@ def queue_history(start: str | None = Query(None, alias="from", description="def
     (`follower`: `planned`, `guaranteed`, `max`) and what schedulers reported they allocated (`allocated`, by
     source). A user sees their own reservations' queues and the plan's, the others' summed as one `others`."""
     view = svc.view()
-    until = instant(end, "to") or view.now + timedelta(seconds=view.cluster.step)
-    since = instant(start, "from") or until - DEFAULT_SPAN
-    if not since < until <= since + MAX_SPAN:
-        raise ApiError(422, "input", f"`from` must come before `to`, at most {MAX_SPAN.days} days before it")
+    since, until = _range(instant(start, "from"), instant(end, "to"), view.now + timedelta(seconds=view.cluster.step))
     if source is not None and source not in SOURCES:
         raise ApiError(422, "input", f"unknown source `{source}`; choose one of {', '.join(SOURCES)}")
     log = QueueLog(svc.store.engine)
@@ -53,6 +54,57 @@ def queue_history(start: str | None = Query(None, alias="from", description="def
         queues = seen_by(queues, who.user)
     return {"from": units.format_instant(since), "to": units.format_instant(until),
             "now": units.format_instant(view.now), "step": view.cluster.step, "queues": queues}
+
+
+def _range(since: datetime | None, until: datetime | None, default: datetime) -> tuple[datetime, datetime]:
+    """`[from, to)` with its defaults (the day up to `default`); 422 unless `from` comes before `to` by at most
+    MAX_SPAN (near the calendar's ends too)."""
+    try:
+        until = until or default
+        since = since or until - DEFAULT_SPAN
+        if since < until <= since + MAX_SPAN:
+            return since, until
+    except OverflowError:
+        pass
+    raise ApiError(422, "input", f"`from` must come before `to`, at most {MAX_SPAN.days} days before it")
+
+
+class AllocatedRun(BaseModel):
+    """What one queue held over `[start, end)`, in the plan's units (memory in MiB)."""
+
+    queue: str = Field(min_length=1, max_length=255, description="the queue's full path, `root.plan.NAME`")
+    start: str = Field(description="ISO-8601")
+    end: str = Field(description="ISO-8601, after `start`")
+    allocated: dict[str, float] = Field(description="resource name to amount, each finite and at least 0")
+
+
+class AllocatedRuns(BaseModel):
+    """Runs of what a scheduler allocated, from one source."""
+
+    source: Literal["simulate", "yunikorn"]
+    runs: list[AllocatedRun] = Field(max_length=100_000)
+
+
+@router.post("/queues/allocated", tags=["plan"], responses={k: ERRORS[k] for k in (401, 403, 422, 503)})
+def load_allocated(body: AllocatedRuns, _: Principal = Depends(admin),
+                   svc: Service = Depends(service)) -> dict[str, AnyType]:
+    """Load what a scheduler allocated to each queue (admins): each queue's runs replace what that source had of it
+    over the span they cover, so a simulation loaded again, or a piece at a time, replaces itself. All or nothing:
+    one bad run and nothing is loaded."""
+    runs = []
+    for index, run in enumerate(body.runs):
+        where = f"runs[{index}]"
+        since, until = instant(run.start, f"{where}.start"), instant(run.end, f"{where}.end")
+        assert since is not None and until is not None
+        if until <= since:
+            raise ApiError(422, "input", f"{where}: `end` must come after `start`")
+        bad = [name for name, value in run.allocated.items() if not (math.isfinite(value) and value >= 0)]
+        if bad:
+            raise ApiError(422, "input", f"{where}: `{bad[0]}` must be a finite amount of at least 0")
+        runs.append(Run(body.source, run.queue, since, until,
+                        {"allocated": {name: whole(value) for name, value in sorted(run.allocated.items())}}))
+    written = QueueLog(svc.store.engine).load(body.source, runs)
+    return {"source": body.source, "runs": written, "queues": len({run.queue for run in runs})}
 
 
 def entries(runs: Iterable[Run], owners: Owners) -> list[dict[str, AnyType]]:

@@ -104,22 +104,27 @@ class QueueLog:
         return len(fresh)
 
     def load(self, source: str, runs: Sequence[Run]) -> int:
-        """Replace what `source` recorded over the span `runs` cover with `runs` (a simulation loaded again
-        replaces itself); the rows written."""
+        """Replace what `source` recorded of each queue in `runs` over the span its runs cover with `runs` (a
+        simulation loaded again replaces itself; one loaded a piece at a time, each piece a stretch of time or a
+        set of queues, adds up); the rows written."""
         _known(source)
-        if not runs:
-            return 0
         if any(run.source != source or run.end <= run.start for run in runs):
             raise StoreError("input", f"every run loaded as `{source}` must be of that source and end after it starts")
-        first, last = min(run.start for run in runs), max(run.end for run in runs)
+        spans: dict[str, tuple[datetime, datetime]] = {}
+        for run in runs:
+            first, last = spans.get(run.queue, (run.start, run.end))
+            spans[run.queue] = (min(first, run.start), max(last, run.end))
+        if not runs:
+            return 0
         with schema.transaction(self.engine, write=True) as connection:
-            connection.execute(table.delete().where(table.c.source == source, table.c.start < last,
-                                                    table.c.end > first))
+            for queue, (first, last) in spans.items():
+                connection.execute(table.delete().where(table.c.source == source, table.c.queue == queue,
+                                                        table.c.start < last, table.c.end > first))
             connection.execute(table.insert(), [
                 {"source": source, "queue": run.queue, "kind": run.kind, "reservation": run.reservation,
                  "user": run.user, "start": run.start, "end": run.end, "figures": _text(run.figures)}
                 for run in runs])
-            self._prune(connection, source, last)
+            self._prune(connection, source, max(last for _, last in spans.values()))
         return len(runs)
 
     def read(self, start: datetime, end: datetime, source: str | None = None) -> list[Run]:

@@ -371,6 +371,10 @@ def test_the_plan_against_reality(driver: AnyType, examples: Server, shots: Path
     assert ran.exit_code == 0, ran.output
     log_in(driver, examples, "ops", "queues")
     until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=reality][data-drawn]"), "the charts")
+    driver.find_element(By.ID, "sim-file").send_keys(str(EXAMPLES / "cluster.yaml"))  # not an event log
+    problem = until(driver, lambda d: shown(d, "[data-testid=sim-error]"), "the refusal")
+    assert problem.strip().startswith("cluster.yaml: line 1 is not JSON")
+    assert not driver.find_elements(By.CSS_SELECTOR, ".chart[data-queue='root.plan.etl']")
     origin = driver.find_element(By.ID, "sim-origin")
     origin.clear()
     origin.send_keys("2026-11-23T00:00:00Z")  # the scenario's start: its time 0
@@ -378,11 +382,15 @@ def test_the_plan_against_reality(driver: AnyType, examples: Server, shots: Path
     until(driver, lambda d: "Simulation events.jsonl" in (shown(d, "[data-testid=sources]") or ""), "the simulation")
     etl = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".chart[data-queue='root.plan.etl']"), "its queue")
     assert "actual: simulation" in etl.text
+    driver.find_element(By.ID, "sim-keep").click()  # now the server's: every user sees it by the token rules
+    until(driver, lambda d: "kept on the server" in (shown(d, "[data-testid=sources]") or ""), "it kept")
+    with examples.client("ops") as ops:
+        kept = ops.get("/v1/queues/history", params={"source": "simulate", "from": "2026-11-23T00:00:00Z",
+                                                      "to": "2026-11-23T01:00:00Z"}).json()["queues"]
+    (etl_kept,) = [q for q in kept if q["queue"] == "root.plan.etl"]
+    assert etl_kept["allocated"]["simulate"][0] == {"start": "2026-11-23T00:00:00Z", "end": "2026-11-23T00:10:00Z",
+                                                    "allocated": {"memory": 8192, "vcores": 4}}
     assert browser.errors(driver) == []
-    driver.find_element(By.ID, "sim-file").send_keys(str(EXAMPLES / "cluster.yaml"))  # not an event log
-    problem = until(driver, lambda d: shown(d, "[data-testid=sim-error]"), "the refusal")
-    assert problem.strip().startswith("cluster.yaml: line 1 is not JSON")
-    assert not driver.find_elements(By.CSS_SELECTOR, ".chart[data-queue='root.plan.etl']")
     read = driver.execute_async_script(
         "const [text, done] = arguments; import('/dashboard/static/js/simlog.js').then((m) => {"
         "  const runs = m.simulated(text, 0, 60); const pick = (q) => (runs.get(q) || []).map("

@@ -13,7 +13,7 @@ from follower.follow.service import QueuePublisher
 from planner.api.reality import summed
 from planner.store.facade import Store
 from planner.store.queuelog import QueueLog
-from tests.planner.api.support import make_tokens, pinned, running
+from tests.planner.api.support import eventually, make_tokens, pinned, running
 from tests.planner.support import at, cluster_text, instant, one
 
 
@@ -67,7 +67,10 @@ def test_rayon_serve_records_the_round_as_its_clock_ticks(store: Store, tmp_path
     store.submit(one(pinned("a", 0, 20, 4, user="alice")))
     tokens = make_tokens(tmp_path / "tokens.yaml")
     with running(store.where, tmp_path / "tokens.yaml", tokens) as server, server.client("alice") as alice:
-        answer = alice.get("/v1/queues/history").json()  # the tick at start recorded the step now
+        # the clock's thread does the first tick's work once the server has started: the step now is recorded
+        eventually(lambda: any(q["queue"] == "root.plan.a" for q in alice.get("/v1/queues/history").json()["queues"]),
+                   "the step now recorded")
+        answer = alice.get("/v1/queues/history").json()
     (queue,) = [q for q in answer["queues"] if q["queue"] == "root.plan.a"]
     assert queue["follower"][0]["start"] == at(0) and queue["follower"][0]["planned"]["vcores"] == 4
     assert answer["now"] == at(0) and answer["to"] == at(1)
@@ -86,3 +89,32 @@ def test_step_functions_are_summed_where_any_is_defined() -> None:
            {"start": at(5), "end": at(6), "allocated": {"vcores": 2}}]
     assert [(r["start"], r["end"], r["allocated"]["vcores"]) for r in summed([one_, two], ("allocated",))] == [
         (at(0), at(1), 1), (at(1), at(2), 3), (at(2), at(3), 2), (at(5), at(6), 2)]
+
+
+def test_an_admin_loads_what_a_simulation_allocated_and_users_see_it_by_the_same_rules(store: Store,
+                                                                                       tmp_path: Path) -> None:
+    store.submit(one(pinned("a", 0, 20, 4, user="alice")))
+    store.submit(one(pinned("b", 0, 10, 2, user="bob")))
+    QueuePublisher(store, history=QueueLog(store.engine)).tick()  # the follower says whose queues they are
+
+    def runs(*queues: tuple[str, int]) -> dict:
+        return {"source": "simulate", "runs": [{"queue": f"root.plan.{q}", "start": at(0), "end": at(5),
+                                                "allocated": {"vcores": v}} for q, v in queues]}
+
+    tokens = make_tokens(tmp_path / "tokens.yaml")
+    with running(store.where, tmp_path / "tokens.yaml", tokens) as server, server.client("alice") as alice, \
+            server.client("ops") as ops:
+        assert alice.post("/v1/queues/allocated", json=runs(("a", 1))).status_code == 403
+        bad = runs(("a", 1), ("b", 1))
+        bad["runs"][1]["end"] = at(0)
+        refused = ops.post("/v1/queues/allocated", json=bad)
+        assert refused.status_code == 422
+        assert "runs[1]: `end` must come after `start`" in refused.json()["error"]["message"]
+        assert ops.get("/v1/queues/history", params={"source": "simulate", "from": at(0)}).json()["queues"] == []
+        loaded = ops.post("/v1/queues/allocated", json=runs(("a", 3), ("b", 2), ("mystery", 1)))
+        assert loaded.status_code == 200 and loaded.json() == {"source": "simulate", "runs": 3, "queues": 3}
+        mine = alice.get("/v1/queues/history", params={"source": "simulate", "from": at(0), "to": at(5)}).json()
+        every = ops.get("/v1/queues/history", params={"source": "simulate", "from": at(0), "to": at(5)}).json()
+    seen = {q["queue"]: q["allocated"]["simulate"][0]["allocated"]["vcores"] for q in mine["queues"]}
+    assert seen == {"root.plan.a": 3, None: 2}  # bob's as others; `mystery`, which the follower never wrote: hidden
+    assert {q["queue"] for q in every["queues"]} == {"root.plan.a", "root.plan.b", "root.plan.mystery"}

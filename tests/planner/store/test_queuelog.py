@@ -67,13 +67,17 @@ def test_rows_older_than_the_retention_go_per_source(store: Store) -> None:
     assert len(log.read(instant(0), instant(40), "simulate")) == 1  # another source's span is its own
 
 
-def test_loading_a_span_again_replaces_what_that_source_had_there(store: Store) -> None:
+def test_loading_a_queues_span_again_replaces_what_that_source_had_of_it_there(store: Store) -> None:
     log = QueueLog(store.engine)
-    first = [Run("simulate", "root.plan.a", instant(0), instant(10), {"allocated": {"vcores": 1}})]
-    second = [Run("simulate", "root.plan.b", instant(5), instant(8), {"allocated": {"vcores": 2}})]
-    log.load("simulate", first)
-    log.load("simulate", second)
-    assert [r.queue for r in log.read(instant(0), instant(10))] == ["root.plan.b"]
+
+    def run(queue: str, start: int, end: int, vcores: int) -> Run:
+        return Run("simulate", queue, instant(start), instant(end), {"allocated": {"vcores": vcores}})
+
+    log.load("simulate", [run("root.plan.a", 0, 10, 1), run("root.plan.b", 0, 10, 1)])
+    log.load("simulate", [run("root.plan.a", 5, 8, 2)])  # a's [0, 10) goes; b stays
+    log.load("simulate", [run("root.plan.a", 8, 12, 3)])  # a later piece of a: a's [5, 8) stays
+    assert [(r.queue, r.start, r.figures["allocated"]["vcores"]) for r in log.read(instant(0), instant(20))] == [
+        ("root.plan.a", instant(5), 2), ("root.plan.a", instant(8), 3), ("root.plan.b", instant(0), 1)]
 
 
 def test_an_unknown_source_and_a_backward_step_are_refused(store: Store) -> None:

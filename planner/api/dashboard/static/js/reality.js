@@ -46,7 +46,10 @@ export function realityView(root) {
   h("div", { class: "controls" },
     h("label", {}, "simulation's event log ", file), h("label", {}, "its time 0 at ", origin),
     h("button", { type: "button", onclick: () => { simulation = null; problem = null; file.value = ""; draw(); } },
-      "Forget it")),
+      "Forget it"),
+    isAdmin() ? h("button", { type: "button", id: "sim-keep", title: "POST /v1/queues/allocated: every user then sees it, " +
+      "their own queues by name and the others' summed", onclick: () => keep().then(() => { file.value = ""; draw(); }) },
+    "Keep it on the server") : null),
   sources, charts, h("h3", {}, "Queues now"), now);
   let plots = [];
   const draw = async () => {
@@ -129,6 +132,25 @@ async function loadSimulation(input, origin) {
   }
 }
 
+const PIECE = 4000;  // runs per request: well under the API's body limit (1 MiB by default)
+
+/** Send the loaded simulation to the server (admins), a piece at a time; then it is the server's, read back. */
+async function keep() {
+  if (!simulation) { problem = "load a simulation's event log first"; return; }
+  const runs = [...simulation.runs].flatMap(([queue, list]) => list.map((r) => ({
+    queue, start: iso(r.s), end: iso(r.e), allocated: r.allocated })));
+  try {
+    for (let i = 0; i < runs.length; i += PIECE) {
+      await api("/v1/queues/allocated", { method: "POST", type: "application/json",
+        body: JSON.stringify({ source: "simulate", runs: runs.slice(i, i + PIECE) }) });
+    }
+    simulation = null;
+    problem = null;
+  } catch (error) {
+    problem = `keeping it failed: ${error.message}`;
+  }
+}
+
 function chooser(select, entries) {
   const names = entries.map(key);
   if (only && !names.includes(only)) only = "";
@@ -141,7 +163,8 @@ function sourceNote(entries, history) {
   const parts = [`${entries.length} queues from ${instant(ms(history.from))} to ${instant(ms(history.to))}.`,
     by("yunikorn") ? `YuniKorn's allocations recorded for ${by("yunikorn")} of them.`
       : "No scheduler's allocations recorded (rayon serve --follow-allocated URL polls YuniKorn).",
-    simulation ? `Simulation ${simulation.file} (time 0 at ${instant(simulation.origin)}): ${by("simulate")} queues.` : ""];
+    simulation ? `Simulation ${simulation.file} (time 0 at ${instant(simulation.origin)}): ${by("simulate")} queues.`
+      : by("simulate") ? `A simulation's allocations kept on the server for ${by("simulate")} of them.` : ""];
   return parts.filter(Boolean).join(" ");
 }
 

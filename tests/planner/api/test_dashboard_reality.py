@@ -81,6 +81,9 @@ def test_rayon_serve_with_the_queue_log_off_records_nothing(store: Store, tmp_pa
     with running(store.where, tmp_path / "tokens.yaml", tokens, "--queue-log", "off") as server, \
             server.client("ops") as ops:
         assert ops.get("/v1/queues/history").json()["queues"] == []
+        assert ops.get("/v1/queues/history", params={"to": "0001-01-01T00:00:00Z"}).status_code == 422
+        year = {"from": "2026-01-01T00:00:00Z", "to": "2027-01-03T00:00:00Z"}
+        assert "at most 366 days" in ops.get("/v1/queues/history", params=year).json()["error"]["message"]
 
 
 def test_step_functions_are_summed_where_any_is_defined() -> None:

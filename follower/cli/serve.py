@@ -7,15 +7,19 @@ is put together here: `GET /v1/queues` always, and the YuniKorn `queues.yaml` ke
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from functools import partial
 from typing import Any as AnyType
 
 import click
 
 from follower.follow import configmap
+from follower.follow.allocated import YuniKornAllocated
 from follower.follow.service import FollowTo, QueuePublisher, check_target
 from planner.cli import serve as planner_serve
 from planner.store.facade import Store
+from planner.store.queuelog import DEFAULT_KEEP, QueueLog
+from rdl import units
 from rdl.cli import ParsedParam, RayonCommand
 
 FOLLOW_TO = click.Option(["--follow-to", "follow_to"], type=ParsedParam("target", FollowTo.parse, FollowTo),
@@ -29,6 +33,23 @@ FOLLOW_REPLACE = click.Option(["--follow-replace", "follow_replace"], is_flag=Tr
                               help="With --follow-to yunikorn:FILE: replace FILE even if it is not a queues.yaml "
                               "that rayon serve wrote (by default such a file is refused: exit 2).")
 
+FOLLOW_ALLOCATED = click.Option(["--follow-allocated", "follow_allocated"], metavar="URL",
+                                type=ParsedParam("address", YuniKornAllocated, YuniKornAllocated),
+                                help="YuniKorn's REST API (http://HOST:9080): at every step, record what it reports "
+                                "each queue holds (partition `default`) beside the follower's round; the dashboard "
+                                "draws both (GET /v1/queues/history).")
+def _keep(text: str) -> str:
+    """`off`, or a duration (checked here, read again by `publishers`)."""
+    if text.strip() != "off":
+        units.parse_duration(text, "d")
+    return text.strip()
+
+
+QUEUE_LOG = click.Option(["--queue-log", "queue_log"], metavar="DURATION|off", default=units.format_duration(
+    DEFAULT_KEEP.total_seconds()), show_default=True, type=ParsedParam("duration", _keep, ()),
+                         help="How much plan time of the queues' history to keep (the follower's round at each "
+                         "step, and what schedulers report they allocated); `off` records none.")
+
 
 @click.pass_context
 def _serve(ctx: click.Context, config_path: str | None, **_: AnyType) -> None:
@@ -40,17 +61,26 @@ def _serve(ctx: click.Context, config_path: str | None, **_: AnyType) -> None:
     if target is not None:
         check_target(target)  # another file given by mistake is refused before anything starts
     if target is not None and target.configmap:
-        configmap.connect(target.configmap)  # credentials are looked for now: a server that could never write
-    planner_serve.run(given, partial(publishers, target))  # its ConfigMap does not start
+        # credentials are looked for now: a server that could never write its ConfigMap does not start
+        configmap.connect(target.configmap)
+    keep = str(given.extra.get("queue_log") or "off")
+    allocated = given.extra.get("follow_allocated")
+    assert allocated is None or isinstance(allocated, YuniKornAllocated)
+    planner_serve.run(given, partial(publishers, target, keep=keep, allocated=allocated))
 
 
-def publishers(target: FollowTo | None, store: Store) -> list[QueuePublisher]:
-    """The follower's queues over the store, published to `target` (each worker process connects its own)."""
+def publishers(target: FollowTo | None, store: Store, keep: str = "off",
+               allocated: YuniKornAllocated | None = None) -> list[QueuePublisher]:
+    """The follower's queues over the store, published to `target` (each worker process connects its own), and
+    recorded in the store's queue log for `keep` of plan time (`off`: not recorded), with what `allocated` says."""
     applier = configmap.connect(target.configmap) if target is not None and target.configmap else None
-    return [QueuePublisher(store, target, applier=applier)]
+    history = None if keep == "off" else QueueLog(store.engine, timedelta(seconds=units.parse_duration(keep, "d")))
+    return [QueuePublisher(store, target, applier=applier, history=history,
+                           allocated=allocated if history is not None else None)]
 
 
-serve = RayonCommand("serve", params=[*planner_serve.serve.params, FOLLOW_TO, FOLLOW_REPLACE], callback=_serve,
+serve = RayonCommand("serve", params=[*planner_serve.serve.params, FOLLOW_TO, FOLLOW_REPLACE,
+                                                     FOLLOW_ALLOCATED, QUEUE_LOG], callback=_serve,
                      help=planner_serve.serve.help, short_help=planner_serve.serve.short_help)
 
 COMMANDS = [serve]

@@ -6,7 +6,9 @@ YuniKorn `queues.yaml` for now to FILE, replaced atomically and only when it cha
 YuniKorn's admission controller picks it up); `--follow-to yunikorn-configmap[:NAMESPACE/NAME]` writes it into
 YuniKorn's ConfigMap through the Kubernetes API instead (follower/follow/configmap.py), when the round's queue
 settings change. A server that was stopped publishes the current round at once when it starts again; a write
-that fails is logged and tried again at the next tick.
+that fails is logged and tried again at the next tick. With a queue log (planner/store/queuelog.py) each tick's
+round is recorded there too, and, with `--follow-allocated`, what YuniKorn reports each queue holds
+(follower/follow/allocated.py): the dashboard's plan against reality reads both (`GET /v1/queues/history`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from fastapi import APIRouter, Depends, FastAPI
 
 from follower.follow import yunikorn
+from follower.follow.allocated import YuniKornAllocated
 from follower.follow.configmap import TARGET as CONFIGMAP
 from follower.follow.configmap import Applied, ConfigMapApplier, ConfigMapRef
 from follower.follow.follower import Follower, FollowerError, PlanView
@@ -33,6 +36,7 @@ from planner.api.auth import Principal
 from planner.api.context import Service, caller
 from planner.api.native import ERRORS
 from planner.store.facade import Store
+from planner.store.queuelog import FOLLOWER, QueueFigures, QueueLog
 from rdl import units
 
 log = logging.getLogger("rayon.follow")
@@ -105,8 +109,10 @@ class QueuePublisher:
     """The follower as an extension of the API (planner/api/extension.py): `/v1/queues`, and the file it keeps."""
 
     def __init__(self, store: Store, target: FollowTo | None = None, follower: Follower | None = None,
-                 applier: ConfigMapApplier | None = None):
-        """`applier`: the connected ConfigMap writer a `yunikorn-configmap` target needs (configmap.connect)."""
+                 applier: ConfigMapApplier | None = None, history: QueueLog | None = None,
+                 allocated: YuniKornAllocated | None = None):
+        """`applier`: the connected ConfigMap writer a `yunikorn-configmap` target needs (configmap.connect);
+        `history`: where each tick's round is recorded (and `allocated`'s answers: what YuniKorn holds)."""
         if target is not None and target.kind == CONFIGMAP and applier is None:
             raise ValueError("a ConfigMap target needs its applier (follower.follow.configmap.connect)")
         self.store, self.target, self.applier = store, target, applier
@@ -115,6 +121,7 @@ class QueuePublisher:
         self._current: Current | None = None
         self._written: str | None = None
         self._applied: tuple[object, ...] | None = None  # the settings last in the ConfigMap
+        self.history, self.allocated = history, allocated
 
     def install(self, app: FastAPI, service: Service) -> None:
         router = APIRouter()
@@ -130,7 +137,10 @@ class QueuePublisher:
 
     def tick(self) -> None:
         """With a target, work out the round now and publish it if it changed. Without one there is nothing to
-        publish: `/v1/queues` works the round out when asked."""
+        publish: `/v1/queues` works the round out when asked. With a queue log, record the round (and what the
+        scheduler holds) for this step."""
+        if self.history is not None:
+            self.record(self.current())
         if self.applier is None and self.target is None:
             return
         current = self.current()
@@ -166,6 +176,27 @@ class QueuePublisher:
         current = self.current()
         owners = {name: accepted.reservation.user for name, accepted in current.view.plan.accepted.items()}
         return seen_by(self.answer(), owners, user)
+
+    def record(self, current: Current) -> None:
+        """Record the round's queues over its step in the queue log, each reservation queue with its owner; then
+        what YuniKorn holds, if asked (a poll that fails is logged: the step goes without it)."""
+        assert self.history is not None
+        round, plan = current.round, current.view.plan
+        start, end = round.time, plan.clock.at(round.step + 1)
+        owners = {name: accepted.reservation.user for name, accepted in plan.accepted.items()}
+        self.history.record(FOLLOWER, start, end, [
+            QueueFigures(q.path, {k: v for k, v in q.to_json().items() if k in ("guaranteed", "max", "planned")},
+                         q.kind, q.reservation, owners.get(q.reservation) if q.reservation else None)
+            for q in round.queues])
+        if self.allocated is None:
+            return
+        try:
+            held = self.allocated.poll()
+        except FollowerError as error:
+            log.warning("follow: %s; no allocations recorded for this step", error)
+            return
+        self.history.record("yunikorn", start, end, [
+            QueueFigures(queue, {"allocated": vector}) for queue, vector in sorted(held.items())])
 
     def publish(self, text: str) -> bool:
         """Replace the target file with `text` after MARKER (atomically: a reader sees the old file or the new

@@ -2,7 +2,7 @@
 
 Version 1 to 2: the history table (planner/store/history.py), the log's `clock` column (empty on the rows
 written before: the retention never deletes them), the index on submission times, and the `retention`
-setting at its default.
+setting at its default. Version 2 to 3: the queue log (planner/store/queuelog.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ def migrate(connection: Connection, found: int) -> None:
     """Migrate the store on `connection` from schema version `found` (OLDEST or later) to schema.SCHEMA_VERSION."""
     if found < 2:
         _one_to_two(connection)
+    if found < 3:
+        schema.queue_log.create(connection, checkfirst=True)  # a version-1 layout made by hand may hold it
     schema.write_meta(connection, {"schema_version": str(schema.SCHEMA_VERSION)})
 
 

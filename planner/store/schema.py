@@ -26,7 +26,7 @@ from planner.store import driver
 from rdl import units
 from rdl.tree import Resources
 
-SCHEMA_VERSION = 2  # 2: the history table, the log's plan clock, the retention setting (migrate.py)
+SCHEMA_VERSION = 3  # 2: the history table, the log's plan clock, the retention setting; 3: queue_log (migrate.py)
 PREFIX = "rayon_"
 BUSY_TIMEOUT = 60.0  # seconds a SQLite writer waits for another one before giving up
 ADVISORY_KEY = 0x7261796F6E  # "rayon": the PostgreSQL advisory lock that serialises the plan's writers
@@ -149,6 +149,22 @@ history = sa.Table(
 )
 sa.Index(f"{PREFIX}reservations_submitted", reservations.c.submitted)
 sa.Index(f"{PREFIX}history_user", history.c.user)
+
+# What the queues were over time (planner/store/queuelog.py): the follower's round and a scheduler's allocations,
+# one row per queue and run of equal figures (`figures`: compact JSON), kept for a bounded span of plan time.
+queue_log = sa.Table(
+    f"{PREFIX}queue_log", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("queue", sa.String(255), nullable=False),
+    sa.Column("kind", sa.String(16)),
+    sa.Column("reservation", sa.String(255)),
+    sa.Column("user", sa.String(255)),
+    sa.Column("start", UTCDateTime, nullable=False),
+    sa.Column("end", UTCDateTime, nullable=False, index=True),
+    sa.Column("figures", sa.Text, nullable=False),
+)
+sa.Index(f"{PREFIX}queue_log_run", queue_log.c.source, queue_log.c.queue, queue_log.c.end)
 
 # Statements on the hot path of a submission, built once: SQLAlchemy then reuses their compiled form.
 _READ_META = sa.select(meta.c.key, meta.c.value)

@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import Any as AnyType
 
 import pytest
+from click.testing import CliRunner
 
+from follower.cli import main
+from follower.follow.allocated import YuniKornAllocated
+from follower.follow.service import QueuePublisher
 from planner.store.facade import Store
+from planner.store.queuelog import QueueLog
 from rdl.load import load
 from tests.planner.api import browser
 from tests.planner.api.support import EXAMPLES, Server, make_tokens, running, submit
@@ -235,7 +240,6 @@ def test_the_capacity_and_queue_views(driver: AnyType, examples: Server, shots: 
     driver.get(f"{examples.url}/#/queues")
     queues = until(driver, lambda d: texts(d, "[data-testid=queues] tbody td:first-child"), "the queues")
     assert "root.plan.etl_nightly" in queues and not any("wordcount" in q for q in queues)  # carol's: not alice's
-    shoot(driver, shots / "dashboard-queues.png")
 
 
 def test_a_submission_through_the_api_arrives_without_a_reload(driver: AnyType, examples: Server,
@@ -310,3 +314,88 @@ def test_a_large_plan_reads_the_allocations_of_the_rows_in_view_only(driver: Any
     until(driver, lambda d: len(d.execute_script(pages)) == 2, "another page")
     assert driver.execute_script(pages)[1].endswith("offset=400&limit=200")
     offline(driver, examples)
+
+
+def lagging_yunikorn(store: Store, log: QueueLog) -> YuniKornAllocated:
+    """A stand-in YuniKorn answering in its REST shape (follower/follow/allocated.py): each reservation queue holds
+    what the follower wrote for it a step before (the configuration reaches the scheduler a step late), the default
+    queue half its guarantee (best effort asks for less), the plan queue their sum."""
+
+    def answer(_: str) -> dict[str, AnyType]:
+        now = store.now()
+        before = {r.queue: r.figures["guaranteed"] for r in log.read(now - timedelta(minutes=1), now, "follower")}
+        held = {q: ({k: v / 2 for k, v in g.items()} if q.endswith(".default") else g) for q, g in before.items()
+                if q != "root.plan"}
+        total = {k: sum(g.get(k, 0) for g in held.values()) for k in ("memory", "vcores")}
+        tree = lambda q, g: {"queuename": q, "allocatedResource": {  # noqa: E731
+            "memory": int(g.get("memory", 0) * 1024 * 1024), "vcore": int(g.get("vcores", 0) * 1000)}}
+        return {**tree("root", total), "children": [{**tree("root.plan", total),
+                                                     "children": [tree(q, g) for q, g in held.items()]}]}
+
+    return YuniKornAllocated("http://yunikorn.example:9080", get=answer)
+
+
+def test_the_plan_against_reality(driver: AnyType, examples: Server, shots: Path, tmp_path: Path) -> None:
+    """Last: the examples' plan again, its first six hours followed a step at a time, the follower's round recorded
+    at each step with what a (stand-in) YuniKorn held; then a simulation's event log loaded in the page."""
+    from selenium.webdriver.common.by import By
+
+    with Store.open(examples.state) as store:
+        store.init((EXAMPLES / "cluster.yaml").read_text(), "cluster.yaml", force=True)
+        for loaded in load([str(EXAMPLES)], None, store.cluster(), None):
+            for reservation in loaded.reservations:
+                store.submit(reservation)
+        log = QueueLog(store.engine)
+        publisher = QueuePublisher(store, history=log, allocated=lagging_yunikorn(store, log))
+        start = store.now()
+        for minute in range(6 * 60):
+            store.advance(start + timedelta(minutes=minute))
+            publisher.tick()
+    log_in(driver, examples, "alice", "queues")
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=reality][data-drawn='4']"), "four charts")
+    drawn = driver.execute_script(
+        "return [...document.querySelectorAll('.chart[data-queue]')].map(c => c.dataset.queue)")
+    assert drawn == ["root.plan", "root.plan.default", "root.plan.etl_nightly", "others"]
+    assert "wordcount" not in text_of(driver) and "carol" not in text_of(driver)  # carol's: summed, anonymous
+    legend = text_of(driver)
+    assert "written (guaranteed)" in legend and "actual: YuniKorn" in legend and "planned" in legend
+    held = texts(driver, ".chart[data-queue='root.plan.etl_nightly'] [data-testid=held]")
+    assert held and held[0].startswith("YuniKorn held ") and "% of what was written" in held[0]
+    driver.find_element(By.XPATH, "//button[text()='6 hours']").click()
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=reality][data-drawn='4']"), "redrawn")
+    offline(driver, examples)
+    shoot(driver, shots / "dashboard-reality.png")
+
+    events = tmp_path / "events.jsonl"
+    ran = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "scenarios" / "tiny.yaml"), "--trace-out", str(events)])
+    assert ran.exit_code == 0, ran.output
+    log_in(driver, examples, "ops", "queues")
+    until(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=reality][data-drawn]"), "the charts")
+    driver.find_element(By.ID, "sim-file").send_keys(str(EXAMPLES / "cluster.yaml"))  # not an event log
+    problem = until(driver, lambda d: shown(d, "[data-testid=sim-error]"), "the refusal")
+    assert problem.strip().startswith("cluster.yaml: line 1 is not JSON")
+    assert not driver.find_elements(By.CSS_SELECTOR, ".chart[data-queue='root.plan.etl']")
+    origin = driver.find_element(By.ID, "sim-origin")
+    origin.clear()
+    origin.send_keys("2026-11-23T00:00:00Z")  # the scenario's start: its time 0
+    driver.find_element(By.ID, "sim-file").send_keys(str(events))
+    until(driver, lambda d: "Simulation events.jsonl" in (shown(d, "[data-testid=sources]") or ""), "the simulation")
+    etl = until(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".chart[data-queue='root.plan.etl']"), "its queue")
+    assert "actual: simulation" in etl.text
+    driver.find_element(By.ID, "sim-keep").click()  # now the server's: every user sees it by the token rules
+    until(driver, lambda d: "kept on the server" in (shown(d, "[data-testid=sources]") or ""), "it kept")
+    with examples.client("ops") as ops:
+        kept = ops.get("/v1/queues/history", params={"source": "simulate", "from": "2026-11-23T00:00:00Z",
+                                                      "to": "2026-11-23T01:00:00Z"}).json()["queues"]
+    (etl_kept,) = [q for q in kept if q["queue"] == "root.plan.etl"]
+    assert etl_kept["allocated"]["simulate"][0] == {"start": "2026-11-23T00:00:00Z", "end": "2026-11-23T00:10:00Z",
+                                                    "allocated": {"memory": 8192, "vcores": 4}}
+    assert browser.errors(driver) == []
+    read = driver.execute_async_script(
+        "const [text, done] = arguments; import('/dashboard/static/js/simlog.js').then((m) => {"
+        "  const runs = m.simulated(text, 0, 60); const pick = (q) => (runs.get(q) || []).map("
+        "    (r) => [r.s / 60000, r.e / 60000, r.allocated.vcores]); done([pick('root.plan.etl'), pick('root')]); })",
+        events.read_text())
+    etl, root = read
+    assert etl[0] == [0, 10, 4]  # tiny.yaml's etl: a driver and 3 one-vcore executors for its first 10 minutes
+    assert etl[1][2] == 0 and root[0][2] >= 4  # then nothing; the root holds every queue's containers

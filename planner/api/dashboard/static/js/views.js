@@ -5,6 +5,7 @@ import { api, ApiFailure } from "./api.js";
 import { plan, loadLog, loadShapes, loadShapePages, lazy, heldPerBucket, isAdmin, ms } from "./plan.js";
 import { h, instant, amount, resources, colour, duration } from "./format.js";
 import { Timeline } from "./timeline.js";
+import { realityView } from "./reality.js";
 
 let resource = null;  // the resource the timeline and the what-if draw, kept across views
 
@@ -375,34 +376,7 @@ function liveView(root) {
   return { refresh: draw };
 }
 
-// -- Plan against the follower ---------------------------------------------------------------------------------------
-
-function queuesView(root) {
-  const body = h("div", { "data-testid": "queues" }, "reading…");
-  root.append(h("h2", {}, "Queues now: the plan and the follower"), h("p", { class: "hint" },
-    "The queue capacities the plan follower sets at the plan's clock (GET /v1/queues): what the plan asks for " +
-    "(planned) and what each queue is guaranteed once scaled to what the cluster really has."), body);
-  const draw = async () => {
-    let round;
-    try { round = await api("/v1/queues"); } catch (error) { body.replaceChildren(); failure(body, error); return; }
-    body.replaceChildren(
-      h("dl", { class: "facts" },
-        h("dt", {}, "at"), h("dd", {}, instant(ms(round.time))),
-        h("dt", {}, "next change"), h("dd", {}, round.next_change ? instant(ms(round.next_change)) : "none within the horizon"),
-        h("dt", {}, "plan capacity"), h("dd", {}, resources(round.plan_capacity)),
-        h("dt", {}, "cluster capacity"), h("dd", {}, resources(round.capacity)),
-        h("dt", {}, "reserved"), h("dd", {}, resources(round.reserved)),
-        h("dt", {}, "scale"), h("dd", {}, `${round.scale}${round.overcommitted ? " (over-committed)" : ""}`)),
-      h("table", { class: "data" },
-        h("thead", {}, h("tr", {}, ["queue", "kind", "planned", "guaranteed", "max"].map((c) => h("th", {}, c)))),
-        h("tbody", {}, round.queues.map((q) => h("tr", {}, h("td", {}, q.queue), h("td", {}, q.kind),
-          h("td", {}, resources(q.planned)), h("td", {}, resources(q.guaranteed)), h("td", {}, q.max ? resources(q.max) : "–"))))));
-  };
-  draw();
-  return { refresh: draw };
-}
-
 export const VIEWS = {
   timeline: timelineView, capacity: capacityView, reservation: detailView, whatif: whatifView, live: liveView,
-  queues: queuesView,
+  queues: realityView,
 };

@@ -27,7 +27,7 @@ from follower.follow.follower import (
 )
 from follower.follow.rounds import QueueTarget, Round
 from follower.follow.text import format_amount, format_vector
-from planner.cli.store import json_option, opened, state_option
+from planner.cli.options import json_option, opened, state_option
 from rdl import units
 from rdl.cli import NameParam, ParsedParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.shape import step_floor

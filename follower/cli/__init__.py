@@ -41,6 +41,8 @@ COMMANDS = (
                 "re-placed by a MILP of its own, then with its neighbours; planner.agents.milp.smooth)."),
     LazyCommand("log", "planner.cli.reads:log_command", "The append-only decision log: who asked what, when, and "
                 "the answer."),
+    LazyCommand("free", "planner.cli.free:free_command", "What the plan leaves free over a time range, and the "
+                "earliest a request fits."),
     LazyCommand("history", "planner.cli.history:history_command", "Reservations that ended a horizon ago and left "
                 "the live plan, the latest first (kept for the retention)."),
     LazyCommand("retention", "planner.cli.history:retention_command", "Say, or set, how long the decision log and "

@@ -174,3 +174,17 @@ def show_text(record: Mapping[str, AnyType], every: bool = False) -> str:
     for entry in record.get("history", []):
         lines.append(f"  {entry['time']}  {entry['actor'] or '-'}  {entry['action']}  {log_answer(entry)}")
     return "\n".join(lines)
+
+
+MEMORY_COLUMN_UNITS = (("TiB", 1024 * 1024), ("GiB", 1024), ("MiB", 1))
+
+
+def column_quantities(resource: str, values: Sequence[float]) -> list[str]:
+    """A column of one resource's amounts in one unit (memory: the largest unit its largest value fills ten of, to
+    two decimals; counts as they are), so that `4025GiB` never stands above `3982848MiB`."""
+    if resource != units.MEMORY:
+        return [units.format_number(round(v, 6)) for v in values]
+    top = max((abs(v) for v in values), default=0.0)
+    unit, size = next(((u, s) for u, s in MEMORY_COLUMN_UNITS if top >= 10 * s), MEMORY_COLUMN_UNITS[-1])
+    return [f"{round(v / size, 2):g}{unit}" if round(v / size, 2) != int(v / size) else f"{int(v / size)}{unit}"
+            for v in values]

@@ -9,7 +9,6 @@ drawn from those alone, so both modes print the same.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,6 +20,7 @@ import numpy as np
 from planner.cli.options import json_option, opened, state_option
 from planner.cli.remote import Client
 from planner.cli.render import column_quantities
+from planner.cli.shaping import emit_document, without_headers
 from planner.cli.target import remote_target, server_option
 from planner.replan.adapt import parse_vector
 from rdl import units
@@ -214,8 +214,12 @@ def verdict(data: dict[str, AnyType]) -> str:
 @state_option
 @server_option
 @json_option
+@click.option("-o", "--output", type=click.Choice(("table", "json", "yaml")), default="table", show_default=True,
+              help="table, or the document --json prints as JSON or YAML.")
+@click.option("--no-headers", is_flag=True, help="The table without its header and the verdict of --for.")
 def free_command(since: TimeValue | None, until: TimeValue | None, request: str | None, lasting: str | None,
-                 bucket: str | None, state_path: str | None, server: str | None, as_json: bool) -> None:
+                 bucket: str | None, state_path: str | None, server: str | None, as_json: bool, output: str,
+                 no_headers: bool) -> None:
     """What the plan leaves free over a time range, and the earliest a request fits.
 
     Each row is a stretch of time: what accepted reservations leave free of the capacity, per resource. With
@@ -236,8 +240,11 @@ def free_command(since: TimeValue | None, until: TimeValue | None, request: str 
     found = earliest(use, wanted, length) if wanted is not None else None
     rows = runs(use, max(1, math.ceil(bucket_s / use.step - 1e-9)) if bucket_s else None)
     data = document(use, rows, wanted, length, found)
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
+    if as_json or output != "table":
+        emit_document(data, "json" if as_json else output)
+        return
+    if no_headers:
+        click.echo(without_headers(table(data)))
         return
     click.echo(table(data))
     if wanted is not None:

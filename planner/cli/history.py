@@ -10,6 +10,7 @@ from planner.cli import client as remote_mode
 from planner.cli.options import clock_line, json_option, opened, record_json, state_option
 from planner.cli.remote import Client
 from planner.cli.render import from_api
+from planner.cli.shaping import coloured, emit_document, output_options, page, without_headers
 from planner.cli.target import remote_target, server_option
 from planner.store.facade import STATES
 from rdl import units
@@ -26,8 +27,10 @@ from rdl.table import format_table
 @state_option
 @server_option
 @json_option
+@output_options
 def history_command(name: str | None, user: str | None, wanted: str | None, limit: int, offset: int,
-                    state_path: str | None, server: str | None, as_json: bool) -> None:
+                    state_path: str | None, server: str | None, as_json: bool, output: str,
+                    no_headers: bool) -> None:
     """Reservations that ended a horizon ago and left the live plan, the latest first (kept for the retention).
 
     A reservation that expired, was cancelled, rejected or dropped stays in `rayon list` for one horizon;
@@ -37,8 +40,8 @@ def history_command(name: str | None, user: str | None, wanted: str | None, limi
     remote = remote_target(state_path)
     if remote is not None:
         with Client(remote) as client:
-            page = client.history(name, user, wanted, offset, limit)
-            records, total = [from_api(item) for item in page["items"]], page["total"]
+            answer = client.history(name, user, wanted, offset, limit)
+            records, total = [from_api(item) for item in answer["items"]], answer["total"]
             line = remote_mode.clock_line(client)
     else:
         with opened(state_path) as store:
@@ -47,12 +50,25 @@ def history_command(name: str | None, user: str | None, wanted: str | None, limi
             records = [{**record_json(a.record, store, clock), "archived": units.format_instant(a.archived)}
                        for a in found]
             line = clock_line(store)
-    if as_json:
+    if as_json:  # the shape it always had: `-o json` is the API's list shape
         click.echo(json.dumps({"total": total, "reservations": records}, indent=2))
+        return
+    if output in ("json", "yaml"):
+        following = offset + len(records)  # `next`: what to ask for the next page (the API: its URL)
+        emit_document({**page(records, total, offset, limit), "next": None if following >= total
+                       else f"--offset {following} --limit {limit}"}, output)
+        return
+    if output == "name":
+        for record in records:
+            click.echo(record["reservation"])
         return
     rows = [[r["reservation"], r["state"], r["user"] or "-", r["queue"] or "-", r["start"] or "-", r["end"] or "-",
              r["archived"], r["reason"]["code"] if r.get("reason") else "-"] for r in records]
-    click.echo(format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "ARCHIVED", "REASON"], rows))
+    table = format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "ARCHIVED", "REASON"], rows)
+    if no_headers:
+        click.echo(without_headers(table))
+        return
+    click.echo(coloured(table, "STATE"))
     if records:
         click.echo(f"{offset + 1}-{offset + len(records)} of {total} in the history; {line}")
     else:  # not "none of 0"

@@ -80,7 +80,8 @@ def record_json(record: Record, store: Store, clock: Clock | None = None) -> dic
     clock = clock or store.clock()
     start, end = reserved_span(record, clock)
     data: dict[str, AnyType] = {
-        "reservation": record.name, "state": record.state, "user": record.user, "queue": record.queue,
+        "reservation": record.name, "accepted": record.state == "accepted", "state": record.state,
+        "user": record.user, "queue": record.queue,
         "value": record.value, "priority": record.priority, "agent": record.agent,
         "submitted": units.format_instant(record.submitted), "decided": units.format_instant(record.decided),
         "allocations": [allocation_json(a, clock) for a in record.allocations],

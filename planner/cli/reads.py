@@ -12,6 +12,15 @@ from planner.cli import client as remote_mode
 from planner.cli.options import clock_line, json_option, opened, record_json, state_option
 from planner.cli.remote import Client
 from planner.cli.render import from_api, log_json, log_table, records_table, show_text
+from planner.cli.shaping import (
+    coloured,
+    emit_document,
+    output_options,
+    page,
+    watch_option,
+    watching,
+    without_headers,
+)
 from planner.cli.target import remote_target, server_option
 from planner.store.facade import STATES
 from rdl import units
@@ -30,15 +39,28 @@ Json = dict[str, AnyType]
 @state_option
 @server_option
 @json_option
+@output_options
+@watch_option
 def list_command(user: str | None, wanted: str | None, start: TimeValue | None, end: TimeValue | None,
-                 state_path: str | None, server: str | None, as_json: bool) -> None:
+                 state_path: str | None, server: str | None, as_json: bool, output: str, no_headers: bool,
+                 interval: str | None) -> None:
     """List stored reservations: who, their queue, and the span each one's leases reserve (START to END, UTC)."""
-    records, line = listed(state_path, user, wanted, start, end)
-    if as_json:
-        click.echo(json.dumps(records, indent=2))
-        return
-    click.echo(records_table(records))
-    click.echo(line)
+    def show() -> None:
+        records, line = listed(state_path, user, wanted, start, end)
+        if as_json:  # the shape it always had, an array: `-o json` is the API's list shape
+            click.echo(json.dumps(records, indent=2))
+        elif output in ("json", "yaml"):
+            emit_document(page(records), output)
+        elif output == "name":
+            for record in records:
+                click.echo(record["reservation"])
+        elif no_headers:
+            click.echo(without_headers(records_table(records, output == "wide")))
+        else:
+            click.echo(coloured(records_table(records, output == "wide"), "STATE"))
+            click.echo(line)
+
+    watching(interval, show)
 
 
 def listed(state_path: str | None, user: str | None, wanted: str | None, start: TimeValue | None,
@@ -62,7 +84,9 @@ def listed(state_path: str | None, user: str | None, wanted: str | None, start: 
 @state_option
 @server_option
 @json_option
-def show_command(name: str, state_path: str | None, server: str | None, as_json: bool) -> None:
+@click.option("-o", "--output", type=click.Choice(("text", "wide", "json", "yaml")), default="text",
+              show_default=True, help="text (many leases summed up); wide (every lease); json or yaml.")
+def show_command(name: str, state_path: str | None, server: str | None, as_json: bool, output: str) -> None:
     """One reservation: its RDL, state, leases and history."""
     remote = remote_target(state_path)
     if remote is not None:
@@ -76,7 +100,10 @@ def show_command(name: str, state_path: str | None, server: str | None, as_json:
             data["history"] = [{"time": units.format_instant(e.time), "actor": e.actor, "action": e.action,
                                 "accepted": e.accepted, "reason": e.reason, "decision": e.decision}
                                for e in store.log(reservation=name)]
-    click.echo(json.dumps(data, indent=2) if as_json else show_text(data))
+    if as_json or output in ("json", "yaml"):
+        emit_document(data, "json" if as_json else output)
+    else:
+        click.echo(show_text(data, every=output == "wide"))
 
 
 @click.command("log", cls=RayonCommand)
@@ -84,7 +111,9 @@ def show_command(name: str, state_path: str | None, server: str | None, as_json:
 @state_option
 @server_option
 @json_option
-def log_command(limit: int | None, state_path: str | None, server: str | None, as_json: bool) -> None:
+@output_options
+def log_command(limit: int | None, state_path: str | None, server: str | None, as_json: bool, output: str,
+                no_headers: bool) -> None:
     """The append-only decision log: who asked what, when, and the answer."""
     remote = remote_target(state_path)
     if remote is not None:
@@ -95,7 +124,16 @@ def log_command(limit: int | None, state_path: str | None, server: str | None, a
         with opened(state_path) as store:
             entries = [log_json(e.id, e.time, e.actor, e.action, e.reservation, e.accepted, e.reason, e.decision)
                        for e in store.log(limit)]
-    click.echo(json.dumps(entries, indent=2) if as_json else log_table(entries))
+    if as_json:  # the shape it always had, an array: `-o json` is the API's list shape
+        click.echo(json.dumps(entries, indent=2))
+    elif output in ("json", "yaml"):
+        emit_document(page(entries), output)
+    elif output == "name":
+        for entry in entries:
+            click.echo(entry["id"])
+    else:
+        table = log_table(entries)
+        click.echo(without_headers(table) if no_headers else table)
 
 
 COMMANDS = [list_command, show_command, log_command]

@@ -14,8 +14,8 @@ from rdl import units
 from rdl.table import format_table
 
 Json = dict[str, AnyType]
-RECORD_FIELDS = ("reservation", "state", "user", "queue", "value", "priority", "agent", "submitted", "decided",
-                 "allocations", "start", "end")
+RECORD_FIELDS = ("reservation", "accepted", "state", "user", "queue", "value", "priority", "agent", "submitted",
+                 "decided", "allocations", "start", "end")
 
 
 def span_text(start: str, end: str) -> str:
@@ -96,18 +96,22 @@ def from_api(item: Mapping[str, AnyType]) -> Json:
     return data
 
 
-def record_row(record: Mapping[str, AnyType]) -> list[str]:
-    return [record["reservation"], record["state"], record["user"] or "-", record["queue"] or "-",
-            record["start"] or "-", record["end"] or "-", record["agent"] or "-", record["submitted"],
-            str(len(record["allocations"])), record["reason"]["code"] if record.get("reason") else "-"]
+RECORD_HEADERS = ["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "REASON"]
+WIDE_HEADERS = ["AGENT", "SUBMITTED", "ALLOCATIONS", "VALUE", "PRIORITY"]
 
 
-RECORD_HEADERS = ["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "AGENT", "SUBMITTED", "ALLOCATIONS",
-                  "REASON"]
+def record_row(record: Mapping[str, AnyType], wide: bool = False) -> list[str]:
+    row = [record["reservation"], record["state"], record["user"] or "-", record["queue"] or "-",
+           record["start"] or "-", record["end"] or "-", record["reason"]["code"] if record.get("reason") else "-"]
+    if wide:
+        row += [record["agent"] or "-", record["submitted"], str(len(record["allocations"])),
+                f"{record['value']:g}", str(record["priority"])]
+    return row
 
 
-def records_table(records: Sequence[Mapping[str, AnyType]]) -> str:
-    return format_table(RECORD_HEADERS, [record_row(r) for r in records])
+def records_table(records: Sequence[Mapping[str, AnyType]], wide: bool = False) -> str:
+    """`rayon list`'s table: the columns that fit 100 characters, or (`wide`) every one."""
+    return format_table(RECORD_HEADERS + (WIDE_HEADERS if wide else []), [record_row(r, wide) for r in records])
 
 
 def log_json(entry_id: int, time: datetime, actor: str | None, action: str, reservation: str | None,

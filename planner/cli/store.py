@@ -20,6 +20,7 @@ from planner.cli.options import clock_line, json_option, open_state, opened, rec
 from planner.cli.plan import fail_on_reject_option, load_valid, rejections, require_reservations
 from planner.cli.remote import Client
 from planner.cli.render import decisions_text, from_api
+from planner.cli.shaping import coloured
 from planner.cli.target import local_only, remote_target, server_option
 from planner.core.decision import Decision
 from planner.replan.adapt import parse_vector
@@ -144,7 +145,8 @@ def echo_answers(answers: Sequence[Mapping[str, AnyType]], agent: str, dry_run: 
     if as_json:
         click.echo(json.dumps({"dry_run": dry_run, "decisions": list(answers)}, indent=2))
     else:
-        click.echo(decisions_text(answers, agent + (" (dry run: nothing committed)" if dry_run else "")))
+        click.echo(coloured(decisions_text(answers, agent + (" (dry run: nothing committed)" if dry_run else "")),
+                            "DECISION"))
         click.echo(line())
 
 

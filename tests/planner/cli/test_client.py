@@ -77,8 +77,10 @@ def test_the_same_commands_print_the_same_in_both_modes(local: Run, remote: Run)
         submitted = run("submit", *FILES)
         assert submitted.exit_code == 0, submitted.stderr
     for command in (["submit", FILES[0]],  # already in the plan: rejected as `invalid`, as locally
-                    ["list"], ["list", "--json"], ["list", "--status", "rejected"], ["show", "etl_nightly"],
-                    ["show", "mpi_solver", "--json"], ["cancel", "mpi_solver"], ["list", "--from", "+1d"], ["free", "--to", "+1d"],
+                    ["list"], ["list", "--json"], ["list", "-o", "wide"], ["list", "--status", "rejected"],
+                    ["show", "etl_nightly"],
+                    ["show", "mpi_solver", "--json"], ["cancel", "mpi_solver"], ["list", "--from", "+1d"],
+                    ["free", "--to", "+1d"], ["log", "-o", "name"],
                     ["free", "--step", "6h", "--for", "{vcores: 512}", "--lasting", "3h", "--json"]):
         mine, theirs = local(*command), remote(*command)
         assert (mine.exit_code, theirs.exit_code) == (0, 0), (command, mine.stderr, theirs.stderr)

@@ -46,6 +46,7 @@ from follower.sim.setup import SIMULATION_POLICIES
 from follower.sim.workloads.job import Workload
 from planner.agents.replay import ReplayAgent
 from rdl.cli import Choice, RayonCommand
+from rdl.cluster import is_cluster_text
 from rdl.errors import RayonError, RDLErrors
 from rdl.progress import progress
 from rdl.table import format_table
@@ -57,9 +58,23 @@ def read_scenario(path: str, trace: str | None = None) -> Scenario:
     try:
         return load_scenario(path, trace=trace)
     except RDLErrors:
+        if cluster_file(path):  # one line saying what the file is, not a list of a cluster file's keys
+            raise RayonError("this is a cluster file (it has `capacity` or `nodes` and no `workload`), not a "
+                             "simulation scenario", place=path, hint="a scenario holds a `cluster:` section (such "
+                             "a file's keys) and a `workload:` (docs/workloads.md); `rayon init --cluster` takes "
+                             "this file") from None
         raise
     except (OSError, ValueError) as error:
         raise RayonError(str(error), place=path) from error
+
+
+def cluster_file(path: str) -> bool:
+    """Whether the file at `path` is a cluster file rather than a scenario."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return is_cluster_text(text) and "workload:" not in text
 
 
 @contextmanager

@@ -773,3 +773,37 @@ def test_a_missing_closing_brace_is_named_with_the_brace_it_closes(tmp_path: Pat
     assert result.exit_code == 2
     assert "the `{` at line 1, column 15 is never closed: end the reservation with `}`" in result.stderr
     assert "all(...)" not in result.stderr
+
+
+# -- issue #30, item 7: output that reads right ---------------------------------------------------------------------
+
+
+def test_sla_attainment_says_it_counts_only_the_jobs_not_still_open() -> None:
+    from types import SimpleNamespace
+
+    from follower.cli.simulate import _summary_rows
+    from follower.sim.engine import simulate
+    from follower.sim.scenario import load_scenario
+
+    result = simulate(load_scenario(EXAMPLES / "scenarios" / "tiny.yaml"))
+    labels = [row[0].strip() for row in _summary_rows(result)]
+    assert "SLA attainment" in labels  # every job of the tiny scenario is decided by its end
+    production = {**result.summary["production"], "jobs": 168, "open": 55}
+    opened = SimpleNamespace(summary={**result.summary, "production": production}, simulated_s=result.simulated_s,
+                             wall_s=result.wall_s, events=result.events)
+    assert "SLA attainment, of the 113 not still open" in [row[0].strip() for row in _summary_rows(opened)]
+
+
+def test_a_progress_bar_on_a_terminal_names_its_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rdl.progress import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    with progress(100, "simulating", "simulated seconds", stream=out) as update:
+        update(50)
+    assert "simulating (simulated seconds)" in out.getvalue()

@@ -190,5 +190,4 @@ def column_quantities(resource: str, values: Sequence[float]) -> list[str]:
         return [units.format_number(round(v, 6)) for v in values]
     top = max((abs(v) for v in values), default=0.0)
     unit, size = next(((u, s) for u, s in MEMORY_COLUMN_UNITS if top >= 10 * s), MEMORY_COLUMN_UNITS[-1])
-    return [f"{round(v / size, 2):g}{unit}" if round(v / size, 2) != int(v / size) else f"{int(v / size)}{unit}"
-            for v in values]
+    return ["0" if v == 0 else f"{v / size:.2f}".rstrip("0").rstrip(".") + unit for v in values]

@@ -94,3 +94,11 @@ def test_watch_shows_the_list_again_until_ctrl_c(rayon, monkeypatch: pytest.Monk
     naps.clear()
     assert rayon("list", "-w", "--status", "accepted").exit_code == 0 and naps[0] == 2.0  # -w alone: every 2s
     assert rayon("list", "--watch", "0s").exit_code == 2
+
+
+def test_a_column_of_memory_speaks_one_unit() -> None:
+    from planner.cli.render import column_quantities
+
+    assert column_quantities("memory", [4025 * 1024, 3982848, 0]) == ["4025GiB", "3889.5GiB", "0"]  # not 3982848MiB
+    assert column_quantities("memory", [512, 8]) == ["512MiB", "8MiB"]
+    assert column_quantities("vcores", [819, 2.5]) == ["819", "2.5"]

@@ -17,7 +17,7 @@ import httpx
 
 from planner.cli.target import TOKEN_ENV, Remote
 from rdl import units
-from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, RayonError
+from rdl.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, Interrupted, RayonError
 
 TIMEOUT_ENV = "RAYON_TIMEOUT"
 DEFAULT_TIMEOUT = 60.0  # seconds for one request: a replan is a job polled, not a request held open
@@ -165,7 +165,12 @@ class Client:
         """Start a replan job and wait for its end; the finished job."""
         job = self.request("POST", "/v1/admin/replan", json={"time_limit": time_limit, "solver": solver,
                                                                "gap": gap})
-        while "finished" not in job:
-            time.sleep(POLL)
-            job = self.request("GET", f"/v1/jobs/{job['id']}")
+        try:
+            while "finished" not in job:
+                time.sleep(POLL)
+                job = self.request("GET", f"/v1/jobs/{job['id']}")
+        except KeyboardInterrupt:  # Ctrl-C ends the job too: the plan stays as it was before it
+            self.request("DELETE", f"/v1/jobs/{job['id']}")
+            raise Interrupted(f"interrupted: replan job {job['id']} cancelled; the plan is as it was before it",
+                              hint="what a job commits, it commits whole") from None
         return dict(job)

@@ -171,3 +171,25 @@ def test_a_context_file_names_the_server_and_its_token(server: Server, remote: R
     assert elsewhere.exit_code == 1 and "http://127.0.0.1:9" in elsewhere.stderr
     typo = CliRunner().invoke(main, ["--context", "lib", "list"])
     assert typo.exit_code == 2 and "no context `lib`" in typo.stderr and "lab" in typo.stderr
+
+
+def test_free_asked_a_chunk_at_a_time_adds_up_to_the_local_answer(local: Run, remote: Run,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.cli import free
+
+    for run in (local, remote):
+        assert run("submit", *FILES).exit_code == 0
+    monkeypatch.setattr(free, "CHUNK", 97)  # the API's answers cap the points; a week of minutes in 104 requests
+    mine, theirs = local("free", "--json"), remote("free", "--json")
+    assert theirs.exit_code == 0, theirs.stderr
+    assert json.loads(theirs.stdout) == json.loads(mine.stdout) and len(json.loads(mine.stdout)["items"]) > 3
+
+
+def test_replan_runs_as_the_server_s_job_and_answers_as_locally(remote: Run, local: Run) -> None:
+    for run in (local, remote):
+        assert run("submit", *FILES).exit_code == 0
+    answers = [json.loads(run("replan", "--time-limit", "5", "--json").stdout) for run in (local, remote)]
+    assert set(answers[1]) == set(answers[0]) and answers[1]["solver"] == "highs"
+    assert answers[1]["admitted"] == answers[0]["admitted"]
+    told_ = remote("replan", "--time-limit", "5")
+    assert told_.exit_code == 0 and told_.stdout.startswith("solver highs: "), told_.stderr

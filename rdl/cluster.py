@@ -114,6 +114,35 @@ class Cluster:
         return Resources.of(peak)
 
 
+# Names other systems give a resource rayon (and YARN) call otherwise: a cluster naming one would plan a resource
+# no reservation asks for, and leave the one they ask for at nothing (`cpus: 32` on 64 nodes, issue #30).
+# (`vcore` beside `vcores` is a misspelling, reported where the others are: `check_node_resource_names`.)
+ALIASES = {"cpus": "vcores", "cpu": "vcores", "cores": "vcores", "vcpus": "vcores", "vcpu": "vcores",
+           "mem": "memory", "ram": "memory"}
+
+
+def counted_in_units(reader: ConfigReader, node: yaml.Node, what: str, skip: tuple[str, ...] = ()) -> None:
+    """Report a resource named as other systems name it (`cpus` for `vcores`), and a fractional amount of one counted
+    in units (everything but memory: `vcores: 819.2`), each at its place."""
+    if not isinstance(node, yaml.MappingNode):
+        return  # reported where the vector is read
+    for key, value in node.value:
+        name = str(key.value)
+        if name in skip:
+            continue
+        if name in ALIASES:
+            reader.sink.add(reader.span(key), f"{what} names `{name}`: rayon calls this resource `{ALIASES[name]}`",
+                            hint=f"did you mean `{ALIASES[name]}`?")
+        elif name != units.MEMORY and isinstance(value, yaml.ScalarNode):
+            try:
+                amount = units.parse_quantity(name, str(value.value))
+            except ValueError:
+                continue  # reported where the vector is read
+            if math.isfinite(amount) and amount != int(amount):
+                reader.sink.add(reader.span(value), f"`{name}` in {what} must be a whole number (it is counted in "
+                                f"units), got {value.value}", hint=f"such as `{name}: {math.floor(amount)}`")
+
+
 def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:
     """`nodes: [{name, count, <resources>}, ...]` as node groups."""
     if not isinstance(node, yaml.SequenceNode) or not node.value:
@@ -126,6 +155,7 @@ def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:
         name = str(name_entry[1].value) if name_entry else f"group{index + 1}"
         count_entry = entries.pop("count", None)
         count = reader.scalar(count_entry[1], _positive_int, "`count`") if count_entry else 1
+        counted_in_units(reader, item, f"node group `{name}`", skip=("name", "count"))
         size = reader.resource_entries(entries, f"node group `{name}`")
         if size is not None and isinstance(count, int):
             groups.append(NodeGroup(name, count, size))
@@ -193,6 +223,11 @@ def parse_cluster(text: str, file: str = "<cluster>") -> Cluster:
     reader.sink.raise_if_any(sources)
     assert root is not None
     entries = reader.mapping(root, "the cluster file")
+    if "workload" in entries and not {"capacity", "nodes"} & set(entries):  # not a list of a scenario's keys
+        reader.sink.add(Span(file, 1, 1), "this is a simulation scenario (it has `workload`), not a cluster file",
+                        hint=f"`rayon simulate {file}` runs it; a cluster file holds `start`, `step`, `horizon` and "
+                        "`capacity` (or `nodes`)")
+        reader.sink.raise_if_any(sources)
     for name, (key, _) in entries.items():
         if name not in KEYS:
             reader.sink.add(reader.span(key), f"unknown cluster key `{name}`", expected="one of " + ", ".join(KEYS),
@@ -275,6 +310,7 @@ def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources
     if "capacity" in entries and "nodes" in entries:
         reader.sink.add(reader.span(entries["nodes"][0]), "give either `capacity` or `nodes`, not both")
     if "capacity" in entries:
+        counted_in_units(reader, entries["capacity"][1], "`capacity`")
         capacity = reader.resources(entries["capacity"][1], "`capacity`")
         if capacity is None and isinstance(entries["capacity"][1], yaml.MappingNode):
             reader.sink.add(reader.span(entries["capacity"][1]), "`capacity` names no resource",
@@ -321,6 +357,7 @@ def _changes(reader: ConfigReader, entries: dict, start: datetime | None, capaci
             reader.sink.add(reader.span(item), "a capacity change needs `at` and `capacity`")
             continue
         at = reader.time(fields["at"][1], start, "`at`")
+        counted_in_units(reader, fields["capacity"][1], "the changed capacity")
         new = reader.resources(fields["capacity"][1], "the changed capacity")
         if new is not None and capacity is not None:
             for name in new:

@@ -42,7 +42,9 @@ def progress(total: int, label: str, unit: str = "", enabled: bool = True,
         yield lambda _done: None
         return
     if out.isatty():
-        with click.progressbar(length=total, label=label, file=out, show_eta=True, show_pos=True) as bar:
+        # The unit in the label: click's bar shows the count bare (`3600/86400`), and its time left.
+        titled = f"{label} ({unit})" if unit else label
+        with click.progressbar(length=total, label=titled, file=out, show_eta=True, show_pos=True) as bar:
             shown = 0
 
             def advance(done: int) -> None:

@@ -724,3 +724,86 @@ def test_check_json_stays_one_document_when_a_file_is_bad(small: Path) -> None:
 def test_a_near_miss_of_a_name_gets_a_suggestion(args: list[str], hint: str) -> None:
     result = rayon(*args)
     assert result.exit_code == 2 and hint in result.stderr, result.stderr
+
+
+# -- issue #30, item 6: silent mistakes said out loud --------------------------------------------------------------
+
+CLUSTER_HEAD = "start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\n"
+
+
+@pytest.mark.parametrize(("body", "place", "said"), [
+    ("nodes: [{name: n, count: 64, memory: 32GiB, cpus: 32}]\n", ":4:45:",
+     "node group `n` names `cpus`: rayon calls this resource `vcores` (did you mean `vcores`?)"),
+    ("capacity: {memory: 4TiB, vcores: 819.2}\n", ":4:34:",
+     "`vcores` in `capacity` must be a whole number (it is counted in units), got 819.2 (such as `vcores: 819`)"),
+    ("nodes: [{name: n, count: 4, memory: 32GiB, vcores: 1.5}]\n", ":4:52:", "`vcores` in node group `n` must be"),
+    ("capacity: {memory: 4TiB, vcores: 8}\nchanges:\n  - {at: +1h, capacity: {vcores: 2.5}}\n", ":6:34:",
+     "`vcores` in the changed capacity must be a whole number"),
+    ("capacity: {mem: 4TiB, vcores: 8}\n", ":4:12:", "did you mean `memory`?"),
+])
+def test_a_cluster_file_s_likely_mistakes_are_errors(tmp_path: Path, body: str, place: str, said: str) -> None:
+    (tmp_path / "c.yaml").write_text(CLUSTER_HEAD + body)
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 2, result.output
+    assert f"c.yaml{place}" in result.stderr and said in result.stderr, result.stderr
+
+
+def test_fractional_memory_and_whole_counts_stay_valid(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(CLUSTER_HEAD + "capacity: {memory: 1677721.6MiB, vcores: 819, gpu: 8}\n")
+    assert CliRunner().invoke(main, ["check", str(tmp_path / "c.yaml")]).exit_code == 0
+
+
+def test_a_scenario_given_to_check_and_a_cluster_given_to_simulate_are_named_for_what_they_are() -> None:
+    scenario = EXAMPLES / "scenarios" / "tiny.yaml"
+    checked = CliRunner().invoke(main, ["check", str(scenario)])
+    assert checked.exit_code == 2
+    assert checked.stderr.count(str(scenario)) == 2  # one error (and its hint), not one per scenario key
+    assert "this is a simulation scenario (it has `workload`), not a cluster file" in checked.stderr
+    assert f"`rayon simulate {scenario}` runs it" in checked.stderr
+    simulated = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "cluster.yaml")])
+    assert simulated.exit_code == 2
+    assert simulated.stderr.startswith(f"{EXAMPLES / 'cluster.yaml'}: this is a cluster file")
+    assert "unknown key" not in simulated.stderr
+
+
+@pytest.mark.parametrize("after", ["", "reservation s { atom(b={vcores: 1}, w=1h) }\n"])
+def test_a_missing_closing_brace_is_named_with_the_brace_it_closes(tmp_path: Path, after: str) -> None:
+    (tmp_path / "r.rdl").write_text("reservation r {\n  atom(b={memory: 1GiB, vcores: 1}, w=1h)\n" + after)
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "r.rdl")])
+    assert result.exit_code == 2
+    assert "the `{` at line 1, column 15 is never closed: end the reservation with `}`" in result.stderr
+    assert "all(...)" not in result.stderr
+
+
+# -- issue #30, item 7: output that reads right ---------------------------------------------------------------------
+
+
+def test_sla_attainment_says_it_counts_only_the_jobs_not_still_open() -> None:
+    from types import SimpleNamespace
+
+    from follower.cli.simulate import _summary_rows
+    from follower.sim.engine import simulate
+    from follower.sim.scenario import load_scenario
+
+    result = simulate(load_scenario(EXAMPLES / "scenarios" / "tiny.yaml"))
+    labels = [row[0].strip() for row in _summary_rows(result)]
+    assert "SLA attainment" in labels  # every job of the tiny scenario is decided by its end
+    production = {**result.summary["production"], "jobs": 168, "open": 55}
+    opened = SimpleNamespace(summary={**result.summary, "production": production}, simulated_s=result.simulated_s,
+                             wall_s=result.wall_s, events=result.events)
+    assert "SLA attainment, of the 113 not still open" in [row[0].strip() for row in _summary_rows(opened)]
+
+
+def test_a_progress_bar_on_a_terminal_names_its_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rdl.progress import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    with progress(100, "simulating", "simulated seconds", stream=out) as update:
+        update(50)
+    assert "simulating (simulated seconds)" in out.getvalue()

@@ -21,7 +21,10 @@ NOT_HERE = ("serve", "token", "simulate", "evaluate", "spark")  # a server, or l
 def walk_through() -> list[list[str]]:
     """The README's `rayon` commands about the stored plan, in order (comments and redirections dropped)."""
     commands = []
-    for line in (ROOT / "README.md").read_text().splitlines():
+    blocks = (ROOT / "README.md").read_text().split("```")
+    client_mode = [b for b in blocks if "RAYON_SERVER" in b]  # against a server: tests/planner/cli/test_client.py
+    assert client_mode, "the README shows client mode"
+    for line in "\n".join(b for b in blocks if b not in client_mode).splitlines():
         if not line.startswith(PROMPT):
             continue
         words = shlex.split(line[len(PROMPT):], comments=True)

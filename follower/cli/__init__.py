@@ -25,22 +25,24 @@ COMMANDS = (
     LazyCommand("init", "planner.cli.store:init_command", "Create the plan store from a cluster file."),
     LazyCommand("submit", "planner.cli.store:submit_command", "Submit reservation files to the stored plan; each "
                 "decision is committed before it is shown."),
-    LazyCommand("list", "planner.cli.store:list_command", "List stored reservations: who, their queue, and the "
+    LazyCommand("list", "planner.cli.reads:list_command", "List stored reservations: who, their queue, and the "
                 "span each one's leases reserve (START to END, UTC)."),
-    LazyCommand("show", "planner.cli.store:show_command", "One reservation: its RDL, state, leases and history."),
+    LazyCommand("show", "planner.cli.reads:show_command", "One reservation: its RDL, state, leases and history."),
     LazyCommand("cancel", "planner.cli.store:cancel_command", "Cancel a reservation, returning its capacity to "
                 "the plan."),
     LazyCommand("update", "planner.cli.store:update_command", "Replace accepted reservation NAME by the version "
                 "in FILE, if the new one fits."),
-    LazyCommand("advance", "planner.cli.store:advance_command", "Move the plan's clock forward, any distance; "
+    LazyCommand("advance", "planner.cli.lifecycle:advance_command", "Move the plan's clock forward, any distance; "
                 "reservations whose every lease has ended expire."),
-    LazyCommand("capacity", "planner.cli.store:capacity_command", "Change the cluster's capacity from a time on, "
+    LazyCommand("capacity", "planner.cli.lifecycle:capacity_command", "Change the cluster's capacity from a time on, "
                 "and adapt the plan to it."),
-    LazyCommand("replan", "planner.cli.store:replan_command", "Re-optimise the stored plan: accepted "
+    LazyCommand("replan", "planner.cli.lifecycle:replan_command", "Re-optimise the stored plan: accepted "
                 "reservations stay accepted and move within their windows to fewer allocation changes (each "
                 "re-placed by a MILP of its own, then with its neighbours; planner.agents.milp.smooth)."),
-    LazyCommand("log", "planner.cli.store:log_command", "The append-only decision log: who asked what, when, and "
+    LazyCommand("log", "planner.cli.reads:log_command", "The append-only decision log: who asked what, when, and "
                 "the answer."),
+    LazyCommand("free", "planner.cli.free:free_command", "What the plan leaves free over a time range, and the "
+                "earliest a request fits."),
     LazyCommand("history", "planner.cli.history:history_command", "Reservations that ended a horizon ago and left "
                 "the live plan, the latest first (kept for the retention)."),
     LazyCommand("retention", "planner.cli.history:retention_command", "Say, or set, how long the decision log and "
@@ -65,11 +67,18 @@ COMMANDS = (
 @click.group(cls=LazyGroup, lazy_commands=COMMANDS,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(None, "-V", "--version", package_name="rayon-planner")
-def main() -> None:
+@click.option("--server", metavar="URL", help="Client mode: the store commands talk to this running `rayon serve` "
+              "(token: $RAYON_TOKEN or the context file); as $RAYON_SERVER.")
+@click.option("--context", metavar="NAME", help="Client mode: the server and token of this context of the context "
+              "file ($RAYON_CONFIG, else ~/.config/rayon/config.yaml); as $RAYON_CONTEXT.")
+@click.pass_context
+def main(ctx: click.Context, server: str | None, context: str | None) -> None:
     """Rayon: reserve cluster capacity ahead of time, and have it guaranteed.
 
-    Write reservations in RDL, check them, plan them against a cluster, and follow the plan.
+    Write reservations in RDL, check them, plan them against a cluster, and follow the plan. The store
+    commands work on a local plan store (--state) or, in client mode, through a running `rayon serve`.
 
     Reference: docs/rdl.md (the language), docs/cluster.md (the cluster file), docs/decisions.md (the answers).
     """
-
+    # Read by planner/cli/target.py (named here, not imported: `rayon --help` imports nothing of the planner).
+    ctx.meta["rayon.server"], ctx.meta["rayon.context"] = server, context

@@ -26,8 +26,9 @@ from follower.follow.follower import (
     PlanView,
 )
 from follower.follow.rounds import QueueTarget, Round
-from follower.follow.text import format_amount, format_vector
-from planner.cli.store import json_option, opened, state_option
+from follower.follow.text import format_vector
+from planner.cli.options import json_option, opened, state_option
+from planner.cli.render import column_quantities
 from rdl import units
 from rdl.cli import NameParam, ParsedParam, RayonCommand, TimeParam, TimeValue, resolve_time, time_help
 from rdl.shape import step_floor
@@ -154,13 +155,20 @@ def document(follower: Follower, start: datetime, end: datetime, rounds: Sequenc
 def table(rounds: Sequence[Round], names: Sequence[str], max_policy: str) -> str:
     """One row per queue per round, then a row per reservation whose window ended."""
     rows: list[list[str]] = []
+    amounts: list[list[float | None]] = []  # per row, each resource's amount: shown in one unit per column
     for round in rounds:
         time = units.format_instant(round.time)
         for queue in round.queues:
-            rows.append([time, queue.path, *(format_amount(n, queue.guaranteed[n]) for n in names),
-                         _maximum(queue, max_policy), _note(round, queue)])
+            rows.append([time, queue.path, *("" for _ in names), _maximum(queue, max_policy), _note(round, queue)])
+            amounts.append([queue.guaranteed[n] for n in names])
         for name in round.ended:
             rows.append([time, f"{round.plan.path}.{name}", *("-" for _ in names), "-", "window ended"])
+            amounts.append([None for _ in names])
+    for column, name in enumerate(names):
+        given = [(row, values[column]) for row, values in zip(rows, amounts, strict=True) if values[column] is not None]
+        for (row, _), shown in zip(given, column_quantities(name, [v for _, v in given if v is not None]),
+                                   strict=True):
+            row[2 + column] = shown
     return format_table(["TIME", "QUEUE", *(n.upper() for n in names), "MAX", "NOTE"], rows)
 
 

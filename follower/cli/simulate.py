@@ -41,6 +41,7 @@ from follower.sim.setup import SIMULATION_POLICIES
 from follower.sim.workloads.job import Workload
 from planner.agents.replay import ReplayAgent
 from rdl.cli import Choice, RayonCommand
+from rdl.cluster import is_cluster_text
 from rdl.errors import RayonError, RDLErrors
 from rdl.progress import progress
 from rdl.table import format_table
@@ -52,9 +53,23 @@ def read_scenario(path: str, trace: str | None = None) -> Scenario:
     try:
         return load_scenario(path, trace=trace)
     except RDLErrors:
+        if cluster_file(path):  # one line saying what the file is, not a list of a cluster file's keys
+            raise RayonError("this is a cluster file (it has `capacity` or `nodes` and no `workload`), not a "
+                             "simulation scenario", place=path, hint="a scenario holds a `cluster:` section (such "
+                             "a file's keys) and a `workload:` (docs/workloads.md); `rayon init --cluster` takes "
+                             "this file") from None
         raise
     except (OSError, ValueError) as error:
         raise RayonError(str(error), place=path) from error
+
+
+def cluster_file(path: str) -> bool:
+    """Whether the file at `path` is a cluster file rather than a scenario."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return is_cluster_text(text) and "workload:" not in text
 
 
 @contextmanager
@@ -84,7 +99,9 @@ def _summary_rows(result: Result) -> list[list[Any]]:
         ["  accepted", production["accepted"]],
         ["  met deadline", production["met_deadline"]],
         ["  still open at the end", production["open"]],
-        ["  SLA attainment", pct(production["sla_attainment"])],
+        ["  SLA attainment" if not production["open"] else  # a share of the jobs decided, not of them all
+         f"  SLA attainment, of the {production['jobs'] - production['open']} not still open",
+         pct(production["sla_attainment"])],
         [f"  SLA over the {production['feasible']} that could make it", pct(production["sla_feasible"])],
         ["  rejected, by reason", ", ".join(f"{code} {count}" for code, count in production["rejections"].items())
          or "none"],
@@ -288,7 +305,8 @@ class PeerRows:
 @click.option("--spark/--no-spark", default=True, show_default=True,
               help="The UWFQ section on the task-level Spark model (`rayon spark`, as many seeds; a few minutes).")
 @click.option("--render", is_flag=True, help="Write the report in --out again from its results.json, simulating "
-              "nothing (but the Spark section's runs): for a change in how the report is written.")
+              "nothing but the Spark section, whose runs results.json does not keep (about 100 s on two cores; "
+              "--no-spark leaves the section out): for a change in how the report is written.")
 @click.option("--quick", is_flag=True, help="A small grid, about 4 minutes on two busy cores (options still win): "
               f"{QUICK_FLAGS}.")
 @click.pass_context

@@ -6,7 +6,12 @@ import json
 
 import click
 
-from planner.cli.store import clock_line, json_option, opened, record_json, reserved_span, state_option
+from planner.cli import client as remote_mode
+from planner.cli.options import clock_line, json_option, opened, record_json, state_option
+from planner.cli.remote import Client
+from planner.cli.render import from_api
+from planner.cli.shaping import coloured, emit_document, output_options, page, without_headers
+from planner.cli.target import remote_target, server_option
 from planner.store.facade import STATES
 from rdl import units
 from rdl.cli import RayonCommand
@@ -20,30 +25,52 @@ from rdl.table import format_table
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most N reservations.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Skip the latest N first.")
 @state_option
+@server_option
 @json_option
+@output_options
 def history_command(name: str | None, user: str | None, wanted: str | None, limit: int, offset: int,
-                    state_path: str | None, as_json: bool) -> None:
+                    state_path: str | None, server: str | None, as_json: bool, output: str,
+                    no_headers: bool) -> None:
     """Reservations that ended a horizon ago and left the live plan, the latest first (kept for the retention).
 
     A reservation that expired, was cancelled, rejected or dropped stays in `rayon list` for one horizon;
     then it moves here, with the leases it held, and `rayon show NAME` still finds it. `rayon retention`
     says how long the history and the decision log keep what is behind the clock.
     """
-    with opened(state_path) as store:
-        found, total = store.history(name=name, user=user, state=wanted, offset=offset, limit=limit)
-        clock = store.clock()
-        line = clock_line(store)
-    if as_json:
-        click.echo(json.dumps({"total": total, "reservations": [
-            {**record_json(a.record, store, clock), "archived": units.format_instant(a.archived)} for a in found]},
-            indent=2))
+    remote = remote_target(state_path)
+    if remote is not None:
+        with Client(remote) as client:
+            answer = client.history(name, user, wanted, offset, limit)
+            records, total = [from_api(item) for item in answer["items"]], answer["total"]
+            line = remote_mode.clock_line(client)
+    else:
+        with opened(state_path) as store:
+            found, total = store.history(name=name, user=user, state=wanted, offset=offset, limit=limit)
+            clock = store.clock()
+            records = [{**record_json(a.record, store, clock), "archived": units.format_instant(a.archived)}
+                       for a in found]
+            line = clock_line(store)
+    if as_json:  # the shape it always had: `-o json` is the API's list shape
+        click.echo(json.dumps({"total": total, "reservations": records}, indent=2))
         return
-    rows = [[a.record.name, a.record.state, a.record.user or "-", a.record.queue or "-",
-             *reserved_span(a.record, clock), units.format_instant(a.archived),
-             a.record.reason.code if a.record.reason else "-"] for a in found]
-    click.echo(format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "ARCHIVED", "REASON"], rows))
-    if found:
-        click.echo(f"{offset + 1}-{offset + len(found)} of {total} in the history; {line}")
+    if output in ("json", "yaml"):
+        following = offset + len(records)  # `next`: what to ask for the next page (the API: its URL)
+        emit_document({**page(records, total, offset, limit), "next": None if following >= total
+                       else f"--offset {following} --limit {limit}"}, output)
+        return
+    if output == "name":
+        for record in records:
+            click.echo(record["reservation"])
+        return
+    rows = [[r["reservation"], r["state"], r["user"] or "-", r["queue"] or "-", r["start"] or "-", r["end"] or "-",
+             r["archived"], r["reason"]["code"] if r.get("reason") else "-"] for r in records]
+    table = format_table(["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "ARCHIVED", "REASON"], rows)
+    if no_headers:
+        click.echo(without_headers(table))
+        return
+    click.echo(coloured(table, "STATE"))
+    if records:
+        click.echo(f"{offset + 1}-{offset + len(records)} of {total} in the history; {line}")
     else:  # not "none of 0"
         click.echo(f"{'nothing' if total == 0 else f'none of {total} past --offset {offset}'} in the history; {line}")
 

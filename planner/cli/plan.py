@@ -11,11 +11,11 @@ from typing import Any as AnyType
 import click
 
 from planner.admission import Planner
-from planner.agents.explain import format_span
 from planner.agents.milp.agent import DEFAULT_GAP, DEFAULT_TIME_LIMIT, MilpAgent
 from planner.agents.milp.coarsen import MAX_STEP
 from planner.agents.milp.solvers import BACKENDS, DEFAULT_BACKEND
 from planner.agents.registry import AGENTS, DEFAULT_AGENT, get_agent
+from planner.cli.render import decisions_text
 from planner.core.compile import Clock
 from planner.core.decision import Decision
 from rdl import units
@@ -33,7 +33,6 @@ from rdl.cluster import Cluster
 from rdl.errors import EXIT_INTERNAL, RayonError, Reported
 from rdl.load import all_errors, load
 from rdl.progress import progress
-from rdl.table import format_table
 from rdl.tree import Reservation
 
 EXIT_REJECTED = 3  # planning ran, and with --fail-on-reject a rejection is a failure for scripts
@@ -47,10 +46,14 @@ def fail_on_reject_option(command: Callable[..., AnyType]) -> Callable[..., AnyT
 
 def check_rejections(decisions: Sequence[Decision], fail_on_reject: bool) -> None:
     """With `fail_on_reject`, a Reported failure (exit 3) naming the rejected reservations; the decisions are shown."""
-    rejected = [d.reservation for d in decisions if not d.accepted]
+    rejections([d.reservation for d in decisions if not d.accepted], len(decisions), fail_on_reject)
+
+
+def rejections(rejected: Sequence[str], total: int, fail_on_reject: bool) -> None:
+    """`check_rejections` given the names rejected among `total` decisions."""
     if fail_on_reject and rejected:
         raise Reported("rejected", EXIT_REJECTED).then(
-            f"error: {len(rejected)} of {len(decisions)} reservation{'' if len(decisions) == 1 else 's'} rejected "
+            f"error: {len(rejected)} of {total} reservation{'' if total == 1 else 's'} rejected "
             f"({', '.join(rejected)}); exit status {EXIT_REJECTED} (--fail-on-reject)")
 
 
@@ -71,35 +74,9 @@ def plan_document(cluster: Cluster, agent: str, decisions: Sequence[Decision], c
     return {"cluster": cluster_json(cluster), "agent": agent, "decisions": [d.to_json(clock) for d in decisions]}
 
 
-def decision_rows(decisions: Sequence[Decision], clock: Clock) -> list[list[str]]:
-    rows = []
-    for decision in decisions:
-        if decision.accepted:
-            start = min(a.start for a in decision.allocations)
-            end = max(a.end for a in decision.allocations)
-            peak = max(a.bundles for a in decision.allocations)
-            rows.append([decision.reservation, "accepted", format_span(start, end, clock),
-                         str(len(decision.allocations)), str(peak)])
-        else:
-            assert decision.reason is not None
-            rows.append([decision.reservation, f"rejected ({decision.reason.code})", "-", "-", "-"])
-    return rows
-
-
 def echo_decisions(decisions: Sequence[Decision], clock: Clock, agent: str) -> None:
-    click.echo(format_table(["RESERVATION", "DECISION", "HOLDS", "ALLOCATIONS", "PEAK BUNDLES"],
-                            decision_rows(decisions, clock)))
-    rejected = [d for d in decisions if not d.accepted]
-    if rejected:
-        click.echo("")
-    for decision in rejected:
-        assert decision.reason is not None
-        line = f"{decision.reservation}: {decision.reason.message}"
-        if decision.reason.earliest_deadline is not None:
-            line += f"; it would fit with a deadline of {units.format_instant(decision.reason.earliest_deadline)}"
-        click.echo(line)
-    accepted = sum(d.accepted for d in decisions)
-    click.echo(f"\n{accepted} of {len(decisions)} accepted by {agent}")
+    """The decisions as a table, each rejection's reason, and the count accepted (planner/cli/render.py)."""
+    click.echo(decisions_text([d.to_json(clock) for d in decisions], agent))
 
 
 def load_valid(paths: Sequence[str], cluster: Cluster, now: datetime | None, consequence: str) -> list[Reservation]:

@@ -200,12 +200,16 @@ class Parser(ValueReader):
         self.advance()
         name = self.expect_name("a reservation needs a name after `reservation`")
         header = self.header_tokens()
-        self.expect("{", f"the body of reservation `{name.text}` starts with `{{`",
-                     hint="header attributes are written `key=value`")
+        opened = self.expect("{", f"the body of reservation `{name.text}` starts with `{{`",
+                              hint="header attributes are written `key=value`")
         body = self.expression()
         if not self.at("}"):
+            # The file ended, or the next reservation began: the `}` is missing, not a second expression.
+            missing = self.token.kind == "eof" or (self.token.kind == "name" and self.token.text == "reservation")
+            hint = (f"the `{{` at line {opened.span.line}, column {opened.span.col} is never closed: end the "
+                    "reservation with `}`" if missing else "wrap several pieces in `all(...)` or `order(...)`")
             raise RDLError(self.token.span, f"reservation `{name.text}` holds one expression and ends with `}}`, "
-                           f"got {self.token.describe()}", hint="wrap several pieces in `all(...)` or `order(...)`")
+                           f"got {self.token.describe()}", hint=hint)
         self.advance()
         return Reservation(name=name.text, body=body, span=keyword.span, **self.header(header))  # type: ignore[arg-type]
 

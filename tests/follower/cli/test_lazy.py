@@ -16,7 +16,8 @@ from follower.cli import COMMANDS, main
 from follower.cli.lazy import LazyCommand, LazyGroup
 
 ROOT = Path(__file__).resolve().parents[3]
-MODULES = ("rdl.cli", "planner.cli.plan", "planner.cli.store", "planner.cli.history", "planner.cli.serve",
+MODULES = ("rdl.cli", "planner.cli.plan", "planner.cli.store", "planner.cli.reads", "planner.cli.lifecycle",
+           "planner.cli.free", "planner.cli.history", "planner.cli.serve",
            "planner.plot", "follower.cli.follow", "follower.cli.serve", "follower.cli.simulate",
            "follower.cli.spark")
 HEAVY = ("numpy", "sqlalchemy", "fastapi", "pulp", "matplotlib", "simpy", "highspy", "ortools", "planner",

@@ -144,8 +144,11 @@ def test_list_shows_queue_and_the_reserved_span_as_full_dates(rayon) -> None:  #
     rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
     rayon("submit", str(EXAMPLES / "etl_nightly.rdl"), str(EXAMPLES / "urgent_retrain.rdl"))
     table = rayon("list").stdout.splitlines()
-    assert table[0].split() == ["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "AGENT", "SUBMITTED",
-                                "ALLOCATIONS", "REASON"]
+    assert table[0].split() == ["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "REASON"]
+    assert max(len(line) for line in table) <= 100  # the default columns fit 100 characters
+    wide = rayon("list", "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["RESERVATION", "STATE", "USER", "QUEUE", "START", "END", "REASON", "AGENT",
+                               "SUBMITTED", "ALLOCATIONS", "VALUE", "PRIORITY"]
     etl = next(line.split() for line in table if line.startswith("etl_nightly"))
     shown = json.loads(rayon("show", "etl_nightly", "--json").stdout)
     assert etl[3] == shown["queue"] and etl[4] == shown["start"] and etl[5] == shown["end"]

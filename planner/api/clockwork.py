@@ -85,9 +85,11 @@ class WallClock:
             return None
         report = self.store.advance(target, actor=ACTOR)
         self._on_advance(report)
-        log.info("clock %s -> %s: %d expired, %d series instances placed, %d missed",
-                 units.format_instant(report.previous), units.format_instant(report.now), len(report.expired),
-                 len(report.placed), len(report.missed))
+        # INFO only when the step changed something (a quiet server logs no line per plan step); DEBUG otherwise.
+        eventful = report.expired or report.placed or report.missed
+        log.log(logging.INFO if eventful else logging.DEBUG, "clock %s -> %s: %d expired, %d series instances "
+                "placed, %d missed", units.format_instant(report.previous), units.format_instant(report.now),
+                len(report.expired), len(report.placed), len(report.missed))
         return report
 
     def keeping(self) -> bool:

@@ -149,3 +149,17 @@ def test_a_manual_clock_is_not_said_to_be_kept_by_the_server(store: Store, caplo
     with caplog.at_level("INFO", logger="rayon"):
         assert clock.keeping()
     assert "keeps the plan's clock" not in caplog.text and "the plan's clock is manual" in caplog.text
+
+
+def test_a_step_that_changes_nothing_logs_no_info_line(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """A quiet server logged one INFO line per plan step (issue #30): only a step that expired, placed or missed
+    something is worth one."""
+    store.submit(one(pinned("early", 0, 5, 4)))
+    wall = FakeWall(instant(3))
+    clock = WallClock(store, ClockMode("wall"), wall)
+    with caplog.at_level("INFO", logger="rayon"):
+        assert clock.tick() is not None  # 0 -> 3: nothing ended
+        assert " -> " not in caplog.text
+        wall.at = instant(10)
+        assert clock.tick() is not None  # 3 -> 10: `early` expired
+    assert "1 expired" in caplog.text

@@ -134,9 +134,11 @@ class Changing(Deciding):
                 trial = Planner.over(planner.plan.copy())  # the cached plan stays as it is until this commits
                 lifecycle.moving_clock(report)(trial)
                 decided = series.go_on(trial, planner.plan.clock, series.agents_of(connection, series.recurring(trial)))
-                series.write(rows, decided, axis.window_start(trial.plan, cluster),
-                             self._cache.instants(axis.store_clock(cluster)), actor)
-                swept = history.sweep(rows, cluster, to)
+                window = axis.window_start(trial.plan, cluster)
+                series.write(rows, decided, window, self._cache.instants(axis.store_clock(cluster)), actor)
+                swept = history.sweep(rows, cluster, to, series.recurring(trial), window)
+                for name, instances in swept.instances.items():  # behind the window: in the history now
+                    _without(name, instances)(trial)
                 report = replaced(report, placed=tuple((d.reservation, d.instance) for d in decided if d.placed),
                                   missed=tuple((d.reservation, d.instance, d.reason) for d in decided
                                                if d.reason is not None),
@@ -250,3 +252,12 @@ def _cutting(name: str, reservation: Reservation, index: int) -> Callable[[Plann
     return cut
 
 
+def _without(name: str, instances: frozenset[int]) -> Callable[[Planner], None]:
+    """A change to a cached planner: the series' past instances gone (to the history)."""
+
+    def drop(planner: Planner) -> None:
+        old = planner.plan.remove(name)
+        planner.plan.add(Accepted(old.reservation, old.submitted, [a for a in old.allocations
+                                                                   if a.instance not in instances]))
+
+    return drop

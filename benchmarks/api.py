@@ -2,6 +2,7 @@
 
     python benchmarks/api.py [--threads 8] [--count 500] [--lists 100] [--seed 11] [--no-explain] [--week] [--verbose]
     python benchmarks/api.py --wrk 10 [--threads 8] [--count 3000] [--no-explain] [--workers 2] [--decider process]
+                             [--dialect yarn]
 
 Starts `rayon serve` on a fresh SQLite plan and drives it from client threads in this
 process, each thread with its own user's token: first every thread submits `--count` reservations
@@ -22,12 +23,15 @@ so that the ratio of the two shows what deciding and committing cost beside serv
 Each phase also prints the CPU time the server's processes spent per request (from Linux /proc): the cost,
 which other load on the machine does not blur as it blurs the rate. `--workers N` starts `rayon serve
 --workers N` (N processes on one port and one store), `--decider process|inline` passes that on: where the
-submissions are decided (a process of its own, or a serving process).
+submissions are decided (a process of its own, or a serving process). `--dialect yarn` sends the same load as
+YARN's REST submissions (`POST /ws/v1/cluster/reservation/submit`, JSON, each under an id of its own; a window
+becomes the arrival and deadline, its atom one `reservation-request`) instead of RDL text to `/v1/reservations`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -52,7 +56,10 @@ from admission import CLUSTER as WEEK_CLUSTER  # noqa: E402 (benchmarks/ and the
 from admission import workload as week_workload  # noqa: E402
 
 from planner.store.facade import Store  # noqa: E402
+from rdl.forms.yarn import to_yarn  # noqa: E402
+from rdl.syntax.parser import parse_text  # noqa: E402
 from rdl.syntax.printer import format_reservation  # noqa: E402
+from rdl.tree import Absolute, Window  # noqa: E402
 from tests.planner.api.support import Load, descendants, make_tokens, running  # noqa: E402
 
 
@@ -125,6 +132,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="with --wrk: the server's worker processes")
     parser.add_argument("--decider", choices=("inline", "process"),
                         help="with --wrk: where the server decides (its default: process with several workers)")
+    parser.add_argument("--dialect", choices=("native", "yarn"), default="native",
+                        help="with --wrk: submit RDL text natively, or YARN's JSON to its REST dialect")
     args = parser.parse_args()
     if args.wrk:
         with_wrk(args)
@@ -169,6 +178,16 @@ def main() -> None:
             drive(server.url, users, list_pages).report("list", " (pages of 100 of the user's own)")
 
 
+def yarn_body(text: str, sequence: int) -> str:
+    """A load reservation (a window around one atom) as YARN's REST submission, on one line, under its own id."""
+    reservation = parse_text(text)[0]
+    window = reservation.body
+    assert isinstance(window, Window) and isinstance(window.start, Absolute) and isinstance(window.end, Absolute)
+    atom = replace(window.child, parallelism=None)  # YARN's num-containers is w/l: no cap of its own
+    shaped = replace(reservation, body=atom, queue="default", arrival=window.start, deadline=window.end)
+    return json.dumps(to_yarn(shaped, f"reservation_1_{sequence:06d}"), separators=(",", ":"))
+
+
 WRK_LATENCY = """
 -- every run prints its figures on one line, for run_wrk
 function done(summary, latency, requests)
@@ -188,7 +207,7 @@ function init(args)
     i = i + 1
   end
   wrk.headers["Authorization"] = "Bearer " .. args[3]
-  wrk.headers["Content-Type"] = "text/plain"
+  wrk.headers["Content-Type"] = args[4] or "text/plain"
 end
 function request()
   next_line = next_line % #lines + 1
@@ -254,7 +273,9 @@ def with_wrk(args: argparse.Namespace) -> None:
             store.init(load.cluster, "benchmark-cluster.yaml")
         tokens = make_tokens(token_file, {"bench": "user"})
         lines = folder / "reservations.txt"
-        lines.write_text("".join(text + "\n" for share in load.shares for _, text in share))
+        texts = [text for share in load.shares for _, text in share]
+        yarn = args.dialect == "yarn"
+        lines.write_text("".join((yarn_body(text, i) if yarn else text) + "\n" for i, text in enumerate(texts)))
         (folder / "submit.lua").write_text(WRK_SCRIPT)
         (folder / "latency.lua").write_text(WRK_LATENCY)
         total = sum(len(share) for share in load.shares)
@@ -262,16 +283,18 @@ def with_wrk(args: argparse.Namespace) -> None:
         print(f"wrk, {args.threads} connections, {args.wrk:g} s per phase; {args.workers} serving process"
               f"{'es' if args.workers > 1 else ''}{' and a deciding process' if apart else ''}, SQLite on loopback, "
               f"explain {'off' if args.no_explain else 'on'}; {total:,} reservations of the concurrency test load "
-              "ready")
+              f"ready{', as YARN REST submissions' if yarn else ''}")
         decider = ("--decider", args.decider) if args.decider else ()
         with running(state, token_file, tokens, "--workers", str(args.workers), *decider) as server:
             settle(server.url, args.workers + apart)
             pids = [server.process.pid, *descendants(server.process.pid)]
             ceiling = run_wrk(server.url + "/v1/health", args.wrk, args.threads, folder / "latency.lua", pids=pids)
             print(f"  ceiling  {ceiling}   (GET /v1/health: serving a request at all)")
-            path = "/v1/reservations" + ("?explain=false" if args.no_explain else "")
+            path = ("/ws/v1/cluster/reservation/submit" if yarn else
+                    "/v1/reservations" + ("?explain=false" if args.no_explain else ""))
             figures = run_wrk(server.url + path, args.wrk, args.threads, folder / "submit.lua", str(lines),
-                              str(wrk_threads(args.threads)), tokens["bench"], pids=pids)
+                              str(wrk_threads(args.threads)), tokens["bench"],
+                              "application/json" if yarn else "text/plain", pids=pids)
             print(f"  submit   {figures}")
             scraped = httpx.get(server.url + "/metrics").text
             batches = {name: float(value) for name, value in re.findall(r"^rayon_store_batch_size_(sum|count) (\S+)$",

@@ -10,6 +10,12 @@ file: decisions per second and p50/p99 latency of one submission including its c
 earliest-deadline search on rejection is off unless --explain: it is planner work, not store work
 (admission.py measures it), and at 1.5x demand it dominates. Last, on the one-writer file: what moving
 the plan's clock costs, a step at a time (the window rolls each time) and a day at once.
+
+    python benchmarks/store.py --series DAYS [--every 10]
+
+Instead: issue #29's growth of a plan that runs for DAYS plan-days with two series every 11 minutes and a daily
+one (one-minute steps, a one-day horizon), the clock moved a day at a time: every `--every` days, the lease
+rows live and in the history, and what moving the clock a day and a minute and loading the plan afresh cost.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sqlite3
+
 from admission import CLUSTER, workload
 
 from planner.admission import Planner
@@ -139,7 +147,13 @@ def main() -> None:
     parser.add_argument("--agent", default="gree-l")
     parser.add_argument("--explain", action="store_true", help="search the earliest deadline on rejection")
     parser.add_argument("--dir", type=Path, help="where the SQLite files go (default: a temporary folder)")
+    parser.add_argument("--series", type=int, metavar="DAYS", help="only the growth of a plan with series")
+    parser.add_argument("--every", type=int, default=10, help="with --series: days between two reports")
     args = parser.parse_args()
+    if args.series:
+        with tempfile.TemporaryDirectory() as scratch:
+            series_growth((args.dir or Path(scratch)) / "series.db", args.series, args.every)
+        return
     reservations = workload(args.count, args.seed)
     print(f"{len(reservations):,} reservations, agent {args.agent}, explain {'on' if args.explain else 'off'}")
     with tempfile.TemporaryDirectory() as scratch:
@@ -176,6 +190,45 @@ def advances(path: Path, moves: int = 60) -> None:
     print(f"  advance one step       p50 {cuts[0]:6.2f} ms   p99 {cuts[1]:6.2f} ms   ({moves} moves, "
           f"{held:,} reservations held after)")
     print(f"  advance a day at once  {day * 1e3:8.1f} ms   ({len(report.expired):,} expired)")
+
+
+SERIES_CLUSTER = """start: 2026-01-01T00:00:00Z
+step: 1m
+horizon: 1d
+capacity: {vcores: 64, memory: 256GiB}
+"""
+SERIES = ("reservation fast_a every=11m { window(e=+10m, atom(b={vcores: 2, memory: 4GiB}, w=3m)) }\n"
+          "reservation fast_b every=11m { window(e=+10m, atom(b={vcores: 1, memory: 2GiB}, g=2, h=2, l=2m, w=4m)) }\n"
+          "reservation daily every=1d { window(e=+6h, atom(b={vcores: 16, memory: 64GiB}, w=2h)) }\n")
+
+
+def series_growth(path: Path, days: int, every: int) -> None:
+    """Issue #29 item 4: live lease rows, history rows and the cost of the clock as a plan with series runs on."""
+    with Store.open(path) as store:
+        store.init(SERIES_CLUSTER, "series-cluster.yaml")
+        for reservation in parse_text(SERIES, "series.rdl"):
+            assert store.submit(reservation).accepted
+    print(f"two series every 11 minutes and a daily one, one-minute steps, a one-day horizon, {days} plan-days")
+    print("   day   live leases   history rows   advance a day   a minute   load_plan afresh")
+    with Store.open(path) as store:
+        for day in range(1, days + 1):
+            began = time.perf_counter()
+            store.advance(store.now() + timedelta(days=1) - timedelta(minutes=1))
+            a_day = time.perf_counter() - began
+            began = time.perf_counter()
+            store.advance(store.now() + timedelta(minutes=1))
+            a_minute = time.perf_counter() - began
+            if day % every and day != days:
+                continue
+            with Store.open(path) as fresh:
+                began = time.perf_counter()
+                fresh.load_plan()
+                loading = time.perf_counter() - began
+            with sqlite3.connect(path) as connection:
+                live, past = (connection.execute(f"SELECT count(*) FROM rayon_{table}").fetchone()[0]
+                              for table in ("leases", "history"))
+            print(f"  {day:4d}   {live:11,d}   {past:12,d}   {a_day * 1e3:10.0f} ms   {a_minute * 1e3:5.0f} ms   "
+                  f"{loading * 1e3:11.0f} ms")
 
 
 if __name__ == "__main__":

@@ -50,10 +50,10 @@ class Service:
     tokens: TokenRegistry
     jobs: Jobs
     metrics: Metrics = field(default_factory=Metrics)
-    # Held from an ownership check to the write it guards (updates, cancels, YARN's submissions), so that the
-    # view answered with is the one written to; the store checks the owner again inside the write
-    # (`owner=mine(who)`), which holds across servers on one PostgreSQL plan too. Native submissions take no
-    # lock: they are batched by the store (group commit), which checks their names' owners inside the write.
+    # Held from an ownership check to the write it guards (updates, cancels), so that the view answered with is
+    # the one written to; the store checks the owner again inside the write (`owner=mine(who)`), which holds
+    # across servers on one PostgreSQL plan too. Submissions, native and YARN's, take no lock: they are batched
+    # by the store (group commit), which checks their names' owners inside the write.
     writes: threading.Lock = field(default_factory=threading.Lock)
     clock_stuck: Callable[[], str | None] = lambda: None  # why the service's clock cannot move, if it cannot
     _cluster: tuple[tuple[str, str], Cluster, Instants] | None = None

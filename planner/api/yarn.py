@@ -24,7 +24,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -32,24 +32,24 @@ from typing import Any as AnyType
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from planner.api import bodies
 from planner.api.auth import Principal
 from planner.api.context import Service, View, body, caller, mine, service
 from planner.api.errors import ApiError
 from planner.api.models import ErrorOut, YarnAnswer, YarnCluster, YarnList, YarnNewReservation
-from planner.core.compile import Clock
+from planner.api.yarn_info import info, window_of
 from planner.core.decision import Decision
-from planner.core.plan import Allocation
-from planner.store.facade import StoreError
-from planner.store.records import Record
+from planner.store.facade import StoreError, plan_key
+from planner.store.records import Owner, Record
 from planner.store.rendering import Instants, decision_json
 from rdl.errors import RDLError, RDLErrors, Span, did_you_mean
 from rdl.forms import yarn as yarn_form
-from rdl.forms.yarn_read import decode_name, encode_name
+from rdl.forms.yarn_read import encode_name
 from rdl.shape import lease_steps
 from rdl.syntax.printer import format_reservation
-from rdl.tree import Atom, Expr, Reservation, Window, walk
+from rdl.tree import Atom, Expr, Reservation, walk
 
 router = APIRouter(prefix="/ws/v1/cluster/reservation", tags=["yarn"])
 cluster_router = APIRouter(prefix="/ws/v1/cluster", tags=["yarn"])
@@ -212,29 +212,82 @@ def new_reservation(who: Principal = Depends(caller), ids: YarnIds = Depends(yar
 @router.post("/submit", status_code=202, response_model=YarnAnswer, responses=BAD,
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/YarnSubmission"}}}}})
-def submit(raw: bytes = Depends(body), who: Principal = Depends(caller), svc: Service = Depends(service)) -> AnyType:
-    """Submit a reservation under its id; 202 when accepted (again, for the same id and definition)."""
+async def submit(raw: bytes = Depends(body), who: Principal = Depends(caller),
+                 svc: Service = Depends(service)) -> AnyType:
+    """Submit a reservation under its id; 202 when accepted (again, for the same id and definition).
+
+    As a native submission: no server lock, decided and committed in the store's batches with the others arriving
+    together (group commit; a worker forwards them from its event loop to the deciding process). Only the id's
+    owner is read first (in a worker thread), for YARN's idempotent submit; the store checks it again inside the
+    write, across servers too."""
     started = time.perf_counter()
     consequence = "nothing was submitted"
     data = bodies.json_object(raw, consequence)
     rid = reservation_id(data, consequence)
-    with as_yarn(), svc.writes:
-        view = svc.view(rid)
-        found = view.owner
+    with as_yarn():
+        found, view, key = await run_in_threadpool(_looked_up, svc, rid)
         if found is not None and not who.may_act_for(found.user):
-            raise ApiError(403, "forbidden", f"reservation {rid} belongs to another user")
-        reservation = read_definition(data, rid, found.user if found and found.user else who.user, view, consequence)
+            raise _not_yours(rid)
+        owner = found.user if found and found.user else who.user
+        try:
+            reservation = read_definition(data, rid, owner, view, consequence)
+        except ApiError:  # refused on a plan since replaced? Read it now
+            view, key = await run_in_threadpool(svc.recent_view, True)
+            reservation = read_definition(data, rid, owner, view, consequence)
         if found is not None and found.state == "accepted":
-            record = stored(svc, view, rid)
-            if record.rdl != format_reservation(reservation):
-                raise ApiError(400, "invalid", f"reservation {rid} already exists with a different definition",
-                               "change it with POST /ws/v1/cluster/reservation/update")
-            return JSONResponse(answer(rid, record.decision(), view, reservation), 202)
-        decision = svc.store.submit(reservation, actor=who.user, validated=True)
+            return await run_in_threadpool(_again, svc, rid, reservation)
+        try:
+            decision = await svc.store.submit_async(reservation, actor=who.user, validated=True, owner=mine(who),
+                                                    validated_on=key)
+        except StoreError as error:
+            if error.code == "forbidden":  # another user took the id meanwhile
+                raise _not_yours(rid) from None
+            raise
     svc.metrics.admitted("yarn", started, decision, committed=True)
+    if not decision.accepted and decision.reason is not None and decision.reason.code == "invalid":
+        again = await run_in_threadpool(_accepted_meanwhile, svc, rid, reservation, who)
+        if again is not None:  # the same id submitted twice at once: the other one's decision, as YARN's is
+            return again
+    if plan_key(svc.store.recent_meta())[:2] != key[:2]:
+        view = await run_in_threadpool(svc.view)  # the plan was replaced under this request: speak its new times
     if not decision.accepted:
         raise rejected(rid, decision, view.instants, "could not be placed; nothing was submitted")
     return JSONResponse(answer(rid, decision, view, reservation), 202)
+
+
+def _looked_up(svc: Service, rid: str) -> tuple[Owner | None, View, tuple[str, str, str]]:
+    """The id's owner as stored now, and the plan as this server last read it with its `plan_key` (what the
+    submission is validated against; the store validates again if it decides on another)."""
+    found = svc.store.meta_and_owner(rid)[1]
+    view, key = svc.recent_view_known() or svc.recent_view()
+    return found, view, key
+
+
+def _again(svc: Service, rid: str, reservation: Reservation) -> JSONResponse:
+    """YARN's idempotent submit of an accepted id: its stored decision again (no decision, no log entry) for the
+    same definition; 400 for another."""
+    view = svc.view(rid)
+    record = stored(svc, view, rid)
+    if record.rdl != format_reservation(reservation):
+        raise ApiError(400, "invalid", f"reservation {rid} already exists with a different definition",
+                       "change it with POST /ws/v1/cluster/reservation/update")
+    return JSONResponse(answer(rid, record.decision(), view, reservation), 202)
+
+
+def _accepted_meanwhile(svc: Service, rid: str, reservation: Reservation, who: Principal) -> JSONResponse | None:
+    """`_again`'s answer when the id was accepted after it was looked up (the same id submitted twice at once, the
+    other decided first; 403 if another user's); None otherwise."""
+    found = svc.store.meta_and_owner(rid)[1]
+    if found is None or found.state != "accepted":
+        return None
+    if not who.may_act_for(found.user):
+        raise _not_yours(rid)
+    with as_yarn():
+        return _again(svc, rid, reservation)
+
+
+def _not_yours(rid: str) -> ApiError:
+    return ApiError(403, "forbidden", f"reservation {rid} belongs to another user")
 
 
 @router.post("/update", response_model=YarnAnswer, response_model_exclude_none=True, responses=BAD,
@@ -337,76 +390,12 @@ def _listed(svc: Service, view: View, user: str | None, queue: str, start: datet
         found = svc.store.page(view.cluster, user=user, state="accepted", queue=None if queue == DEFAULT_QUEUE else
                                queue, offset=offset, limit=LIST_PAGE, with_leases=False)
         for record in found.records:
-            arrival, deadline = _window(record.reservation(), record, view.instants.clock)
+            arrival, deadline = window_of(record.reservation(), record, view.instants.clock)
             if (record.queue or DEFAULT_QUEUE) == queue and deadline > start and (end is None or arrival <= end):
                 names.append(record.name)
         offset += len(found.records)
         if not found.records or offset >= found.total:
             return names
-
-
-def info(record: Record, clock: Clock, include: bool) -> dict[str, AnyType]:
-    """One reservation as YARN's ReservationInfo; with the RDL text when YARN's form cannot express it."""
-    reservation = record.reservation()
-    data: dict[str, AnyType] = {"acceptance-time": _ms(record.decided), "user": record.user or "",
-                                "reservation-id": record.name}
-    try:
-        data["reservation-definition"] = yarn_form.to_yarn(reservation)["reservation-definition"]
-        if reservation.body.name is not None:  # YARN's `reservation-name`; else the reservation's own name
-            data["reservation-definition"]["reservation-name"] = decode_name(reservation.body.name)
-    except ValueError:
-        data["reservation-definition"] = _plain_definition(reservation, record, clock)
-        data["rdl"] = record.rdl
-    if include:
-        data["resource-allocations"] = [
-            {"resource": {"memory": round(held.get("memory", 0.0)), "vCores": round(held.get("vcores", 0.0))},
-             "startTime": _ms(clock.at(start)), "endTime": _ms(clock.at(end))}
-            for start, end, held in totals(record.allocations)]
-    return data
-
-
-def totals(allocations: Iterable[Allocation]) -> list[tuple[int, int, dict[str, float]]]:
-    """What a reservation holds over time, as YARN lists it: one (start, end, resources) per stretch of steps in
-    which its total stays the same, in time order (not one entry per lease)."""
-    changes: dict[int, dict[str, float]] = {}
-    for allocation in allocations:
-        for step, sign in ((allocation.start, 1.0), (allocation.end, -1.0)):
-            at = changes.setdefault(step, {})
-            for name, value in allocation.resources().items():
-                at[name] = at.get(name, 0.0) + sign * value
-    stretches: list[tuple[int, int, dict[str, float]]] = []
-    held: dict[str, float] = {}
-    steps = sorted(changes)
-    for step, following in itertools.pairwise(steps):
-        held = {name: held.get(name, 0.0) + changes[step].get(name, 0.0) for name in held.keys() | changes[step]}
-        if not any(value > 1e-9 for value in held.values()):
-            continue
-        if stretches and stretches[-1][1] == step and stretches[-1][2] == held:
-            stretches[-1] = (stretches[-1][0], following, held)
-        else:
-            stretches.append((step, following, dict(held)))
-    return stretches
-
-
-def _window(reservation: Reservation, record: Record, clock: Clock) -> tuple[datetime, datetime]:
-    """A stored reservation's arrival and deadline (the plan's end when it names none)."""
-    arrival = reservation.arrival_at(record.submitted)
-    if reservation.deadline is not None:
-        return arrival, reservation.deadline.resolve(arrival)
-    if isinstance(reservation.body, Window):
-        return arrival, reservation.body.end.resolve(arrival)
-    return arrival, clock.at(clock.steps)
-
-
-def _plain_definition(reservation: Reservation, record: Record, clock: Clock) -> dict[str, AnyType]:
-    """What YARN's definition can say of a reservation it cannot express: its window, name and priority."""
-    arrival, deadline = _window(reservation, record, clock)
-    return {"arrival": _ms(arrival), "deadline": _ms(deadline), "reservation-name": record.name,
-            "priority": -record.priority, "reservation-requests": {"reservation-request": []}}
-
-
-def _ms(value: datetime) -> int:
-    return (value - yarn_form.EPOCH) // timedelta(milliseconds=1)
 
 
 def _instant(ms: int) -> datetime:

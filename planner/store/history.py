@@ -4,15 +4,19 @@ A reservation that has ended (expired, cancelled, rejected or dropped) stays in 
 horizon after it was submitted and after its last lease ended, so that `rayon list` still shows what
 just happened and a rejected one can still be admitted again (`Store.readmit`); then it moves, with its
 leases as one compact JSON text, to the history table, and the live tables stay the size of the live
-plan however long the plan runs. The decision log and the history keep `retention` of plan time behind
-the clock (`forever` keeps all). Both happen whenever the clock moves (`Store.advance`).
+plan however long the plan runs. The past instances of a live series move the same way, a horizon after they
+ended (`archive_instances`): a history row of the series as it stands, state `accepted`, holding the leases
+moved. The decision log and the history keep `retention` of plan time behind the clock (`forever` keeps
+all), but for what a live reservation still needs: its log rows, and its past instances, by which the log replays
+to the store (docs/decisions.md, "The history"). All of this happens whenever the clock moves (`Store.advance`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any as AnyType
 
@@ -50,6 +54,7 @@ class Swept:
     archived: int = 0
     log_deleted: int = 0
     history_deleted: int = 0
+    instances: dict[str, frozenset[int]] = field(default_factory=dict)  # past instances moved, by series
 
 
 def retention_seconds(text: str) -> float | None:
@@ -68,26 +73,62 @@ def retention_seconds(text: str) -> float | None:
     return seconds
 
 
-def sweep(rows: Rows, cluster: Cluster, to: datetime) -> Swept:
-    """Move what ended a horizon before `to` to the history, and delete the log and history rows older than the
-    retention (counted back from `to`), but for the log rows of reservations still in the plan (a series that
-    lives for years keeps its submission); inside the write transaction that moves the clock."""
+def sweep(rows: Rows, cluster: Cluster, to: datetime, series: Sequence[str] = (), window: int = 0) -> Swept:
+    """Move what ended a horizon before `to` to the history, and so the past instances of the `series` (the plan's
+    accepted recurring reservations) that ended a horizon before `to` (and before step `window` of the store's
+    axis, where the plan's window begins: the plan's arrays never held them); then delete the log and history
+    rows older than the retention (counted back from `to`), but for what a reservation still in the plan needs:
+    every log row that decided it (a series that lives for years keeps its submission) and its past instances.
+    Inside the write transaction that moves the clock."""
     archived = _archive(rows.connection, cluster, to)
+    behind = step_floor(cluster.start, to - timedelta(seconds=cluster.horizon), cluster.step)
+    instances = archive_instances(rows.connection, series, min(behind, window), to)
     try:
         seconds = retention_seconds(rows.meta.get("retention", FOREVER))
     except StoreError as exc:  # set before retentions were bounded (`3000000d`): keep all rather than stop the clock
         log.warning("the stored retention is not one any more (%s); keeping everything until it is set again", exc)
         seconds = None
     if seconds is None:
-        return Swept(archived)
+        return Swept(archived, instances=instances)
     oldest = to - timedelta(seconds=seconds)
     connection = rows.connection
     live = sa.select(reservations.c.name)  # a reservation still in the plan keeps every row that decided it
     logged = connection.execute(schema.log.delete().where(
         schema.log.c.clock < oldest,
         sa.or_(schema.log.c.reservation.is_(None), schema.log.c.reservation.not_in(live)))).rowcount
-    kept = connection.execute(history.delete().where(history.c.archived < oldest)).rowcount
-    return Swept(archived, int(logged or 0), int(kept or 0))
+    kept = connection.execute(history.delete().where(
+        history.c.archived < oldest, sa.or_(history.c.state != "accepted", history.c.name.not_in(live)))).rowcount
+    return Swept(archived, int(logged or 0), int(kept or 0), instances)
+
+
+def archive_instances(connection: Connection, series: Sequence[str], window: int,
+                      to: datetime) -> dict[str, frozenset[int]]:
+    """Move the instances of the named accepted series whose every lease ended by step `window` of the store's
+    axis to the history: per series, a row of its record as it stands (state `accepted`) holding the leases moved,
+    archived at `to`. The instances moved, by series."""
+    if not series:
+        return {}
+    found = connection.execute(sa.select(reservations).where(
+        reservations.c.state == "accepted", reservations.c.name.in_(list(series)),
+        sa.exists().where(leases.c.reservation_id == reservations.c.id, leases.c.end_step <= window))
+        .order_by(reservations.c.id)).all()
+    if not found:
+        return {}
+    held = schema.read_leases(connection, [row.id for row in found])
+    columns = [c.name for c in reservations.columns if c.name not in ("id", "version")]
+    moved: dict[str, frozenset[int]] = {}
+    for row in found:
+        allocations = held.get(row.id, [])
+        lasting = {a.instance for a in allocations if a.end > window}  # instances not wholly behind the window
+        past = [a for a in allocations if a.instance not in lasting]
+        if not past:
+            continue
+        connection.execute(history.insert(), [{**{name: getattr(row, name) for name in columns}, "archived": to,
+                                                "leases": _compact(past)}])
+        connection.execute(leases.delete().where(leases.c.reservation_id == row.id, leases.c.end_step <= window,
+                                                 leases.c.instance.not_in(sorted(lasting))))
+        moved[row.name] = frozenset(a.instance for a in past)
+    return moved
 
 
 def _archive(connection: Connection, cluster: Cluster, to: datetime) -> int:

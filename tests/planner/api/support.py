@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any as AnyType
@@ -23,6 +23,7 @@ import httpx
 from planner.api.auth import append_token
 from planner.core.check import check_plan
 from planner.store.facade import Store
+from tests.planner.store.consistency import archived_instances
 from tests.planner.support import at, cluster_text, instant
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -189,9 +190,12 @@ def post_json(client: httpx.Client, path: str, data: AnyType) -> httpx.Response:
 
 
 def stored_violations(state: Path | str) -> list[str]:
-    """What the independent plan checker finds wrong with the plan as stored."""
+    """What the independent plan checker finds wrong with the plan as stored (a series whole: with its past
+    instances, in the history)."""
     with Store.open(state) as store:
         cluster, records, clock = store.cluster(), store.list(), store.clock()
+        archived = archived_instances(store, {r.name: r for r in records})
+        records = [replace(r, allocations=[*r.allocations, *archived.get(r.name, [])]) for r in records]
         decisions = [r.decision().to_json(clock) for r in records]
         return check_plan(cluster, [r.reservation() for r in records], decisions,
                           submitted={r.name: r.submitted for r in records}, rolled_to=store.now())

@@ -14,6 +14,7 @@ import json
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -69,9 +70,32 @@ def raw_problems(path: Path) -> list[str]:
     return problems
 
 
-def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock: AnyType) -> list[str]:
-    """The log replayed from the start must give every reservation its stored state and leases."""
+def archived_instances(store: Store, records: dict[str, AnyType]) -> dict[str, list[Allocation]]:
+    """The leases of the past instances each live series moved to the history (its `accepted` history rows of the
+    same submission), by name."""
+    found: dict[str, list[Allocation]] = {}
+    for name, record in records.items():
+        if record.state != "accepted" or record.reservation().every is None:
+            continue
+        offset = 0
+        while True:
+            page, total = store.history(name=name, state="accepted", offset=offset, limit=1000)
+            for item in page:
+                if item.record.submitted == record.submitted:
+                    found.setdefault(name, []).extend(item.record.allocations)
+            offset += len(page)
+            if not page or offset >= total:
+                break
+    return found
+
+
+def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock: AnyType,
+                    archived: dict[str, list[Allocation]] | None = None) -> list[str]:
+    """The log replayed from the start must give every reservation its stored state and leases: a live series
+    those of its instances still in the plan, the log's less those its past instances took to the history
+    (`archived`, by name: docs/decisions.md, "The history")."""
     problems = []
+    past = {name: Counter(allocations_json(held, clock)) for name, held in (archived or {}).items()}
     state: dict[str, tuple[str, list[str]]] = {}
     for entry in log:
         name, decision = entry.reservation, entry.decision or {}
@@ -123,6 +147,11 @@ def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock:
             problems.append(f"`{name}` is stored ({record.state}) but the log never decided it")
             continue
         stored = (record.state, allocations_json(record.allocations, clock))
+        if name in past:
+            given = Counter(state[name][1])
+            if past[name] - given:
+                problems.append(f"the history holds past instances of `{name}` the log never gave it")
+            state[name] = (state[name][0], sorted((given - past[name]).elements()))
         if stored[0] != state[name][0]:
             problems.append(f"`{name}` is {stored[0]} in the store, but the log's last word makes it {state[name][0]}")
         elif stored[1] != state[name][1]:
@@ -190,8 +219,10 @@ def store_problems(path: Path | str) -> list[str]:
         plan, clock = store.load_plan(), store.clock()  # the plan's rolling window, and the records' axis
     problems = raw_problems(path) if isinstance(path, Path) else []
     accepted = {r.name: r for r in records if r.state == "accepted"}
+    with Store.open(path) as store:
+        archived = archived_instances(store, accepted)
     for name, record in accepted.items():
-        if not record.allocations:
+        if not record.allocations and name not in archived:  # a series may hold only past instances, in the history
             problems.append(f"`{name}` is accepted but holds no leases")
     if plan.accepted.keys() != accepted.keys():
         problems.append(f"load_plan holds {sorted(plan.accepted.keys() ^ accepted.keys())} differently from the "
@@ -212,9 +243,10 @@ def store_problems(path: Path | str) -> list[str]:
         problems.append(f"load_plan's use differs from the records' leases summed (at [resource, step] {steps})")
     if (plan.used > plan.capacity + 1e-9).any():
         problems.append("load_plan uses more than the capacity")
+    whole = [replace(r, allocations=[*r.allocations, *archived.get(r.name, [])]) for r in records]  # series whole
     problems += [f"check_plan: {p}" for p in check_plan(
-        cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
-        submitted={r.name: r.submitted for r in records}, rolled_to=now)]
-    problems += replay_problems(log, {r.name: r for r in records}, clock)
+        cluster, [r.reservation() for r in whole], [r.decision().to_json(clock) for r in whole],
+        submitted={r.name: r.submitted for r in whole}, rolled_to=now)]
+    problems += replay_problems(log, {r.name: r for r in records}, clock, archived)
     problems += group_problems(log, cluster, now)
     return problems

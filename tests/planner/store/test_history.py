@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from follower.cli import main
 from planner.store.facade import Store, StoreError
 from planner.store.schema import SCHEMA_VERSION
-from tests.planner.store.consistency import replay_problems
+from tests.planner.store.consistency import archived_instances, replay_problems, store_problems
 from tests.planner.store.test_lifecycle import violations
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
@@ -150,4 +150,68 @@ def test_the_retention_keeps_the_log_rows_a_live_series_still_needs(store: Store
     kept = [e for e in store.log() if e.reservation == "daily"]
     assert [e.action for e in kept][:1] == ["submit"]  # its submission, five hours past the retention, is kept
     assert not [e for e in store.log() if e.reservation == "once"]  # what ended and left goes as before
-    assert replay_problems(store.log(), {r.name: r for r in store.list()}, store.clock()) == []
+    records = {r.name: r for r in store.list()}
+    assert replay_problems(store.log(), records, store.clock(), archived_instances(store, records)) == []
+
+
+SERIES = "reservation s every=10m { window(e=+5m, atom(b={vcores: 1}, w=2m)) }"
+
+
+def lease_rows(path: Path, name: str) -> int:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT count(*) FROM rayon_leases l JOIN rayon_reservations r ON "
+                                  "r.id = l.reservation_id WHERE r.name = ?", (name,)).fetchone()[0]
+
+
+def test_a_series_past_instances_move_to_the_history_a_horizon_after_they_ended(store: Store, path: Path) -> None:
+    """Issue #29 item 4: the instances of a live series piled up in the live lease table for ever."""
+    store.submit(one(SERIES))
+    held = []
+    for hour in range(1, 7):
+        store.advance(instant(60 * hour + 30))
+        held.append(lease_rows(path, "s"))
+        ends: dict[int, int] = {}
+        for a in store.get("s").allocations:
+            ends[a.instance] = max(ends.get(a.instance, 0), a.end)
+        assert min(ends.values()) > 60 * hour + 30 - HORIZON  # what ended a horizon ago has left the live tables
+    assert held[-1] == held[1]  # the live rows stay the size of the window, however long the series goes on
+    past = [item.record for item in store.history(name="s")[0]]
+    assert past and {record.state for record in past} == {"accepted"}
+    moved = [{a.instance for a in record.allocations} for record in past]
+    log = store.log(reservation="s")
+    placed = {a.get("instance", 0) for a in log[0].decision["allocations"]} | {
+        entry.decision["instance"] for entry in log[1:] if entry.accepted and "instance" in entry.decision}
+    live = {a.instance for a in store.get("s").allocations}
+    assert sum(len(instances) for instances in moved) == len(set().union(*moved))  # each moved once
+    assert set().union(*moved, live) == placed  # and none lost
+    assert store.get("s").state == "accepted" and max(set().union(*moved)) < min(live)
+    assert store_problems(path) == []  # the log replays to the live plan plus the history; the checker agrees
+
+
+def test_a_fresh_store_and_the_one_that_moved_the_clock_hold_the_same_plan(store: Store, path: Path) -> None:
+    store.submit(one(SERIES))
+    store.advance(instant(150))
+    kept = store.load_plan()  # this Store's cached plan, the past instances dropped as they were moved
+    with Store.open(path) as fresh:
+        rebuilt = fresh.load_plan()
+    assert kept.accepted["s"].allocations == rebuilt.accepted["s"].allocations
+    assert (kept.used == rebuilt.used).all()
+
+
+def test_the_retention_keeps_a_live_series_past_instances_and_the_replay_checks_them(store: Store,
+                                                                                    path: Path) -> None:
+    store.set_retention("1h")
+    store.submit(one(SERIES))
+    for hour in range(1, 6):
+        store.advance(instant(60 * hour))
+    records = {r.name: r for r in store.list()}
+    archived = archived_instances(store, records)
+    assert len(archived["s"]) > 12  # the first hour's instances, four hours past the retention, are kept
+    assert replay_problems(store.log(), records, store.clock(), archived) == []
+    assert replay_problems(store.log(), records, store.clock())  # without them the log gives the series more
+    with sqlite3.connect(path) as connection:  # a past instance lost from the history is found
+        connection.execute("DELETE FROM rayon_history WHERE id = (SELECT min(id) FROM rayon_history)")
+    assert replay_problems(store.log(), records, store.clock(), archived_instances(store, records))
+    store.cancel("s")
+    store.advance(instant(60 * 9))  # ended, a horizon later it moves whole, and the retention takes the rest
+    assert store.history(name="s", state="accepted")[1] == 0 and store.history(name="s")[1] == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -25,6 +26,7 @@ from planner.replan.optimise import ReplanReport
 from planner.store.facade import Store, StoreError
 from rdl import parse_cluster
 from rdl.errors import RDLErrors
+from tests.planner.store.consistency import archived_instances
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
 SMALL = cluster_text({"vcores": 8}, steps=60)
@@ -56,9 +58,12 @@ def flexible(name: str, start: int, end: int, bundles: int, length: int, priorit
 
 
 def violations(store: Store) -> list[str]:
-    """What the independent checker finds wrong with the plan as stored (decisions from the store's records)."""
+    """What the independent checker finds wrong with the plan as stored (decisions from the store's records, a
+    series' with its past instances from the history)."""
     cluster = store.cluster()
     records = store.list()
+    archived = archived_instances(store, {r.name: r for r in records})
+    records = [replace(r, allocations=[*r.allocations, *archived.get(r.name, [])]) for r in records]
     clock = store.clock()
     return check_plan(cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
                       submitted={r.name: r.submitted for r in records}, rolled_to=store.now())

@@ -149,6 +149,10 @@ class Plan:
         """Capacity not yet promised, per resource and step (a new array)."""
         return self.capacity - self.used
 
+    def free_in(self, lo: int, hi: int) -> np.ndarray:
+        """Capacity not yet promised over steps [lo, hi) only (a new array): what one decision reads."""
+        return self.capacity[:, lo:hi] - self.used[:, lo:hi]
+
     def demand(self, bundle: Resources) -> np.ndarray:
         return np.array([bundle.get(name, 0.0) for name in self.resources], dtype=np.float64)
 

@@ -75,10 +75,16 @@ class AtomFailure:
 
 
 class Placer:
-    """Searches placements for task trees on `free` (resources × steps), which it mutates."""
+    """Searches placements for task trees on `free` (resources × steps), which it mutates.
 
-    def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET):
+    `free` may cover only the steps the search can reach, from step `origin` of the plan on: placements and
+    `capacity` (the whole plan's) stay on the plan's step axis.
+    """
+
+    def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,
+                 origin: int = 0):
         self.free = free
+        self.origin = origin
         self.capacity = capacity
         self.flat = flat
         self.budget = budget
@@ -89,6 +95,7 @@ class Placer:
     def _apply(self, solution: Solution, sign: int) -> None:
         for placement in solution:
             base, held = placement.held()
+            base -= self.origin
             self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
@@ -104,7 +111,7 @@ class Placer:
         for placement in solution:
             base, held = placement.held()
             capacity = self.capacity[:, base:base + held.shape[0]]
-            free = self.free[:, base:base + held.shape[0]]
+            free = self.free[:, base - self.origin:base - self.origin + held.shape[0]]
             amount = np.outer(placement.task.demand, held)
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(capacity > 0, amount / capacity, 0.0)
@@ -130,7 +137,7 @@ class Placer:
     def _place(self, task: AtomTask, lo: int, hi: int, spread: bool) -> Solution | None:
         if hi - lo < task.length:
             return None
-        room = gang_room(self.free[:, lo:hi], task.demand, task.gang, task.parallelism)
+        room = gang_room(self.free[:, lo - self.origin:hi - self.origin], task.demand, task.gang, task.parallelism)
         blocks: Blocks | None = (flattest if spread else latest)(room, task.length, task.leases)
         if blocks is None:
             return None

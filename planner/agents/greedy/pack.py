@@ -100,17 +100,24 @@ def exact_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
     remaining = leases
     # Only starts whose whole lease has room can take one; placing lowers room, so re-check each.
     possible = np.flatnonzero(sliding_min(left, length) > 0)
-    for start in possible[::-1].tolist():
-        fit = int(left[start:start + length].min())
+    index = possible.size - 1
+    while index >= 0:
+        start = int(possible[index])
+        lease = left[start:start + length]
+        fit = int(lease.min())
         if fit <= 0:
+            # Every start down to the one just past the leftmost step left without room covers that step too.
+            blocked = start + int(np.argmax(lease <= 0))
+            index = int(np.searchsorted(possible, blocked - length, side="right")) - 1
             continue
         take = min(fit, remaining)
-        left[start:start + length] -= take
+        lease -= take
         starts.append(start)
         counts.append(take)
         remaining -= take
         if remaining == 0:
             return np.array(starts, dtype=np.int64), np.array(counts, dtype=np.int64)
+        index -= 1
     return None
 
 

@@ -1,12 +1,19 @@
 """Online admission speed and quality of the greedy agents on a one-week, one-minute plan.
 
     python benchmarks/admission.py [--count 10000] [--seed 7] [--agents gree,gree-l] [--no-explain]
+    python benchmarks/admission.py --sweep [--count 2000] [--steps 1m,10s,1s] [--roll-count 10000]
 
 Submits a seeded mix of reservations (single atoms, orders of 2-4 stages, `any` of 2-3
 alternatives, gangs) one by one, arrivals spread over the week, demand about 1.3x
 capacity. Prints per agent: admissions per second, p50/p99 latency for single atoms and
 for trees (accepted and rejected apart: a rejection also searches its earliest deadline),
 accepted count and work, and peak memory.
+
+`--sweep` runs the same stream on the same week at each step (1 minute, 10 seconds, 1 second: 10,080 to 604,800
+steps) through gree, gree-l and a bare compiled earliest-fit pass (each atom one block, earliest start where it fits,
+booked on a dense array: the least any admission can cost on that grid), and prints per admission the p50/p99 CPU
+time, the accepted count and the plan's memory; then the roll of a plan holding `--roll-count` reservations at the
+finest step, by one hour (the store's hourly roll).
 """
 
 from __future__ import annotations
@@ -124,13 +131,47 @@ def run(agent_name: str, reservations: list[Reservation], explain: bool) -> None
     print(f"  peak resident memory of the process so far: {peak / 2**20:.0f} MiB")
 
 
+def sweep(reservations: list[Reservation], steps: list[str], agents: list[str], explain: bool,
+          roll_count: int) -> None:
+    """The resolution sweep: the same stream at each step, ours and the bare pass side by side (see the docstring)."""
+    from resolution import bare_pass, plan_memory, roll_time
+
+    print(f"{'step':>5} {'steps':>8} {'agent':<7} {'accepted':>8} {'p50 µs':>8} {'p99 µs':>8} {'plan MiB':>9}")
+    for step in steps:
+        cluster = parse_cluster(CLUSTER.replace("step: 1m", f"step: {step}"), "benchmark-cluster.yaml")
+        for name in agents:
+            planner, agent, times, accepted = Planner(cluster), get_agent(name), [], 0
+            for reservation in reservations:
+                began = time.process_time()
+                accepted += planner.submit(reservation, agent, validated=True, explain=explain).accepted
+                times.append(time.process_time() - began)
+            _row(step, cluster.steps, name, accepted, times, plan_memory(planner.plan))
+        accepted, times, memory = bare_pass(cluster, reservations)
+        _row(step, cluster.steps, "bare", accepted, times, memory)
+    finest = parse_cluster(CLUSTER.replace("step: 1m", f"step: {steps[-1]}"), "benchmark-cluster.yaml")
+    seconds = roll_time(finest, roll_count)
+    print(f"roll by 1 h of a plan holding {roll_count:,} reservations at {steps[-1]} steps: {seconds * 1000:.1f} ms")
+
+
+def _row(step: str, count: int, agent: str, accepted: int, times: list[float], memory: int) -> None:
+    p50, p99 = (np.percentile(times, q) * 1e6 for q in (50, 99))
+    print(f"{step:>5} {count:>8,} {agent:<7} {accepted:>8} {p50:>8.0f} {p99:>8.0f} {memory / 2**20:>9.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--agents", default="gree,gree-l", help=f"comma-separated, from {', '.join(AGENTS)}")
     parser.add_argument("--no-explain", action="store_true", help="skip the earliest-deadline search on rejection")
+    parser.add_argument("--sweep", action="store_true", help="the resolution sweep (see above)")
+    parser.add_argument("--steps", default="1m,10s,1s", help="--sweep: the steps, coarsest first")
+    parser.add_argument("--roll-count", type=int, default=10_000, help="--sweep: reservations held by the rolled plan")
     args = parser.parse_args()
+    if args.sweep:
+        sweep(workload(args.count, args.seed), args.steps.split(","), args.agents.split(","), not args.no_explain,
+              args.roll_count)
+        return
     reservations = workload(args.count, args.seed)
     demand = sum(least_work(r.body) * _vcores(r) for r in reservations)
     print(f"workload: {len(reservations)} reservations, demand {demand / (2048 * 7 * 86400):.2f}x the week's vcores")

@@ -1,6 +1,6 @@
 """YARN's own reservation agents and ours on the same seeded streams, in one run.
 
-    python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs] [--mixed-count 2500]
+    python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,mixed@1s] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
                                            [--calculator dominant|default]
 
@@ -8,8 +8,10 @@ YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; th
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
 Maven the first time: needs java and mvn); ours (gree, gree-l) run in this process. Streams:
 
-- `mixed`: benchmarks/admission.py's week (single atoms, orders, `any`, gangs; demand about 1.3x), `--mixed-count`
-  reservations on a cluster scaled to keep that demand, each atom's parallelism cap `h` dropped (YARN cannot say it);
+- `mixed`: benchmarks/admission.py's week at one-minute steps (single atoms, orders, `any`, gangs; demand about
+  1.3x), `--mixed-count` reservations on a cluster scaled to keep that demand, each atom's parallelism cap `h`
+  dropped (YARN cannot say it); `mixed@10s`, `mixed@1s`: the same week at those steps (the resolution sweep of
+  benchmarks/admission.py --sweep, beside YARN's agents);
 - `yarn`: YARN-shaped (one to four requests under R_ANY/R_ALL/R_ORDER/R_ORDER_NO_GAP, durations in seconds,
   one-second steps); `tight`: windows at most 1.5x the least time needed; `gangs`: gangs of 8-64 containers.
 
@@ -76,10 +78,10 @@ def _steps(allocation: dict, step: int) -> int:
     return round((end - begin).total_seconds() / step)
 
 
-def mixed(count: int, seed: int) -> tuple[Cluster, harness.Stream]:
-    """The admission benchmark's week, `count` reservations, on its cluster scaled by count/10000."""
+def mixed(count: int, seed: int, step: str = "1m") -> tuple[Cluster, harness.Stream]:
+    """The admission benchmark's week, `count` reservations, on its cluster scaled by count/10000, at `step`."""
     vcores = max(1, round(2048 * count / FULL_WEEK))
-    cluster = parse_cluster(f"start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 7d\n"
+    cluster = parse_cluster(f"start: 2026-11-23T00:00:00Z\nstep: {step}\nhorizon: 7d\n"
                             f"capacity: {{memory: {vcores * 2048}, vcores: {vcores}}}\n", "mixed-week.yaml")
     reservations = [streams.yarn_shaped_copy(r) for r in admission.workload(count, seed)]
     return cluster, harness.Stream.of(reservations)
@@ -147,7 +149,7 @@ def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:
             met = sum(o.accepted()) >= sum(best_yarn.accepted())
             print(f"  {label}: {o.agent} accepts {sum(o.accepted())} vs best YARN ({best_yarn.agent}) "
                   f"{sum(best_yarn.accepted())}: {'met' if met else 'NOT met'}")
-        if label == "mixed":
+        if label.startswith("mixed"):
             top = max(y.bundle_hours(cluster.step) for y in yarn)
             for o in ours:
                 gain = o.bundle_hours(cluster.step) / top - 1 if top else 0.0
@@ -173,7 +175,9 @@ def _p99_accepted(outcome: Outcome) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--streams", default="mixed,yarn,tight,gangs")
+    parser.add_argument("--streams", default="mixed,yarn,tight,gangs",
+                        help="also mixed@STEP: the mixed week at another step (the resolution sweep: "
+                             "mixed@1m,mixed@10s,mixed@1s)")
     parser.add_argument("--mixed-count", type=int, default=2500, help="reservations in the mixed week")
     parser.add_argument("--count", type=int, default=300, help="reservations in each of the other streams")
     parser.add_argument("--seed", type=int, default=7)
@@ -192,8 +196,11 @@ def main() -> None:
     }
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; java: YARN 3.4.1 agents")
     results = {}
-    for label in args.streams.split(","):
-        cluster, stream = makers[label.strip()]()
+    for label in (name.strip() for name in args.streams.split(",")):
+        if label.startswith("mixed@"):
+            cluster, stream = mixed(args.mixed_count, args.seed, label.removeprefix("mixed@"))
+        else:
+            cluster, stream = makers[label]()
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
                                                 args.calculator, args.repeat))
     goals(results)

@@ -11,7 +11,7 @@ from datetime import datetime
 import numpy as np
 
 from planner.agents.base import Agent
-from planner.agents.greedy.agent import GreedyAgent
+from planner.agents.greedy.agent import GreedyAgent, reach
 from planner.agents.greedy.placer import Placer, first_start
 from planner.core.compile import compile_reservation, mirrored
 from planner.core.plan import Plan
@@ -88,7 +88,9 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> in
     steps = plan.clock.steps
     instance = compile_reservation(relaxed, submitted, plan.clock, plan.now_step, plan.resources)[0]
     task = mirrored(instance.task, steps)
-    placer = Placer(np.ascontiguousarray(plan.free()[:, ::-1]), plan.capacity[:, ::-1], flat=False)
+    lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
+    placer = Placer(np.ascontiguousarray(plan.free_in(lo, hi)[:, ::-1]), plan.capacity[:, ::-1], flat=False,
+                    origin=steps - hi)
     solution = next(placer.solutions(task, task.lo, task.hi), None)
     return None if solution is None else steps - first_start(solution)
 

@@ -66,7 +66,7 @@ def describe_need(task: AtomTask, lo: int, hi: int, clock: Clock) -> str:
 def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
     if hi <= lo:
         return "but no time is left in its window"
-    room = gang_room(plan.free()[:, lo:hi], task.demand, 1, task.parallelism)  # bundles per step
+    room = gang_room(plan.free_in(lo, hi), task.demand, 1, task.parallelism)  # bundles per step
     most = int(room.max())
     if most < task.gang:
         return f"at most {most} {'is' if most == 1 else 'are'} free at once"

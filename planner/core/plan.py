@@ -13,41 +13,20 @@ the window is counted in the arrays; the rest is history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from planner.core.compile import Clock
+from planner.core.held import Accepted, Allocation, Held, shifted
 from planner.core.policy import check
 from rdl.cluster import Cluster
 from rdl.policy import parse_policy
 from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation, Resources
 
-
-@dataclass(frozen=True, slots=True)
-class Allocation:
-    """`bundles` bundles of `bundle` held over steps [start, end) for one atom (of one recurring instance)."""
-
-    atom: str
-    start: int
-    end: int
-    bundles: int
-    bundle: Resources
-    instance: int = 0
-
-    def resources(self) -> dict[str, float]:
-        return {name: quantity * self.bundles for name, quantity in self.bundle.items()}
-
-
-@dataclass
-class Accepted:
-    """A reservation the plan guarantees, with when it was submitted and what it holds."""
-
-    reservation: Reservation
-    submitted: datetime
-    allocations: list[Allocation] = field(default_factory=list)
+__all__ = ["Accepted", "Allocation", "Plan", "capacity_over_time", "shifted", "window_cluster", "window_offset"]
 
 
 def window_cluster(cluster: Cluster, now: datetime) -> Cluster:
@@ -62,14 +41,6 @@ def window_offset(cluster: Cluster, now: datetime) -> int:
     """Steps from the cluster file's `start` to the origin of the rolling window at `now`."""
     step = max(0, step_floor(cluster.start, now, cluster.step))
     return step - step % cluster.roll_steps
-
-
-def shifted(allocations: list[Allocation], steps: int) -> list[Allocation]:
-    """The allocations `steps` later on the step axis (earlier when negative): the same leases on another origin."""
-    if steps == 0:
-        return list(allocations)
-    # The constructor, not dataclasses.replace: this runs over every allocation of the plan at each roll.
-    return [Allocation(a.atom, a.start + steps, a.end + steps, a.bundles, a.bundle, a.instance) for a in allocations]
 
 
 def capacity_over_time(cluster: Cluster, clock: Clock) -> np.ndarray:
@@ -113,7 +84,7 @@ class Plan:
         self.resources = cluster.resource_names
         self.capacity = capacity_over_time(cluster, self.clock)
         self.used = np.zeros_like(self.capacity)
-        self.accepted: dict[str, Accepted] = {}
+        self.accepted = Held()
         self.now = now or cluster.start
         self.policy = parse_policy(cluster.policies, cluster.step)
         self.user_used: dict[str | None, np.ndarray] = {}  # kept only when the policy limits users
@@ -122,8 +93,8 @@ class Plan:
         """Move the clock to `now` (never back) and the window with it, by whole `roll_steps`; the steps it moved.
 
         The arrays shift by the steps moved and the new steps at the front get the cluster file's capacity
-        (its `changes:` included); every allocation is re-based on the new origin. The cost is one pass over the
-        arrays and the allocations held, whatever the distance (nothing is rebuilt from the reservations), paid
+        (its `changes:` included); the allocations are re-based on the new origin as they are next read (`Held`).
+        The cost is one pass over the arrays, whatever the distance and however many reservations are held, paid
         once every `roll_steps` steps.
         """
         moved = max(0, step_floor(self.clock.origin, now, self.clock.step))
@@ -136,9 +107,7 @@ class Plan:
         self.capacity = capacity_over_time(self.cluster, self.clock)
         self.used = _shift_left(self.used, moved)
         self.user_used = {user: _shift_left(use, moved) for user, use in self.user_used.items()}
-        # New Accepted objects: a copy of the plan shares the old ones, which must keep their own origin.
-        self.accepted = {name: replace(accepted, allocations=shifted(accepted.allocations, -moved))
-                         for name, accepted in self.accepted.items()}
+        self.accepted.roll(moved)
         return moved
 
     @property
@@ -149,6 +118,10 @@ class Plan:
         """Capacity not yet promised, per resource and step (a new array)."""
         return self.capacity - self.used
 
+    def free_in(self, lo: int, hi: int) -> np.ndarray:
+        """Capacity not yet promised over steps [lo, hi) only (a new array): what one decision reads."""
+        return self.capacity[:, lo:hi] - self.used[:, lo:hi]
+
     def demand(self, bundle: Resources) -> np.ndarray:
         return np.array([bundle.get(name, 0.0) for name in self.resources], dtype=np.float64)
 
@@ -157,7 +130,7 @@ class Plan:
         twin = Plan.__new__(Plan)
         twin.__dict__.update(self.__dict__)
         twin.used = self.used.copy()
-        twin.accepted = dict(self.accepted)
+        twin.accepted = self.accepted.copy()
         twin.user_used = {user: use.copy() for user, use in self.user_used.items()}
         return twin
 

@@ -35,21 +35,24 @@ class GreedyAgent:
                 return Outcome(None, reason)
         limited = plan.policy.limited
         user = reservation.user
-        free = plan.free()
+        lo, hi = reach(instances, plan.clock.steps)
+        free = plan.free_in(lo, hi)
         if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it
-            free = np.minimum(free, headroom(plan.policy, user, plan.capacity, plan.used_by(user)))
-        outcome = self._search(plan, reservation, instances, free)
+            free = np.minimum(free, headroom(plan.policy, user, plan.capacity[:, lo:hi],
+                                             plan.used_by(user)[:, lo:hi]))
+        outcome = self._search(plan, reservation, instances, free, lo)
         if not limited:
             return outcome
         if outcome.allocations is None:
-            unlimited = self._search(plan, reservation, instances, plan.free())
+            unlimited = self._search(plan, reservation, instances, plan.free_in(lo, hi), lo)
             if unlimited.allocations is None:
                 return outcome
             outcome = unlimited  # it fits the cluster, but not the user's share: say which limit
         return self._within_policy(plan, reservation, outcome)
 
-    def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray) -> Outcome:
-        placer = Placer(free, plan.capacity, self.flat)
+    def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray,
+                origin: int) -> Outcome:
+        placer = Placer(free, plan.capacity, self.flat, origin=origin)
         held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
         placed: list[tuple[Instance, Solution]] = []
         for instance in instances:
@@ -76,6 +79,12 @@ class GreedyAgent:
         if violation is None:
             return outcome
         return Outcome(None, Reason("policy", violation.message(plan.resources, plan.clock.origin, plan.clock.step)))
+
+
+def reach(instances: list[Instance], steps: int) -> tuple[int, int]:
+    """The steps [lo, hi) any instance's placement can touch: all a decision needs to read of the plan."""
+    lo = min(max(0, min(i.task.lo for i in instances)), steps)
+    return lo, max(lo, min(steps, max(i.task.hi for i in instances)))
 
 
 def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:

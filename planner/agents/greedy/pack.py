@@ -4,7 +4,8 @@
 of `(offset, gangs)` blocks, each `gangs` leases starting at `offset` and held for the
 lease length. The fast paths tile the window from its end in lease-length blocks
 (what "tallest, rightmost" and "flattest" mean on a step grid); the exact path
-slides lease by lease and is used only when tiling cannot find room that exists.
+slides lease by lease and is used only when tiling cannot find room that exists. On windows of
+`COMPILED_FROM` steps and more (seconds-long steps), room and the exact path run compiled.
 """
 
 from __future__ import annotations
@@ -12,11 +13,19 @@ from __future__ import annotations
 import numpy as np
 
 EPSILON = 1e-9
+# Windows of this many steps and more go to the compiled kernels (planner/agents/greedy/compiled.py), shorter ones
+# stay in numpy: loading numba and its first call cost about half a second per process, which a plan at minute
+# steps (windows of hours: hundreds of steps) would pay for nothing.
+COMPILED_FROM = 2048
 Blocks = tuple[np.ndarray, np.ndarray]  # lease start offsets, and how many gangs start at each
 
 
 def gang_room(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: int | None) -> np.ndarray:
     """Gangs of `gang` bundles of `demand` that fit at each step of `free` (resources × steps), within `h`."""
+    if free.shape[1] >= COMPILED_FROM:
+        from planner.agents.greedy import compiled  # the compiler loads only for the windows that need it
+
+        return compiled.room_kernel(free, demand, gang, compiled.NO_CAP if parallelism is None else parallelism)
     needed = demand > 0
     if not needed.any():
         bundles = np.full(free.shape[1], 2**40, dtype=np.int64)
@@ -83,24 +92,42 @@ def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
 
 def exact_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
     """Lease by lease from the end, each start as high as it goes: finds room that tiling misses."""
+    if room.shape[0] >= COMPILED_FROM:
+        return _compiled_latest(room, length, leases)
     left = room.astype(np.int64).copy()
     starts: list[int] = []
     counts: list[int] = []
     remaining = leases
     # Only starts whose whole lease has room can take one; placing lowers room, so re-check each.
     possible = np.flatnonzero(sliding_min(left, length) > 0)
-    for start in possible[::-1].tolist():
-        fit = int(left[start:start + length].min())
+    index = possible.size - 1
+    while index >= 0:
+        start = int(possible[index])
+        lease = left[start:start + length]
+        fit = int(lease.min())
         if fit <= 0:
+            # Every start down to the one just past the leftmost step left without room covers that step too.
+            blocked = start + int(np.argmax(lease <= 0))
+            index = int(np.searchsorted(possible, blocked - length, side="right")) - 1
             continue
         take = min(fit, remaining)
-        left[start:start + length] -= take
+        lease -= take
         starts.append(start)
         counts.append(take)
         remaining -= take
         if remaining == 0:
             return np.array(starts, dtype=np.int64), np.array(counts, dtype=np.int64)
+        index -= 1
     return None
+
+
+def _compiled_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
+    from planner.agents.greedy import compiled
+
+    size = max(0, min(leases, room.shape[0] - length + 1))
+    starts, counts = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+    written = compiled.latest_kernel(np.ascontiguousarray(room, dtype=np.int64), length, leases, starts, counts)
+    return None if written < 0 else (starts[:written], counts[:written])
 
 
 def sliding_min(values: np.ndarray, length: int) -> np.ndarray:

@@ -75,10 +75,16 @@ class AtomFailure:
 
 
 class Placer:
-    """Searches placements for task trees on `free` (resources × steps), which it mutates."""
+    """Searches placements for task trees on `free` (resources × steps), which it mutates.
 
-    def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET):
+    `free` may cover only the steps the search can reach, from step `origin` of the plan on: placements and
+    `capacity` (the whole plan's) stay on the plan's step axis.
+    """
+
+    def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,
+                 origin: int = 0):
         self.free = free
+        self.origin = origin
         self.capacity = capacity
         self.flat = flat
         self.budget = budget
@@ -89,6 +95,7 @@ class Placer:
     def _apply(self, solution: Solution, sign: int) -> None:
         for placement in solution:
             base, held = placement.held()
+            base -= self.origin
             self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
@@ -104,7 +111,7 @@ class Placer:
         for placement in solution:
             base, held = placement.held()
             capacity = self.capacity[:, base:base + held.shape[0]]
-            free = self.free[:, base:base + held.shape[0]]
+            free = self.free[:, base - self.origin:base - self.origin + held.shape[0]]
             amount = np.outer(placement.task.demand, held)
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(capacity > 0, amount / capacity, 0.0)
@@ -127,11 +134,10 @@ class Placer:
         else:
             yield from self._any(task, lo, hi, preferred)
 
-    def _place(self, task: AtomTask, lo: int, hi: int, spread: bool) -> Solution | None:
+    def _place(self, task: AtomTask, lo: int, hi: int, spread: bool, room: _Room) -> Solution | None:
         if hi - lo < task.length:
             return None
-        room = gang_room(self.free[:, lo:hi], task.demand, task.gang, task.parallelism)
-        blocks: Blocks | None = (flattest if spread else latest)(room, task.length, task.leases)
+        blocks: Blocks | None = (flattest if spread else latest)(room.over(lo, hi), task.length, task.leases)
         if blocks is None:
             return None
         return [AtomPlacement(task, blocks[0] + lo, blocks[1])]
@@ -161,18 +167,19 @@ class Placer:
     def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
                          preferred: tuple[int, int] | None) -> Iterator[tuple[Solution | None, bool]]:
         """Candidates, each with whether it is GREE's latest-first kind (each one ends before the one before)."""
+        room = _Room(self, task, lo, hi)
         if self.flat:
             for a, b in ([(max(lo, preferred[0]), min(hi, preferred[1]))] if preferred else []) + [(lo, hi)]:
                 if self.budget <= 0:
                     return
                 self.budget -= 1
-                spread = self._place(task, a, b, spread=True)
+                spread = self._place(task, a, b, True, room)
                 if spread is not None:
                     yield spread, False
         bound = hi
         while self.budget > 0:
             self.budget -= 1
-            placed = self._place(task, lo, bound, spread=False)
+            placed = self._place(task, lo, bound, False, room)
             yield placed, True
             if placed is None:
                 return
@@ -257,3 +264,23 @@ class Placer:
             trial.close()
         for _, index in sorted(scored):
             yield from self.solutions(task.children[index], lo, hi, preferred)
+
+
+class _Room:
+    """One atom's gangs per step over [lo, hi), computed when first asked and sliced for every candidate after.
+
+    Between two candidates of one atom the scratch is as it was when the atom's search began: a candidate's own
+    placement, and whatever later searches laid on top of it, are taken back before the next one is made (the
+    generators nest), so its room does not change."""
+
+    def __init__(self, placer: Placer, task: AtomTask, lo: int, hi: int):
+        self.placer, self.task, self.lo, self.hi = placer, task, lo, hi
+        self.room: np.ndarray | None = None
+
+    def over(self, lo: int, hi: int) -> np.ndarray:
+        """The room of steps [lo, hi), inside the atom's [lo, hi)."""
+        if self.room is None:
+            free, origin, task = self.placer.free, self.placer.origin, self.task
+            self.room = gang_room(free[:, self.lo - origin:self.hi - origin], task.demand, task.gang,
+                                  task.parallelism)
+        return self.room[lo - self.lo:hi - self.lo]

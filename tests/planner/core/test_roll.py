@@ -111,3 +111,33 @@ def test_the_planners_advance_is_the_roll_one_clock_for_the_store_the_service_an
     assert planner.plan.clock == plan.clock and planner.plan.clock.origin == instant(21)
     assert np.array_equal(planner.plan.used, plan.used) and np.array_equal(planner.plan.capacity, plan.capacity)
     assert planner.advance(instant(10)) == 0 and planner.plan.now == instant(21)  # never back
+
+
+def test_a_roll_reads_no_allocation_the_reservations_are_re_based_when_read() -> None:
+    plan = Plan(CLUSTER)
+    held = Accepted(RESERVATION, START, [Allocation("x", 5, 30, 2, BUNDLE)])
+    plan.add(held)
+    plan.roll(instant(9))
+    plan.roll(instant(12))  # two rolls before any read: one shift of 12 when read
+    entry, origin = plan.accepted._entries["r"]
+    assert entry is held and origin == 0  # untouched by the rolls
+    assert plan.accepted["r"].allocations == [Allocation("x", -7, 18, 2, BUNDLE)]
+    assert plan.accepted._entries["r"][1] == 12 and held.allocations == [Allocation("x", 5, 30, 2, BUNDLE)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(moves=st.lists(st.integers(0, 30), min_size=1, max_size=5), reads=st.lists(st.booleans(), min_size=5,
+                                                                                  max_size=5))
+def test_reading_between_rolls_or_not_gives_the_same_allocations(moves: list[int], reads: list[bool]) -> None:
+    read, unread = Plan(CLUSTER), Plan(CLUSTER)
+    for plan in (read, unread):
+        plan.add(Accepted(RESERVATION, START, [Allocation("x", 40, 55, 1, BUNDLE)]))
+    twin, step = read.copy(), 0
+    for move, look in zip(moves, reads, strict=False):
+        step += move
+        read.roll(instant(step))
+        unread.roll(instant(step))
+        if look:
+            assert read.accepted["r"].allocations[0].end - read.accepted["r"].allocations[0].start == 15
+    assert read.accepted == unread.accepted and dict(read.accepted) == dict(unread.accepted)
+    assert twin.accepted["r"].allocations == [Allocation("x", 40, 55, 1, BUNDLE)]  # a copy from before: its origin

@@ -1,0 +1,107 @@
+"""What benchmarks/admission.py's resolution sweep measures beside the agents: a bare compiled earliest-fit pass,
+the plan's memory, and the roll of a plan holding many reservations.
+
+The bare pass is the floor of an admission on a dense grid: each reservation's atoms in order (an `any` by its first
+alternative), each one block of `h` bundles (or its gang) for as long as its work takes, at the earliest start in
+its window where every resource has room, booked at once; no search, no backtracking, no reasons.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from datetime import timedelta
+
+import numpy as np
+from numba import njit
+
+from planner.core.compile import Clock
+from planner.core.plan import Accepted, Allocation, Plan, capacity_over_time
+from rdl import parse_text
+from rdl.cluster import Cluster
+from rdl.shape import step_ceil, step_floor
+from rdl.tree import Any, Atom, Expr, Order, Reservation, Resources, Window
+
+
+@njit(cache=True)
+def earliest_fit(free: np.ndarray, need: np.ndarray, lo: int, hi: int, length: int) -> int:  # pragma: no cover
+    """The first start in [lo, hi - length] whose whole block has `need` free, or -1; jumps past a short step."""
+    start = lo
+    while start + length <= hi:
+        blocked = -1
+        for t in range(start + length - 1, start - 1, -1):  # from the end: the latest short step jumps furthest
+            for r in range(free.shape[0]):
+                if free[r, t] < need[r]:
+                    blocked = t
+                    break
+            if blocked >= 0:
+                break
+        if blocked < 0:
+            return start
+        start = blocked + 1
+    return -1
+
+
+def _blocks(expr: Expr) -> list[Atom]:
+    """The atoms the bare pass books, in order."""
+    if isinstance(expr, Atom):
+        return [expr]
+    if isinstance(expr, Window):
+        return _blocks(expr.child)
+    if isinstance(expr, Any):
+        return _blocks(expr.children[0])
+    assert isinstance(expr, Order)
+    return [atom for child in expr.children for atom in _blocks(child)]
+
+
+def bare_pass(cluster: Cluster, reservations: list[Reservation]) -> tuple[int, list[float], int]:
+    """(accepted, CPU seconds per admission, bytes of its dense array) of the bare pass over the stream."""
+    clock = Clock(cluster.start, cluster.step, cluster.steps)
+    free = capacity_over_time(cluster, clock)
+    names = cluster.resource_names
+    times, accepted = [], 0
+    for reservation in reservations:
+        began = time.process_time()
+        arrival = reservation.arrival_at(cluster.start)
+        lo = max(0, step_ceil(clock.origin, arrival, clock.step))
+        end = reservation.deadline.resolve(arrival) if reservation.deadline is not None else clock.at(clock.steps)
+        hi = min(clock.steps, step_floor(clock.origin, end, clock.step))
+        booked: list[tuple[np.ndarray, int, int]] = []
+        for atom in _blocks(reservation.body):
+            bundles = atom.parallelism or atom.gang
+            length = max(1, math.ceil(atom.work / (bundles * clock.step)))
+            need = np.array([atom.bundle.get(n, 0.0) * bundles for n in names])
+            start = earliest_fit(free, need, lo, hi, length)
+            if start < 0:
+                break
+            free[:, start:start + length] -= need[:, None]
+            booked.append((need, start, length))
+            lo = start + length
+        else:
+            accepted += 1
+            booked = []
+        for need, start, length in booked:  # a reservation that did not fit whole gives its blocks back
+            free[:, start:start + length] += need[:, None]
+        times.append(time.process_time() - began)
+    return accepted, times, free.nbytes
+
+
+def plan_memory(plan: Plan) -> int:
+    """Bytes of the plan's arrays: capacity, use, and each limited user's use."""
+    return plan.capacity.nbytes + plan.used.nbytes + sum(use.nbytes for use in plan.user_used.values())
+
+
+def roll_time(cluster: Cluster, count: int) -> float:
+    """Wall seconds of one hourly roll of a plan holding `count` reservations, each a lease across the hour."""
+    plan = Plan(cluster)
+    bundle = Resources.of({"vcores": 1.0, "memory": 1024.0})
+    hour = 3600 // cluster.step
+    template = parse_text("reservation r { atom(b={vcores: 1, memory: 1GiB}, w=2h) }", "roll.rdl")[0]
+    for index in range(count):
+        start = (index * 37) % (cluster.steps - 4 * hour)
+        allocations = [Allocation("main", start, start + 2 * hour, 1, bundle)]
+        plan.add(Accepted(replace(template, name=f"r{index}"), cluster.start, allocations))
+    began = time.perf_counter()
+    plan.roll(cluster.start + timedelta(hours=1))
+    return time.perf_counter() - began

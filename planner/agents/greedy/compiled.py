@@ -1,0 +1,78 @@
+"""The greedy kernels on long windows, compiled by numba: room per step, and lease-by-lease latest.
+
+Each computes what its numpy formulation in pack.py computes (the same float operations in the same order), so a
+decision does not depend on which ran; tests/planner/agents/test_compiled.py compares them. Compiled on first use
+and cached on disk (`cache=True`): a later process loads the machine code instead of compiling it again.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+EPSILON = 1e-9  # pack.py's
+UNBOUNDED = 2**40  # the room of a bundle that asks for nothing
+NO_CAP = -1  # `parallelism` None, as the compiled code takes it
+
+
+@njit(cache=True, nogil=True)
+def room_kernel(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
+    """Gangs that fit at each step of `free` (resources × steps): floor(min over needed resources of free/demand)."""
+    resources, steps = free.shape
+    out = np.empty(steps, dtype=np.int64)
+    for t in range(steps):
+        lowest = math.inf
+        needed = False
+        for r in range(resources):
+            if demand[r] > 0:
+                needed = True
+                ratio = free[r, t] / demand[r]
+                if ratio < lowest:
+                    lowest = ratio
+        bundles = math.floor(lowest + EPSILON) if needed else UNBOUNDED
+        if parallelism != NO_CAP and bundles > parallelism:
+            bundles = parallelism
+        if bundles < 0:
+            bundles = 0
+        out[t] = bundles // gang
+    return out
+
+
+@njit(cache=True, nogil=True)
+def latest_kernel(room: np.ndarray, length: int, leases: int,
+                  starts: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover
+    """Lease by lease from the end, each start as high as it goes; the blocks written, or -1 if they do not fit.
+
+    Walks starts from the last down, as the loop it replaces did, but jumps over every start whose lease covers
+    a step with no room left (the leftmost such step in the lease tells how far): those starts had no fit.
+    """
+    left = room.copy()
+    remaining = leases
+    written = 0
+    start = left.shape[0] - length
+    while start >= 0:
+        fit = 2**62
+        blocked = -1
+        for t in range(start, start + length):
+            value = int(left[t])
+            if value <= 0:
+                blocked = t
+                break
+            if value < fit:
+                fit = value
+        if blocked >= 0:
+            start = blocked - length
+            continue
+        take = fit if fit < remaining else remaining
+        for t in range(start, start + length):
+            left[t] -= take
+        starts[written] = start
+        counts[written] = take
+        written += 1
+        remaining -= take
+        if remaining == 0:
+            return written
+        start -= 1
+    return -1

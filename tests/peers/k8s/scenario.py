@@ -1,0 +1,233 @@
+"""One plan played through the product's own paths on the local control plane, and what the API server recorded.
+
+`play` fills the cluster with best-effort pods (one application, namespace `batch`: the base's tag rule puts them in
+`root.besteffort.batch`), makes a plan whose clock is the wall clock (`rayon init`, `rayon submit`), and runs
+`rayon serve --follow-to yunikorn-configmap` on it. As soon as the ConfigMap holds a reservation's queue, the
+reservation's pods are submitted, labelled for it as docs/yunikorn.md says; KWOK ends each after its run time.
+Every half second it samples the pods; at the end it reads their records and events. Times are wall seconds from
+the plan's start. The plan's own figures come from `rayon follow --json` (what the follower writes, per step).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.peers.k8s.controlplane import ControlPlane, pod, wait
+
+RAYON = [str(Path(sys.executable).parent / "rayon")]  # the installed command, as a user runs it
+BATCH, JOBS = "batch", "jobs"  # best effort's namespace, the reservations' pods' namespace
+APP_LABEL, QUEUE_LABEL = "yunikorn.apache.org/app-id", "yunikorn.apache.org/queue"
+RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"  # KWOK ends a pod that long after it started (kwok.yaml)
+STEP = 10  # seconds: the plan's step, and so the follower's round
+HELD = re.compile(r"does not fit in queue '([^']+)'")
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A reservation and the pods that use it: `pods` of `cpu` vcores and `memory` GiB, each running `run_for` s."""
+
+    name: str
+    rdl: str
+    pods: int
+    cpu: int
+    memory: int
+    run_for: int
+
+
+@dataclass
+class Outcome:
+    """What happened: the plan's allocation per step, pod samples, the pods' records, events, ConfigMap changes."""
+
+    start: datetime
+    planned: dict[str, dict[int, int]]  # reservation -> step -> bundles the plan allocates it
+    samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)  # (t, reservation -> pods running)
+    best_effort: list[tuple[float, int]] = field(default_factory=list)  # (t, best-effort pods running)
+    queue_seen: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # in the ConfigMap: from, until
+    submitted: dict[str, float] = field(default_factory=dict)  # reservation -> t its pods were created
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod -> its record (reservation, times, queue)
+    pending_reasons: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # pod -> reasons seen
+    preempted: list[str] = field(default_factory=list)  # best-effort pods gone, with YuniKorn's preemption event
+    preempted_by: set[str] = field(default_factory=set)  # the queues named as preemptors
+    best_effort_count: int = 0
+
+    def lease_start(self, name: str) -> float | None:
+        steps = [s for s, n in self.planned[name].items() if n > 0]
+        return min(steps) * STEP if steps else None
+
+    def bundles_at(self, name: str, t: float) -> int:
+        return self.planned[name].get(int(t // STEP), 0)
+
+
+def rayon(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run([*RAYON, *args], cwd=cwd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"rayon {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return done.stdout
+
+
+def fill(api: Any, pods: int, cpu: int, memory: int, limit: float) -> None:
+    """`pods` best-effort pods of one application in namespace `batch`, all running before this returns."""
+    api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": BATCH}})
+    for i in range(pods):
+        api.create_namespaced_pod(BATCH, pod(f"fill-{i}", BATCH, str(cpu), f"{memory}Gi", {APP_LABEL: "batch-fill"}))
+    wait(lambda: _phases(api, BATCH).count("Running") == pods, limit, what=f"{pods} best-effort pods running")
+
+
+def _phases(api: Any, namespace: str) -> list[str]:
+    return [p.status.phase for p in api.list_namespaced_pod(namespace).items]
+
+
+def plan(work: Path, reservations: list[Reservation], nodes: int) -> datetime:
+    """A store in `work` whose plan starts at the last step boundary of now, on `nodes` of the example cluster's
+    node, holding the reservations (each submitted at the plan's start: their windows are relative to it)."""
+    now = int(time.time())
+    start = datetime.fromtimestamp(now - now % STEP, UTC)
+    (work / "cluster.yaml").write_text(
+        f"start: {start.strftime('%Y-%m-%dT%H:%M:%SZ')}\nstep: {STEP}s\nhorizon: 30m\n"
+        f"nodes:\n  - {{name: kwok-node, count: {nodes}, memory: 64GiB, vcores: 32}}\n")
+    rayon("init", "--state", "plan.db", "--cluster", "cluster.yaml", cwd=work)
+    (work / "plan.rdl").write_text("\n".join(r.rdl for r in reservations))
+    decided = rayon("submit", "--state", "plan.db", "plan.rdl", cwd=work)
+    if f"{len(reservations)} of {len(reservations)} accepted" not in decided:
+        raise RuntimeError(f"the plan did not accept every reservation:\n{decided}")
+    return start
+
+
+def planned(work: Path, start: datetime, reservations: list[Reservation]) -> dict[str, dict[int, int]]:
+    """Per reservation, per step: the bundles the follower gives its queue (its guaranteed vcores over the pod's)."""
+    rounds = json.loads(rayon("follow", "--state", "plan.db", "--format", "json", "--from",
+                              start.strftime("%Y-%m-%dT%H:%M:%SZ"), "--to", "+30m", cwd=work))["rounds"]
+    cpu = {r.name: r.cpu for r in reservations}
+    out: dict[str, dict[int, int]] = {r.name: {} for r in reservations}
+    for round in rounds:
+        for queue in round["queues"]:
+            name = queue["reservation"]
+            if name in out:
+                out[name][round["step"]] = int(queue["guaranteed"]["vcores"] // cpu[name])
+    return out
+
+
+def queues_in(api: Any) -> set[str]:
+    """The reservation queues under root.plan in YuniKorn's ConfigMap now."""
+    data = api.read_namespaced_config_map("yunikorn-configs", "yunikorn").data or {}
+    found: set[str] = set()
+
+    def walk(queues: list[dict[str, Any]], path: str) -> None:
+        for queue in queues or []:
+            full = f"{path}.{queue['name']}" if path else queue["name"]
+            if full.startswith("root.plan.") and full != "root.plan.default":
+                found.add(full.rsplit(".", 1)[1])
+            walk(queue.get("queues", []), full)
+
+    for partition in yaml.safe_load(data.get("queues.yaml", "") or "{}").get("partitions", []):
+        walk(partition.get("queues", []), "")
+    return found
+
+
+def play(plane: ControlPlane, work: Path, reservations: list[Reservation], best_effort: tuple[int, int, int],
+         limit: float) -> Outcome:
+    """Run it all; `best_effort`: (pods, vcores, GiB) to fill the cluster with; `limit`: a safety net in seconds
+    after the last lease ends (a stuck control plane fails the run instead of hanging it)."""
+    api = plane.client()
+    count, cpu, memory = best_effort
+    fill(api, count, cpu, memory, 300)
+    api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": JOBS}})
+    start = plan(work, reservations, len(api.list_node().items))
+    outcome = Outcome(start, planned(work, start, reservations), best_effort_count=count)
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}
+    rayon("token", "ops", "--tokens", "tokens.yaml", cwd=work)
+    log = (work / "serve.log").open("w")
+    serve = subprocess.Popen([*RAYON, "serve", "--state", "plan.db", "--tokens", "tokens.yaml", "--port", "0",
+                              "--clock", "wall", "--follow-to", "yunikorn-configmap"],
+                             cwd=work, env=env, stdout=log, stderr=log)
+    last = max((max(s) + 1) * STEP for s in outcome.planned.values() if s)
+    try:
+        _watch(api, outcome, reservations, start, last + limit)
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        try:
+            serve.wait(30)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait()
+        log.close()
+    _records(api, outcome, reservations, start)
+    return outcome
+
+
+def _since(start: datetime) -> float:
+    return time.time() - start.timestamp()
+
+
+def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: datetime, until: float) -> None:
+    names = {r.name: r for r in reservations}
+    while True:
+        t = _since(start)
+        seen = queues_in(api)
+        for name in names:
+            first, gone = outcome.queue_seen.get(name, (None, None))
+            if name in seen and first is None:
+                outcome.queue_seen[name] = (t, None)
+                _submit(api, names[name])
+                outcome.submitted[name] = _since(start)
+            elif name not in seen and first is not None and gone is None:
+                outcome.queue_seen[name] = (first, t)
+        jobs = api.list_namespaced_pod(JOBS).items
+        running: dict[str, int] = defaultdict(int)
+        for item in jobs:
+            owner = item.metadata.labels.get(QUEUE_LABEL)
+            if item.status.phase == "Running":
+                running[owner] += 1
+            for condition in item.status.conditions or []:
+                if condition.type == "PodScheduled" and condition.status == "False":
+                    outcome.pending_reasons[item.metadata.name].add(f"{condition.reason}: {condition.message}")
+        outcome.samples.append((t, dict(running)))
+        outcome.best_effort.append((t, _phases(api, BATCH).count("Running")))
+        done = all(outcome.submitted.get(n) is not None for n in names) and jobs and all(
+            p.status.phase in ("Succeeded", "Failed") for p in jobs) and len(jobs) == sum(r.pods for r in reservations)
+        if done or t > until:
+            return
+        time.sleep(0.5)
+
+
+def _submit(api: Any, reservation: Reservation) -> None:
+    """The reservation's pods, labelled for its queue (docs/yunikorn.md, step 3), one application."""
+    for i in range(reservation.pods):
+        api.create_namespaced_pod(JOBS, pod(
+            f"{reservation.name}-{i}", JOBS, str(reservation.cpu), f"{reservation.memory}Gi",
+            {APP_LABEL: f"{reservation.name}-job", QUEUE_LABEL: reservation.name},
+            {RUN_FOR: f"{reservation.run_for}s"}))
+
+
+def _records(api: Any, outcome: Outcome, reservations: list[Reservation], start: datetime) -> None:
+    """Each reservation pod's record (when it ran, where, the queue YuniKorn named), and the preemptions."""
+    origin = start.timestamp()
+    for item in api.list_namespaced_pod(JOBS).items:
+        name = item.metadata.name
+        began = item.status.start_time.timestamp() - origin if item.status.start_time else None
+        ended = None
+        for status in item.status.container_statuses or []:
+            if status.state.terminated is not None and status.state.terminated.finished_at is not None:
+                ended = status.state.terminated.finished_at.timestamp() - origin
+        events = api.list_namespaced_event(JOBS, field_selector=f"involvedObject.name={name}").items
+        queues = {m.group(1) for e in events for m in [HELD.search(e.message or "")] if m}
+        outcome.pods[name] = {"reservation": item.metadata.labels.get(QUEUE_LABEL), "phase": item.status.phase,
+                              "node": item.spec.node_name, "started": began, "ended": ended,
+                              "queues_named": sorted(queues), "events": [(e.reason, e.message) for e in events]}
+    for event in api.list_namespaced_event(BATCH).items:
+        if (event.message or "").startswith("Preempted by"):
+            outcome.preempted.append(event.involved_object.name)
+            outcome.preempted_by.add(event.message.rsplit(" in ", 1)[1])

@@ -7,7 +7,8 @@
 #   cluster.sh status  which are running
 #
 # Everything lives in $RAYON_K8S_DIR (default /tmp/rayon-k8s): certificates, data, logs, pids, `kubeconfig`
-# (the admin's: point KUBECONFIG at it). Ports: $RAYON_K8S_PORT (default 36443) for the API server, the two
+# (the admin's: point KUBECONFIG at it), `follower.kubeconfig` (the user rayon-follower, who may do nothing until
+# granted). Ports: $RAYON_K8S_PORT (default 36443) for the API server, the two
 # after it for etcd (clients, peers). Nodes: $RAYON_K8S_NODES (default 4) fake nodes of the example cluster's
 # node (examples/cluster.yaml: 32 vcores, 64 GiB). YuniKorn reads its queues from the ConfigMap
 # yunikorn/yunikorn-configs, made at start from queues-base.yaml (the base docs/yunikorn.md gives).
@@ -59,12 +60,17 @@ certificates() {
   printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1\nextendedKeyUsage=serverAuth\n' >"$dir/apiserver.ext"
   "${ssl[@]}" x509 -req -in "$dir/apiserver.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
     -out "$dir/apiserver.crt" -days 2 -extfile "$dir/apiserver.ext" 2>/dev/null
-  # the admin, who every client here is (system:masters): the tests, KWOK, YuniKorn, the follower
+  # the admin (system:masters): the tests, KWOK, YuniKorn
   "${ssl[@]}" req -newkey rsa:2048 -nodes -keyout "$dir/admin.key" -out "$dir/admin.csr" \
     -subj "/O=system:masters/CN=rayon-admin" 2>/dev/null
   printf 'extendedKeyUsage=clientAuth\n' >"$dir/admin.ext"
   "${ssl[@]}" x509 -req -in "$dir/admin.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
     -out "$dir/admin.crt" -days 2 -extfile "$dir/admin.ext" 2>/dev/null
+  # the follower, with no rights of its own: a test grants them (the Role docs/follower.md gives)
+  "${ssl[@]}" req -newkey rsa:2048 -nodes -keyout "$dir/follower.key" -out "$dir/follower.csr" \
+    -subj "/CN=rayon-follower" 2>/dev/null
+  "${ssl[@]}" x509 -req -in "$dir/follower.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+    -out "$dir/follower.crt" -days 2 -extfile "$dir/admin.ext" 2>/dev/null
   # the key service account tokens are signed with (the API server insists on one)
   "${ssl[@]}" genrsa -out "$dir/sa.key" 2048 2>/dev/null
   "${ssl[@]}" rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
@@ -82,6 +88,8 @@ contexts:
   context: {cluster: local, user: admin}
 current-context: local
 EOF
+  sed -e "s#admin.crt#follower.crt#; s#admin.key#follower.key#; s#name: admin#name: follower#; s#user: admin#user: follower#" \
+    "$dir/kubeconfig" >"$dir/follower.kubeconfig"
 }
 
 # A JSON string of a file's text (for a ConfigMap's data)

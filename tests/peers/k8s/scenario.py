@@ -147,7 +147,8 @@ def play(plane: ControlPlane, work: Path, reservations: list[Reservation], best_
     api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": JOBS}})
     start = plan(work, reservations, len(api.list_node().items))
     outcome = Outcome(start, planned(work, start, reservations), best_effort_count=count)
-    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}
+    grant_follower(plane)
+    env = {**os.environ, "KUBECONFIG": str(plane.dir / "follower.kubeconfig")}  # the Role's rights, no more
     rayon("token", "ops", "--tokens", "tokens.yaml", cwd=work)
     log = (work / "serve.log").open("w")
     serve = subprocess.Popen([*RAYON, "serve", "--state", "plan.db", "--tokens", "tokens.yaml", "--port", "0",
@@ -166,6 +167,19 @@ def play(plane: ControlPlane, work: Path, reservations: list[Reservation], best_
         log.close()
     _records(api, outcome, reservations, start)
     return outcome
+
+
+def grant_follower(plane: ControlPlane) -> None:
+    """The Role and RoleBinding docs/follower.md gives, bound to the user of follower.kubeconfig (cluster.sh)."""
+    import kubernetes
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "follower.md").read_text()
+    block = next(b for b in re.findall(r"```text\n(.*?)```", text, re.S) if "kind: RoleBinding" in b)
+    role, binding = yaml.safe_load_all(block)
+    binding["subjects"] = [{"kind": "User", "name": "rayon-follower", "apiGroup": "rbac.authorization.k8s.io"}]
+    rbac = kubernetes.client.RbacAuthorizationV1Api(plane.client().api_client)
+    rbac.create_namespaced_role(role["metadata"]["namespace"], role)
+    rbac.create_namespaced_role_binding(binding["metadata"]["namespace"], binding)
 
 
 def _since(start: datetime) -> float:

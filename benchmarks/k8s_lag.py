@@ -36,14 +36,14 @@ def lags(outcome: Outcome) -> list[dict[str, float | str | None]]:
         rows.append({"reservation": name, "lease_start": lease, "configmap": outcome.queue_seen.get(name, (None,))[0],
                      "submitted": outcome.submitted.get(name), "first_running": first,
                      "lag": None if first is None or lease is None else first - lease,
-                     "preempted": len(outcome.preempted)})
+                     "preempted": len(outcome.gone)})
     return rows
 
 
 def steps(outcome: Outcome, name: str) -> list[tuple[int, int, int]]:
     """(step, bundles planned, most pods running in a sample of the step), over the lease and what ran after."""
     held: dict[int, int] = {}
-    for t, running in outcome.samples:
+    for t, _, running in outcome.samples:
         step = int(t // STEP)
         held[step] = max(held.get(step, 0), running.get(name, 0))
     planned = outcome.planned[name]

@@ -10,6 +10,7 @@ the plan's start. The plan's own figures come from `rayon follow --json` (what t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -37,7 +38,8 @@ HELD = re.compile(r"does not fit in queue '([^']+)'")
 
 @dataclass(frozen=True)
 class Reservation:
-    """A reservation and the pods that use it: `pods` of `cpu` vcores and `memory` GiB, each running `run_for` s."""
+    """A reservation and the pods that use it: `pods` of `cpu` vcores and `memory` GiB, each running `run_for` s;
+    `gang`: the pods are one YuniKorn task group of `pods` members (docs/yunikorn.md, step 4)."""
 
     name: str
     rdl: str
@@ -45,6 +47,10 @@ class Reservation:
     cpu: int
     memory: int
     run_for: int
+    gang: bool = False
+
+    def pod_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.pods)]
 
 
 @dataclass
@@ -53,14 +59,16 @@ class Outcome:
 
     start: datetime
     planned: dict[str, dict[int, int]]  # reservation -> step -> bundles the plan allocates it
-    samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)  # (t, reservation -> pods running)
+    # (t0, t1, reservation -> pods running): the API server's answer of some moment between t0 and t1
+    samples: list[tuple[float, float, dict[str, int]]] = field(default_factory=list)
     best_effort: list[tuple[float, int]] = field(default_factory=list)  # (t, best-effort pods running)
     queue_seen: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # in the ConfigMap: from, until
     submitted: dict[str, float] = field(default_factory=dict)  # reservation -> t its pods were created
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod -> its record (reservation, times, queue)
-    pending_reasons: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # pod -> reasons seen
-    preempted: list[str] = field(default_factory=list)  # best-effort pods gone, with YuniKorn's preemption event
-    preempted_by: set[str] = field(default_factory=set)  # the queues named as preemptors
+    placeholders: dict[str, dict[str, Any]] = field(default_factory=dict)  # a gang's placeholder pods, as seen
+    pending_reasons: dict[str, list[str]] = field(default_factory=dict)  # pod -> reasons seen, each once
+    gone: list[str] = field(default_factory=list)  # best-effort pods no longer there (only YuniKorn deletes them)
+    preempted_by: list[str] = field(default_factory=list)  # the queues YuniKorn's preemption events name
     best_effort_count: int = 0
 
     def lease_start(self, name: str) -> float | None:
@@ -166,6 +174,7 @@ def play(plane: ControlPlane, work: Path, reservations: list[Reservation], best_
             serve.wait()
         log.close()
     _records(api, outcome, reservations, start)
+    (work / "outcome.json").write_text(json.dumps(dataclasses.asdict(outcome), default=str, indent=1))
     return outcome
 
 
@@ -188,6 +197,7 @@ def _since(start: datetime) -> float:
 
 def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: datetime, until: float) -> None:
     names = {r.name: r for r in reservations}
+    mine = {pod for r in reservations for pod in r.pod_names()}
     while True:
         t = _since(start)
         seen = queues_in(api)
@@ -199,7 +209,12 @@ def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: d
                 outcome.submitted[name] = _since(start)
             elif name not in seen and first is not None and gone is None:
                 outcome.queue_seen[name] = (first, t)
-        jobs = api.list_namespaced_pod(JOBS).items
+        listed = api.list_namespaced_pod(JOBS).items
+        jobs = [p for p in listed if p.metadata.name in mine]
+        for item in listed:
+            if item.metadata.name not in mine:  # YuniKorn's placeholders for a gang
+                outcome.placeholders.setdefault(item.metadata.name, {}).update(
+                    {"node": item.spec.node_name, "app": item.metadata.labels.get(APP_LABEL)})
         running: dict[str, int] = defaultdict(int)
         for item in jobs:
             owner = item.metadata.labels.get(QUEUE_LABEL)
@@ -207,8 +222,11 @@ def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: d
                 running[owner] += 1
             for condition in item.status.conditions or []:
                 if condition.type == "PodScheduled" and condition.status == "False":
-                    outcome.pending_reasons[item.metadata.name].add(f"{condition.reason}: {condition.message}")
-        outcome.samples.append((t, dict(running)))
+                    reasons = outcome.pending_reasons.setdefault(item.metadata.name, [])
+                    reason = f"{condition.reason}: {condition.message}"
+                    if reason not in reasons:
+                        reasons.append(reason)
+        outcome.samples.append((t, _since(start), dict(running)))
         outcome.best_effort.append((t, _phases(api, BATCH).count("Running")))
         done = all(outcome.submitted.get(n) is not None for n in names) and jobs and all(
             p.status.phase in ("Succeeded", "Failed") for p in jobs) and len(jobs) == sum(r.pods for r in reservations)
@@ -219,18 +237,28 @@ def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: d
 
 def _submit(api: Any, reservation: Reservation) -> None:
     """The reservation's pods, labelled for its queue (docs/yunikorn.md, step 3), one application."""
-    for i in range(reservation.pods):
-        api.create_namespaced_pod(JOBS, pod(
-            f"{reservation.name}-{i}", JOBS, str(reservation.cpu), f"{reservation.memory}Gi",
-            {APP_LABEL: f"{reservation.name}-job", QUEUE_LABEL: reservation.name},
-            {RUN_FOR: f"{reservation.run_for}s"}))
+    annotations = {RUN_FOR: f"{reservation.run_for}s"}
+    if reservation.gang:
+        group = {"name": "gang", "minMember": reservation.pods,
+                 "minResource": {"cpu": str(reservation.cpu), "memory": f"{reservation.memory}Gi"}}
+        annotations |= {"yunikorn.apache.org/task-group-name": "gang",
+                        "yunikorn.apache.org/task-groups": json.dumps([group]),
+                        "yunikorn.apache.org/schedulingPolicyParameters":
+                            "placeholderTimeoutInSeconds=600 gangSchedulingStyle=Hard"}
+    for name in reservation.pod_names():
+        api.create_namespaced_pod(JOBS, pod(name, JOBS, str(reservation.cpu), f"{reservation.memory}Gi",
+                                            {APP_LABEL: f"{reservation.name}-job", QUEUE_LABEL: reservation.name},
+                                            annotations))
 
 
 def _records(api: Any, outcome: Outcome, reservations: list[Reservation], start: datetime) -> None:
     """Each reservation pod's record (when it ran, where, the queue YuniKorn named), and the preemptions."""
     origin = start.timestamp()
+    mine = {pod for r in reservations for pod in r.pod_names()}
     for item in api.list_namespaced_pod(JOBS).items:
         name = item.metadata.name
+        if name not in mine:
+            continue
         began = item.status.start_time.timestamp() - origin if item.status.start_time else None
         ended = None
         for status in item.status.container_statuses or []:
@@ -241,7 +269,10 @@ def _records(api: Any, outcome: Outcome, reservations: list[Reservation], start:
         outcome.pods[name] = {"reservation": item.metadata.labels.get(QUEUE_LABEL), "phase": item.status.phase,
                               "node": item.spec.node_name, "started": began, "ended": ended,
                               "queues_named": sorted(queues), "events": [(e.reason, e.message) for e in events]}
+    # YuniKorn deletes a victim at once; its "Preempted by ..." event is published only while the shim still
+    # knows the pod, so some victims have none: a best-effort pod gone is one preempted
+    there = {p.metadata.name for p in api.list_namespaced_pod(BATCH).items}
+    outcome.gone = sorted(f"fill-{i}" for i in range(outcome.best_effort_count) if f"fill-{i}" not in there)
     for event in api.list_namespaced_event(BATCH).items:
         if (event.message or "").startswith("Preempted by"):
-            outcome.preempted.append(event.involved_object.name)
-            outcome.preempted_by.add(event.message.rsplit(" in ", 1)[1])
+            outcome.preempted_by.append(event.message.rsplit(" in ", 1)[1])

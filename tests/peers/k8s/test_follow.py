@@ -81,8 +81,9 @@ def test_pods_beyond_the_allocation_wait_with_yunikorns_reason(outcome: Outcome)
     # 'root.plan.alpha' (requested ..., available ...)"); one waiting for room (preemption) is marked Unschedulable
     held = [name for name, p in outcome.pods.items() if p["queues_named"]]
     assert len(held) >= ALPHA.pods - peak(outcome)
+    # (when the asks have waited out the preemption delay before the lease, room is made at once: none is marked)
     waited = [r for name, reasons in outcome.pending_reasons.items() if name.startswith("alpha-") for r in reasons]
-    assert waited and all(r.startswith(("Unschedulable", "SchedulingSkipped")) for r in waited), waited
+    assert all(r.startswith(("Unschedulable", "SchedulingSkipped")) for r in waited), waited
 
 
 def test_best_effort_gives_way_and_no_more_than_the_plan_needs(outcome: Outcome) -> None:

@@ -91,3 +91,15 @@ def test_kwok_is_given_its_options_and_only_our_stages() -> None:
         assert options[name] > 0
     assert sorted(d["metadata"]["name"] for d in documents[1:]) == ["node-ready", "pod-delete", "pod-run",
                                                                     "pod-succeed"]
+
+
+def test_a_budget_builds_only_what_fits_and_says_what_it_left(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "go").write_text("#!/bin/sh\necho go was run >&2\nexit 1\n")
+    (fake / "go").chmod(0o755)
+    done = build("--budget", "100", "etcd", "kube-apiserver", PATH=f"{fake}:/usr/bin:/bin",
+                 RAYON_K8S_CACHE=str(tmp_path))
+    assert done.returncode == 0 and "go was run" not in done.stderr
+    assert "etcd 3.6.16: not built: about 200 s" in done.stdout
+    assert "kube-apiserver 1.36.3: not built: about 960 s" in done.stdout

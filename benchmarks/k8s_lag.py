@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.peers.k8s.controlplane import ControlPlane, unavailable
 from tests.peers.k8s.scenario import STEP, Outcome, play
-from tests.peers.k8s.test_follow import ALPHA, FILL
+from tests.peers.k8s.test_follow import FILL, RESERVATIONS
 
 
 def lags(outcome: Outcome) -> list[dict[str, float | str | None]]:
@@ -64,7 +64,7 @@ def main() -> None:
         try:
             work = Path(scratch) / "work"
             work.mkdir()
-            outcome = play(plane, work, [ALPHA], FILL, limit=240)
+            outcome = play(plane, work, RESERVATIONS, FILL, limit=240)
         finally:
             plane.down()
     rows = lags(outcome)

@@ -128,16 +128,17 @@ def planned(work: Path, start: datetime, reservations: list[Reservation]) -> dic
     return out
 
 
-def queues_in(api: Any) -> set[str]:
-    """The reservation queues under root.plan in YuniKorn's ConfigMap now."""
+def queues_in(api: Any) -> dict[str, float]:
+    """The reservation queues under root.plan in YuniKorn's ConfigMap now, each with the vcores its max admits."""
     data = api.read_namespaced_config_map("yunikorn-configs", "yunikorn").data or {}
-    found: set[str] = set()
+    found: dict[str, float] = {}
 
     def walk(queues: list[dict[str, Any]], path: str) -> None:
         for queue in queues or []:
             full = f"{path}.{queue['name']}" if path else queue["name"]
             if full.startswith("root.plan.") and full != "root.plan.default":
-                found.add(full.rsplit(".", 1)[1])
+                vcores = str((queue.get("resources") or {}).get("max", {}).get("vcore", 0))
+                found[full.rsplit(".", 1)[1]] = int(vcores[:-1]) / 1000 if vcores.endswith("m") else float(vcores)
             walk(queue.get("queues", []), full)
 
     for partition in yaml.safe_load(data.get("queues.yaml", "") or "{}").get("partitions", []):
@@ -205,6 +206,10 @@ def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: d
             first, gone = outcome.queue_seen.get(name, (None, None))
             if name in seen and first is None:
                 outcome.queue_seen[name] = (t, None)
+            # a gang when its queue's max admits the whole gang (YuniKorn rejects a gang application whose task
+            # groups exceed its queue's max when it is submitted: docs/yunikorn.md, step 4); other pods at once
+            wanted = names[name].pods * names[name].cpu if names[name].gang else 0
+            if name in seen and name not in outcome.submitted and seen[name] >= wanted:
                 _submit(api, names[name])
                 outcome.submitted[name] = _since(start)
             elif name not in seen and first is not None and gone is None:
@@ -213,8 +218,9 @@ def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: d
         jobs = [p for p in listed if p.metadata.name in mine]
         for item in listed:
             if item.metadata.name not in mine:  # YuniKorn's placeholders for a gang
-                outcome.placeholders.setdefault(item.metadata.name, {}).update(
-                    {"node": item.spec.node_name, "app": item.metadata.labels.get(APP_LABEL)})
+                seen_before = outcome.placeholders.setdefault(item.metadata.name, {"node": None})
+                seen_before["app"] = item.metadata.labels.get(APP_LABEL)
+                seen_before["node"] = item.spec.node_name or seen_before["node"]
         running: dict[str, int] = defaultdict(int)
         for item in jobs:
             owner = item.metadata.labels.get(QUEUE_LABEL)

@@ -95,8 +95,10 @@ def test_pods_beyond_the_allocation_wait_with_yunikorns_reason(outcome: Outcome)
     assert all(r.startswith(("Unschedulable", "SchedulingSkipped")) for r in waited), waited
 
 
-def test_best_effort_gives_way_and_no_more_than_the_plan_needs(outcome: Outcome) -> None:
-    assert 1 <= len(outcome.gone) <= peak(outcome) + peak(outcome, "beta")
+def test_best_effort_gives_way_to_the_reservations(outcome: Outcome) -> None:
+    # Not "no more than the plan needs": YuniKorn sometimes preempts more best effort than the reservations end up
+    # using (5 pods for their 5 bundles in two runs, 8 in another: docs/yunikorn.md, measured)
+    assert outcome.gone
     assert min(n for _, n in outcome.best_effort) == outcome.best_effort_count - len(outcome.gone)
     assert set(outcome.preempted_by) <= {"root.plan.alpha", "root.plan.beta"}
 

@@ -52,4 +52,8 @@ def test_a_pod_is_placed_by_yunikorn_and_played_by_kwok(control_plane: ControlPl
     events = api.list_namespaced_event("smoke", field_selector="involvedObject.name=long").items
     assert any(e.source.component == "yunikorn" or "yunikorn" in (e.reporting_component or "") for e in events), \
         [(e.reason, e.message) for e in events]
-    api.delete_namespace("smoke")
+    # no controller-manager here: deleting the namespace would not delete its pods, so delete them (KWOK removes a
+    # pod being deleted at once) and leave the nodes empty for the tests that follow
+    for name in ("short", "long"):
+        api.delete_namespaced_pod(name, "smoke", grace_period_seconds=0)
+    wait(lambda: not api.list_namespaced_pod("smoke").items, 60, what="the smoke pods' removal")

@@ -148,3 +148,12 @@ def test_the_endpoint_and_its_schemas_are_in_the_openapi(api: Server) -> None:
     assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("PlacementRequest")
     assert {"PlacementRequest", "PlacementAnswer", "Run"} <= set(schema["components"]["schemas"])
     assert set(operation["responses"]) >= {"200", "401", "422"}
+
+
+def test_an_arrival_before_the_profile_is_placed_from_its_start(api: Server) -> None:
+    # YARN's arrival may be past by the time its RM asks: the profile starts at the plan's clock, not at the arrival.
+    free = [run(30 * MIN, 2 * HOUR, 8192, 8)]
+    with api.client("alice") as client:
+        answer = place(client, free=free, now=T0 + 35 * MIN).json()
+    assert answer["accepted"], answer
+    assert min(a["start_ms"] for a in answer["allocations"]) >= T0 + 35 * MIN

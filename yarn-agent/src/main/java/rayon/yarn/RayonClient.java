@@ -28,7 +28,9 @@ final class RayonClient {
 
   RayonClient(Settings settings) {
     this.settings = settings;
-    this.http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(settings.timeoutMs)).build();
+    // HTTP/1.1: the JDK client would otherwise ask a plain-HTTP server to upgrade to h2c, which ours refuses (400)
+    this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(Duration.ofMillis(settings.timeoutMs)).build();
   }
 
   String endpoint() {

@@ -9,14 +9,17 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.util.ReflectionUtils;
 import org.apache.hadoop.yarn.api.records.ReservationDefinition;
 import org.apache.hadoop.yarn.api.records.ReservationId;
+import org.apache.hadoop.yarn.api.records.ReservationRequest;
 import org.apache.hadoop.yarn.api.records.Resource;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.InMemoryReservationAllocation;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.Plan;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationAllocation;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationInterval;
+import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.ContractValidationException;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.PlanningException;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.ResourceOverCommitException;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.planning.ReservationAgent;
+import org.apache.hadoop.yarn.util.resource.Resources;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -77,6 +80,7 @@ public class RayonReservationAgent implements ReservationAgent {
 
   private boolean place(ReservationId id, String user, Plan plan, ReservationDefinition contract, boolean update)
       throws PlanningException {
+    withinMaximumAllocation(plan, contract);
     for (int attempt = 0; ; attempt++) {
       JsonNode answer;
       try {
@@ -109,6 +113,19 @@ public class RayonReservationAgent implements ReservationAgent {
         fallback.getClass().getSimpleName(), id);
     return update ? fallback.updateReservation(id, user, plan, contract)
         : fallback.createReservation(id, user, plan, contract);
+  }
+
+  /** YARN's own agents refuse a container larger than the scheduler's maximum allocation: so does this one. */
+  private static void withinMaximumAllocation(Plan plan, ReservationDefinition contract)
+      throws ContractValidationException {
+    Resource most = plan.getMaximumAllocation();
+    for (ReservationRequest request : contract.getReservationRequests().getReservationResources()) {
+      Resource asked = request.getCapability();
+      if (!Resources.fitsIn(plan.getResourceCalculator(), asked, most)) {
+        throw new ContractValidationException("a container of " + asked + " is larger than the scheduler's "
+            + "maximum allocation " + most + ": no agent can place it");
+      }
+    }
   }
 
   /** The placement request: the reservation, and what the plan has free from now (or its arrival) on. */

@@ -104,14 +104,19 @@ async def place(request: PlacementRequest, _: Principal = Depends(caller)) -> JS
 
     200 with `accepted` and the allocations, or `accepted: false` and the reason (decisions.md);
     422 for input that does not hold up (the message names the field)."""
+    return JSONResponse(await run_in_threadpool(decide, request))  # arrays and agents: off the event loop
+
+
+def decide(request: PlacementRequest) -> dict[str, AnyType]:
+    """The decision record of the request's reservation on its profile."""
     agent = chosen_agent(request.agent, request.time_limit)
     planner, origin = profile_planner(request)
     reservation = read_reservation(request.reservation)
     text = json.dumps(request.reservation, indent=1)
     bodies.validated(reservation, planner.plan.cluster, planner.plan.now, text, CONSEQUENCE)
-    decision = await run_in_threadpool(planner.submit, reservation, agent, planner.plan.now, True, True,
-                                       request.explain)
-    return JSONResponse(answer_json(decision, planner, origin, request.step))
+    decision = planner.submit(reservation, agent, planner.plan.now, dry_run=True, validated=True,
+                              explain=request.explain)
+    return answer_json(decision, planner, origin, request.step)
 
 
 def chosen_agent(name: str, time_limit: float | None) -> Agent:

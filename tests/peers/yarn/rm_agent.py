@@ -49,7 +49,8 @@ def _digest() -> str:
 
 
 def build_agent() -> str:
-    """The driver's class path (our jar first), `mvn package` run once per change of the sources."""
+    """The driver's class path (our jar first), `mvn package` (with the agent's JUnit tests) run once per change of
+    the sources; Unavailable when Maven cannot build here, RuntimeError when the JUnit tests fail."""
     absent = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
     if absent:
         raise Unavailable(f"{' and '.join(absent)} not found on PATH: the agent needs a JDK (11 or later) and Maven")
@@ -76,6 +77,8 @@ def _package() -> None:
             raise Unavailable(f"Maven did not build {PROJECT} within {MAVEN_TIMEOUT:.0f} s") from None
         if done.returncode == 0:
             return
+        if "There are test failures" in done.stdout + done.stderr:  # the agent is wrong: fail, never skip
+            raise RuntimeError(f"yarn-agent's JUnit tests failed:\n{(done.stdout + done.stderr)[-3000:]}")
         failures.append(f"$ {' '.join(command)}\n{(done.stdout + done.stderr)[-2000:]}")
     raise Unavailable("Maven could not build yarn-agent (no network, or Maven Central unreachable?):\n"
                       + "\n".join(failures))

@@ -1,0 +1,158 @@
+"""Our planner inside YARN's real ResourceManager: RayonReservationAgent (yarn-agent/) as the reservable queue's agent.
+
+A MiniYARNCluster with the CapacityScheduler whose queue `dedicated` is reservable with our agent, which asks a
+`rayon serve` beside it (POST /v1/placement). YARN's own clients submit (its Java YarnClient through the driver,
+and the PyPI `yarn-api-client` through the RM's REST API); our planner decides; YARN's list shows our
+allocations; an application runs inside its reservation's queue; with our service down, YARN's fallback agent decides
+and the RM's log says so. The peer tier (`pytest -m peer`): needs a JDK and Maven (and, the first time, Maven
+Central); skipped, saying why, when it cannot have them. The test that stops our service runs last.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any as AnyType
+
+import httpx
+import pytest
+
+from tests.peers.yarn.oracle import Unavailable
+from tests.peers.yarn.rm_agent import DrivenRm, driven_rm, placement_server
+from tests.planner.api.support import Server, stop
+
+pytestmark = pytest.mark.peer
+
+SECOND = 1000
+MINUTE = 60 * SECOND
+HOUR = 60 * MINUTE
+
+
+@dataclass
+class Setup:
+    rm: DrivenRm
+    rayon: Server
+    settings: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def setup() -> Iterator[Setup]:
+    try:
+        with placement_server() as (server, settings), driven_rm(settings=settings) as rm:
+            yield Setup(rm, server, settings)
+    except Unavailable as why:
+        pytest.skip(f"the real YARN ResourceManager with our agent cannot run here: {why}")
+
+
+def body(arrival: int, deadline: int, containers: int, minutes: float, gang: int = 1,
+         name: str = "job") -> dict[str, AnyType]:
+    """YARN's REST submission body: one request of one-vcore, 1 GiB containers."""
+    return {"queue": "dedicated", "reservation-definition": {
+        "arrival": arrival, "deadline": deadline, "reservation-name": name, "priority": 0,
+        "reservation-requests": {"reservation-request-interpreter": 1, "reservation-request": [
+            {"capability": {"memory": 1024, "vCores": 1}, "num-containers": containers, "min-concurrency": gang,
+             "duration": int(minutes * MINUTE)}]}}}
+
+
+def hour_from_now(hours: int) -> int:
+    """A whole hour `hours` ahead: a window no other test of the module uses."""
+    return (int(time.time() * 1000) // HOUR + hours) * HOUR
+
+
+def listed(rm: DrivenRm) -> dict[str, list[dict[str, AnyType]]]:
+    """YARN's REST `reservation/list` with allocations: reservation id -> its resource allocations."""
+    answer = httpx.get(f"{rm.url}/ws/v1/cluster/reservation/list",
+                       params={"queue": "dedicated", "include-resource-allocations": "true"},
+                       headers={"Accept": "application/json"}, timeout=60).json()
+    items = answer.get("reservations") or []
+    items = items if isinstance(items, list) else [items]  # Jersey 1 writes a one-element list as the element
+    found = {}
+    for item in items:
+        allocations = item.get("resource-allocations") or []
+        found[item["reservation-id"]] = allocations if isinstance(allocations, list) else [allocations]
+    return found
+
+
+def leases(allocations: list[dict[str, AnyType]]) -> Counter[tuple[int, int, int, int]]:
+    """YARN's allocations as (start, end, memory, vcores)."""
+    return Counter((int(a["startTime"]), int(a["endTime"]), int(a["resource"]["memory"]),
+                    int(a["resource"]["vCores"])) for a in allocations)
+
+
+def ours(setup: Setup, request: dict[str, AnyType], start: int, end: int) -> Counter[tuple[int, int, int, int]]:
+    """What our planner places for the request on an empty plan of the RM's capacity over [start, end)."""
+    rm = setup.rm
+    free = [{"start": start, "end": end, "resources": {"memory": rm.memory, "vcores": rm.vcores}}]
+    with setup.rayon.client() as client:
+        token = setup.settings["rayon.reservation-agent.token-file"]
+        with open(token) as held:
+            client.headers["Authorization"] = f"Bearer {held.read().strip()}"
+        answer = client.post("/v1/placement", json={"reservation": request, "free": free, "step": rm.step_ms,
+                                                    "agent": "gree-l"}).json()
+    assert answer["accepted"], answer
+    summed: Counter[tuple[int, int]] = Counter()
+    vcores: Counter[tuple[int, int]] = Counter()
+    for allocation in answer["allocations"]:
+        summed[allocation["start_ms"], allocation["end_ms"]] += allocation["resources"]["memory"]
+        vcores[allocation["start_ms"], allocation["end_ms"]] += allocation["resources"]["vcores"]
+    return Counter((start, end, int(memory), int(vcores[start, end])) for (start, end), memory in summed.items())
+
+
+def test_a_reservation_from_yarns_java_client_is_placed_by_our_planner_and_listed_with_our_allocations(
+        setup: Setup) -> None:
+    arrival = hour_from_now(2)
+    request = body(arrival, arrival + 20 * MINUTE, containers=6, minutes=5, gang=3)
+    answer = setup.rm.submit(request)
+    assert answer["accepted"], answer
+    shown = listed(setup.rm)[answer["id"]]
+    # The agent's profile reaches past the deadline by the window's length: where it places depends on nothing else.
+    assert leases(shown) == ours(setup, request, arrival, arrival + 40 * MINUTE)
+
+
+def test_a_reservation_our_planner_rejects_surfaces_our_reason_to_yarns_client(setup: Setup) -> None:
+    arrival = hour_from_now(3)
+    assert setup.rm.submit(body(arrival, arrival + 10 * MINUTE, containers=8, minutes=10, gang=8))["accepted"]
+    answer = setup.rm.submit(body(arrival, arrival + 15 * MINUTE, containers=8, minutes=10, gang=8, name="late"))
+    assert answer["accepted"] is False
+    error = answer["error"]
+    assert "PlanningException" in error and "rayon (gree-l) rejected" in error and ": capacity" in error, error
+    assert "it would fit with a deadline of" in error, error
+    assert answer["id"] not in listed(setup.rm)
+
+
+def test_a_reservation_from_yarn_api_client_over_the_rms_rest_api_is_placed_by_our_planner(setup: Setup) -> None:
+    resource_manager = pytest.importorskip("yarn_api_client.resource_manager",
+                                           reason="yarn-api-client is not installed")
+    rm = resource_manager.ResourceManager(service_endpoints=[setup.rm.url], timeout=60)
+    arrival = hour_from_now(4)
+    rid = rm.cluster_new_reservation().data["reservation-id"]
+    request = {**body(arrival, arrival + 20 * MINUTE, containers=2, minutes=10), "reservation-id": rid}
+    rm.cluster_submit_reservation(request)
+    assert leases(listed(setup.rm)[rid]) == ours(setup, request, arrival, arrival + 40 * MINUTE)
+
+
+def test_an_application_runs_inside_its_reservations_queue(setup: Setup) -> None:
+    # Submitted with the reservation's id once YARN's PlanFollower has given the reservation's queue capacity; the
+    # scheduler puts it in that queue, where it registers and finishes. (Its container request is reported, not
+    # required: see InReservation.java.)
+    arrival = (int(time.time() * 1000) // SECOND + 10) * SECOND
+    answer = setup.rm.submit(body(arrival, arrival + 2 * MINUTE, containers=2, minutes=2, name="app"))
+    assert answer["accepted"], answer
+    ran = setup.rm.ask({"op": "run", "id": answer["id"]})
+    assert "error" not in ran, ran
+    assert ran["submitted_to"] == "root.dedicated"
+    assert ran["registered_in"] == answer["id"], ran  # the reservation's own queue
+    assert ran["state"] == "FINISHED" and ran["final_status"] == "SUCCEEDED", ran
+
+
+def test_zz_with_our_service_down_yarns_fallback_agent_decides_and_the_log_says_so(setup: Setup) -> None:
+    """Last in the module: it stops our service."""
+    stop(setup.rayon)
+    arrival = hour_from_now(5)
+    answer = setup.rm.submit(body(arrival, arrival + 20 * MINUTE, containers=2, minutes=10, name="fallback"))
+    assert answer["accepted"], answer
+    assert answer["id"] in listed(setup.rm)
+    said = [line for line in setup.rm.log().splitlines() if "rayon is unreachable" in line]
+    assert said and "YARN's AlignedPlannerWithGreedy decides " + answer["id"] in said[-1], said

@@ -7,6 +7,10 @@ uvicorn's HTTP protocol (httptools) with three checks added: a connection beyond
 503 and closed at once; headers larger than `header_bytes` are answered 431, and headers not whole within
 `header_seconds` of a request's first byte 408, each closing the connection. The limits travel on uvicorn's
 Config (`LIMITS`), which worker processes receive pickled.
+
+It also ignores an upgrade it does not speak, as a server may (RFC 9110, 7.8), keeping the request's body: Java's
+HttpClient asks every plain-HTTP request to upgrade to h2c, and httptools stops parsing at the end of such a
+request's headers, so uvicorn answered it as if its body were empty (issue #33).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any as AnyType
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from planner.api.limits import ConnectionLimits
@@ -31,6 +36,7 @@ class GuardedHttp(HttpToolsProtocol):
         self._reading_headers = True
         self._header_timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._body_left = 0  # bytes still to come of the body of a request whose upgrade was ignored
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -42,7 +48,22 @@ class GuardedHttp(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
-        super().data_received(data)
+        if self._body_left:  # past the headers of an ignored upgrade: what comes is its body
+            self._take_body(data)
+            return
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.logger.warning("Invalid HTTP request received.")
+            self.send_400_response("Invalid HTTP request received.")
+            return
+        except httptools.HttpParserUpgrade as upgrade:  # its headers ended: the rest of `data` is the body
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+                return
+            if self._body_left:
+                self._take_body(data[upgrade.args[0]:])
         if self._reading_headers and not self._refused:
             self._header_bytes += len(data)  # checked after parsing: a body arriving with its headers is no header
             if self._header_bytes > self.limits.header_bytes:
@@ -58,6 +79,23 @@ class GuardedHttp(HttpToolsProtocol):
         self._reading_headers = False
         self._stop_timer()
         super().on_headers_complete()
+        if self.parser.should_upgrade() and not self._should_upgrade():
+            length = next((value for name, value in self.headers if name == b"content-length"), b"0")
+            self._body_left = int(length) if length.isdigit() else 0
+            self.cycle.keep_alive = False  # the parser stopped at the upgrade: this connection serves no other
+
+    def on_message_complete(self) -> None:
+        if not self._body_left:  # an ignored upgrade's body is still coming: the message is not complete yet
+            super().on_message_complete()
+
+    def _take_body(self, data: bytes) -> None:
+        """Hand what arrived of an ignored upgrade's body to the request; complete it once it is whole."""
+        taken = data[:self._body_left]
+        self._body_left -= len(taken)
+        if taken:
+            self.on_body(taken)
+        if not self._body_left:
+            self.on_message_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timer()

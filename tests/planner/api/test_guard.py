@@ -90,3 +90,40 @@ def test_worker_processes_keep_the_limits_too(tmp_path: Path) -> None:
         with connect(server) as sock:
             sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: rayon\r\nX-Big: " + b"x" * 4096)
             assert answer(sock).startswith(b"HTTP/1.1 431 ")
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Iterator[Server]:
+    yield from served(tmp_path)
+
+
+H2C = b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQBAAAAAAIAAAAA\r\n"
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["body-with-headers", "body-later"])
+def test_an_upgrade_to_h2c_is_ignored_and_the_request_s_body_kept(plain: Server, split: bool) -> None:
+    """Java's HttpClient asks every plain-HTTP request to upgrade to h2c; the body was lost (answered "the body is
+    empty", 400): the server now answers it as HTTP/1.1 with its body (issue #33), then closes the connection."""
+    body = b"reservation probe { atom(b={memory: 1GiB, vcores: 1}, w=1h) }"
+    head = (b"POST /v1/reservations?dry_run=true HTTP/1.1\r\nHost: rayon\r\nContent-Type: text/plain\r\n"
+            b"Authorization: Bearer " + plain.tokens["alice"].encode() + b"\r\n" + H2C
+            + b"Content-Length: %d\r\n\r\n" % len(body))
+    with connect(plain) as sock:
+        if split:
+            sock.sendall(head)
+            sock.sendall(body[:10])
+            sock.sendall(body[10:])
+        else:
+            sock.sendall(head + body)
+        reply = answer(sock)  # the connection closes after the answer: nothing else is parsed on it
+    assert reply.startswith(b"HTTP/1.1 200 "), reply[:300]
+    assert b'"reservation":"probe","accepted":true' in reply
+    with plain.client("alice") as alice:  # and nothing was stored: a dry run, answered whole
+        assert alice.get("/v1/reservations/probe").status_code == 404
+
+
+def test_a_get_asking_to_upgrade_to_h2c_is_answered_as_http_1_1(plain: Server) -> None:
+    with connect(plain) as sock:
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: rayon\r\n" + H2C + b"\r\n")
+        reply = answer(sock)
+    assert reply.startswith(b"HTTP/1.1 200 ")

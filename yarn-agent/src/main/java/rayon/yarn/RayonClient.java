@@ -28,7 +28,8 @@ final class RayonClient {
 
   RayonClient(Settings settings) {
     this.settings = settings;
-    // HTTP/1.1: the JDK client would otherwise ask a plain-HTTP server to upgrade to h2c, which ours refuses (400)
+    // HTTP/1.1: the JDK client would otherwise ask a plain-HTTP server to upgrade to h2c on every request (rayon
+    // serve ignores that and keeps the body since issue #33, but older servers lost it and answered 400)
     this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
         .connectTimeout(Duration.ofMillis(settings.timeoutMs)).build();
   }

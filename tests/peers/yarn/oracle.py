@@ -95,11 +95,18 @@ def real_rm(memory_mb: int = 8192, vcores: int = 8) -> Iterator[Target]:
             try:
                 yield _ready(process, log)
             finally:
-                _end(process)
+                end_rm(process)
 
 
 def _ready(process: subprocess.Popen[str], log: Path) -> Target:
     """The RM's target once it prints where it listens; Unavailable if it exits or stays silent."""
+    url, queue, memory, vcores, step = ready_line(process, log, "the YARN RM")
+    return Target("yarn", url, {"Accept": "application/json"}, queue, int(memory), int(vcores), int(step))
+
+
+def ready_line(process: subprocess.Popen[str], log: Path, what: str) -> tuple[str, ...]:
+    """What a started RM driver prints once it listens (READY's groups: web URL, queue, memory, vcores, step);
+    Unavailable, with the log's tail, if it exits or stays silent for START_TIMEOUT."""
     assert process.stdout is not None
     found: list[str] = []
     reader = threading.Thread(target=lambda: found.append(process.stdout.readline() if process.stdout else ""),
@@ -109,17 +116,16 @@ def _ready(process: subprocess.Popen[str], log: Path) -> Target:
     match = READY.search(found[0]) if found else None
     if match is None:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-        raise Unavailable(f"the YARN RM did not start within {START_TIMEOUT:.0f} s:\n{tail}")
-    url, queue, memory, vcores, step = match.groups()
-    return Target("yarn", url, {"Accept": "application/json"}, queue, int(memory), int(vcores), int(step))
+        raise Unavailable(f"{what} did not start within {START_TIMEOUT:.0f} s:\n{tail}")
+    return match.groups()
 
 
-def _end(process: subprocess.Popen[str]) -> None:
-    """Close the RM's standard input (it stops itself), or kill it after 30 s."""
+def end_rm(process: subprocess.Popen[str], grace: float = 30.0) -> None:
+    """Close the RM's standard input (it stops itself), or kill it after `grace` seconds."""
     if process.stdin is not None:
         process.stdin.close()
     try:
-        process.wait(timeout=30)
+        process.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any as AnyType
 
-from tests.peers.yarn.oracle import OPENS, READY, START_TIMEOUT, Unavailable
+from tests.peers.yarn.oracle import OPENS, Unavailable, end_rm, ready_line
 from tests.planner.api.support import RAYON, Server, launch, make_tokens, stop
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -135,32 +135,12 @@ def driven_rm(agent_class: str = OURS, settings: dict[str, str] | None = None, m
             try:
                 yield _ready(process, log_path)
             finally:
-                _end(process)
+                end_rm(process, grace=60.0)
 
 
 def _ready(process: subprocess.Popen[str], log_path: Path) -> DrivenRm:
-    assert process.stdout is not None
-    found: list[str] = []
-    reader = threading.Thread(target=lambda: found.append(process.stdout.readline() if process.stdout else ""),
-                              daemon=True)
-    reader.start()
-    reader.join(START_TIMEOUT)
-    match = READY.search(found[0]) if found else None
-    if match is None:
-        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
-        raise Unavailable(f"the YARN RM with our agent did not start within {START_TIMEOUT:.0f} s:\n{tail}")
-    url, queue, memory, vcores, step = match.groups()
+    url, queue, memory, vcores, step = ready_line(process, log_path, "the YARN RM with our agent")
     return DrivenRm(process, url, queue, int(memory), int(vcores), int(step), log_path)
-
-
-def _end(process: subprocess.Popen[str]) -> None:
-    if process.stdin is not None:
-        process.stdin.close()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @contextmanager

@@ -128,3 +128,15 @@ export function capacityChanges(resource) {
 }
 
 export function isAdmin() { return plan.who && plan.who.role === "admin"; }
+
+/** A uPlot plugin drawing the plan's clock as a red line. */
+export function nowLine() {
+  return { hooks: { draw: [(u) => {
+    const x = u.valToPos(plan.now / 1000, "x", true);
+    if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+    u.ctx.save();
+    u.ctx.fillStyle = "#d22";
+    u.ctx.fillRect(x - 1, u.bbox.top, 2, u.bbox.height);
+    u.ctx.restore();
+  }] } };
+}

@@ -4,7 +4,7 @@
 // history: GET /v1/queues/history (a user sees their own queues, the others' summed as one anonymous entry).
 
 import { api } from "./api.js";
-import { plan, isAdmin, ms } from "./plan.js";
+import { plan, isAdmin, ms, nowLine } from "./plan.js";
 import { h, instant, amount, resources } from "./format.js";
 import { simulated } from "./simlog.js";
 
@@ -239,16 +239,6 @@ function chart(parent, entry, from, to) {
   }, data, box);
 }
 
-function nowLine() {
-  return { hooks: { draw: [(u) => {
-    const x = u.valToPos(plan.now / 1000, "x", true);
-    if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
-    u.ctx.save();
-    u.ctx.fillStyle = "#d22";
-    u.ctx.fillRect(x - 1, u.bbox.top, 2, u.bbox.height);
-    u.ctx.restore();
-  }] } };
-}
 
 /** The follower's round at the plan's clock (GET /v1/queues), as a table. */
 async function queuesNow(body) {

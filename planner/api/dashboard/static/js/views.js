@@ -2,7 +2,7 @@
 // after a live update, leave lets go of what it holds.
 
 import { api, ApiFailure } from "./api.js";
-import { plan, loadLog, loadShapes, loadShapePages, lazy, heldPerBucket, isAdmin, ms } from "./plan.js";
+import { plan, loadLog, loadShapes, loadShapePages, lazy, heldPerBucket, isAdmin, ms, nowLine } from "./plan.js";
 import { h, instant, amount, resources, colour, duration } from "./format.js";
 import { Timeline } from "./timeline.js";
 import { realityView } from "./reality.js";
@@ -175,17 +175,6 @@ function chart(parent, r, limits = null) {
   }, data, box);
 }
 
-/** A uPlot plugin drawing the plan's clock as a red line. */
-function nowLine() {
-  return { hooks: { draw: [(u) => {
-    const x = u.valToPos(plan.now / 1000, "x", true);
-    if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
-    u.ctx.save();
-    u.ctx.fillStyle = "#d22";
-    u.ctx.fillRect(x - 1, u.bbox.top, 2, u.bbox.height);
-    u.ctx.restore();
-  }] } };
-}
 
 // -- Reservation detail -----------------------------------------------------------------------------------------
 

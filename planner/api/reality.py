@@ -82,7 +82,7 @@ class AllocatedRuns(BaseModel):
     runs: list[AllocatedRun] = Field(max_length=100_000)
 
 
-@router.post("/queues/allocated", tags=["plan"], responses={k: ERRORS[k] for k in (401, 403, 422, 503)})
+@router.post("/queues/allocated", tags=["plan"], responses={k: ERRORS[k] for k in (400, 401, 403, 422, 503)})
 def load_allocated(body: AllocatedRuns, _: Principal = Depends(admin),
                    svc: Service = Depends(service)) -> dict[str, AnyType]:
     """Load what a scheduler allocated to each queue (admins): each queue's runs replace what that source had of it

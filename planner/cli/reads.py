@@ -47,14 +47,9 @@ def list_command(user: str | None, wanted: str | None, start: TimeValue | None, 
     """List stored reservations: who, their queue, and the span each one's leases reserve (START to END, UTC)."""
     def show() -> None:
         records, line = listed(state_path, user, wanted, start, end)
-        if as_json:  # the shape it always had, an array: `-o json` is the API's list shape
-            click.echo(json.dumps(records, indent=2))
-        elif output in ("json", "yaml"):
-            emit_document(page(records), output)
-        elif output == "name":
-            for record in records:
-                click.echo(record["reservation"])
-        elif no_headers:
+        if emitted(records, as_json, output, "reservation"):
+            return
+        if no_headers:
             click.echo(without_headers(records_table(records, output == "wide")))
         else:
             click.echo(coloured(records_table(records, output == "wide"), "STATE"))
@@ -124,16 +119,24 @@ def log_command(limit: int | None, state_path: str | None, server: str | None, a
         with opened(state_path) as store:
             entries = [log_json(e.id, e.time, e.actor, e.action, e.reservation, e.accepted, e.reason, e.decision)
                        for e in store.log(limit)]
-    if as_json:  # the shape it always had, an array: `-o json` is the API's list shape
-        click.echo(json.dumps(entries, indent=2))
-    elif output in ("json", "yaml"):
-        emit_document(page(entries), output)
-    elif output == "name":
-        for entry in entries:
-            click.echo(entry["id"])
-    else:
+    if not emitted(entries, as_json, output, "id"):
         table = log_table(entries)
         click.echo(without_headers(table) if no_headers else table)
+
+
+def emitted(items: list[Json], as_json: bool, output: str, name_key: str) -> bool:
+    """Print a whole listing as a document, if asked for one: `--json` the array it always was, `-o json|yaml` the
+    API's list shape, `-o name` each item's `name_key`; False when a table is wanted (the caller's)."""
+    if as_json:
+        click.echo(json.dumps(items, indent=2))
+    elif output in ("json", "yaml"):
+        emit_document(page(items), output)
+    elif output == "name":
+        for item in items:
+            click.echo(item[name_key])
+    else:
+        return False
+    return True
 
 
 COMMANDS = [list_command, show_command, log_command]

@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo
 from rdl.errors import NOWHERE, Span
 
 PLACEMENTS = ("late", "early")  # `placement=`: where the greedy agents put each piece in its window; late is default
+PACKS = ("node",)  # `pack=`: each gang's bundles on one node (checked against the cluster's nodes, not planned)
+CHOICES = {"placement": PLACEMENTS, "pack": PACKS}  # the header attributes that take a word from a list
 
 
 def later(instant: datetime, seconds: float, zone: str | None = None) -> datetime:
@@ -177,6 +179,7 @@ class Reservation:
     until: TimeValue | None = None  # a recurring reservation has no instance arriving at or after it
     tz: str | None = None  # an IANA zone name: `every` counts calendar days there, zone-less times are its wall time
     placement: str = "late"  # one of PLACEMENTS
+    pack: str | None = None  # one of PACKS
     span: Span = field(default=NOWHERE, compare=False, repr=False)
 
     @property

@@ -76,6 +76,8 @@ def to_json(reservation: Reservation) -> dict[str, AnyType]:
         data["tz"] = reservation.tz
     if reservation.placement != "late":
         data["placement"] = reservation.placement
+    if reservation.pack is not None:
+        data["pack"] = reservation.pack
     data["expr"] = expr_to_json(reservation.body)
     return data
 

@@ -13,26 +13,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any as AnyValue
 
-from rdl import units, zones
+from rdl import tree, units, zones
 from rdl.errors import ErrorSink, RDLError, RDLErrors, Span, did_you_mean
 from rdl.syntax.lexer import Token, paused_gc, tokenize
-from rdl.tree import (
-    PLACEMENTS,
-    Absolute,
-    All,
-    Any,
-    Atom,
-    Expr,
-    Order,
-    Relative,
-    Reservation,
-    Resources,
-    TimeValue,
-    Window,
-)
+from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, Resources, TimeValue, Window
 
 LOOKAHEAD = 2
-HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every", "until", "tz", "placement")
+HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every", "until", "tz", "placement",
+               "pack")
 COMBINATORS = ("atom", "window", "order", "all", "any")
 ATOM_KEYS = ("b", "g", "h", "l", "w")
 
@@ -94,10 +82,11 @@ class ValueReader:
             return self.integer(token, key, minimum=None)
         if key == "tz":  # read before the other values, by `read_zone`
             return self.zone
-        if key == "placement":
-            if token.text not in PLACEMENTS or token.kind != "name":
-                return self.bad(token, f"`placement` is `early` or `late`, got {token.describe()}",
-                                "`early` or `late`", did_you_mean(token.text, PLACEMENTS))
+        if key in tree.CHOICES:  # a word from a short list
+            if token.text not in tree.CHOICES[key] or token.kind != "name":
+                words = " or ".join(f"`{word}`" for word in tree.CHOICES[key])
+                return self.bad(token, f"`{key}` is {words}, got {token.describe()}", words,
+                                did_you_mean(token.text, tree.CHOICES[key]))
             return token.text
         return self.duration(token, key, positive=True)
 

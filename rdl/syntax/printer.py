@@ -83,6 +83,8 @@ def format_header(reservation: Reservation) -> str:
         parts.append(f"tz={format_word(reservation.tz, _BARE_ZONE)}")
     if reservation.placement != "late":
         parts.append(f"placement={reservation.placement}")
+    if reservation.pack is not None:
+        parts.append(f"pack={reservation.pack}")
     return " ".join(parts)
 
 

@@ -102,6 +102,7 @@ def reservations(draw: st.DrawFn, name: str) -> Reservation:
         every=every,
         tz=tz,
         placement=draw(st.sampled_from(["late", "early"])),
+        pack=draw(st.none() | st.just("node")),
     )
 
 

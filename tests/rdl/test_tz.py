@@ -17,6 +17,7 @@ from planner.core.compile import Clock, compile_reservation, series_instance
 from planner.store.series import first_from
 from rdl import parse_cluster, parse_text
 from rdl.forms.jsonform import from_json, to_json
+from rdl.forms.yarn import to_yarn
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Reservation, later
 from tests.rdl.support import FAST, errors_of
@@ -157,3 +158,11 @@ def test_json_takes_the_zone_and_reads_zone_less_times_in_it() -> None:
     assert reservation.arrival is not None and reservation.arrival.resolve(SPRING).hour == 4
     with pytest.raises(Exception, match="not a time zone"):
         from_json({**data, "tz": "Berlin"})
+
+
+def test_yarn_cannot_say_a_calendar_series_and_the_form_says_so() -> None:
+    text = ("reservation r queue=default {tz} arrival=2027-03-25T05:00:00Z every=1d deadline=+2h "
+            "{{ atom(b={{memory: 1GiB, vcores: 1}}, l=1h, w=1h) }}")
+    assert to_yarn(parse_text(text.format(tz=""))[0])["reservation-definition"]["recurrence-expression"] == "86400000"
+    with pytest.raises(ValueError, match="calendar days in Europe/Berlin"):
+        to_yarn(parse_text(text.format(tz="tz=Europe/Berlin"))[0])

@@ -204,7 +204,7 @@ def limited_planner(request: PlacementRequest, free_only: Planner, origin: int,
     """The profile's planner held to the user's sharing policy (planner.core.policy, as a cluster file's
     `policies: user_limits`), the user's use counted: its plan reaches over `user_use` too, capacity is the
     request's, what is not free is held, and where the profile says nothing nothing is free."""
-    limits = request.limits or Limits()
+    limits = request.limits or Limits(instantaneous=None, average=None, window=None)
     if request.user_use is None:
         raise ApiError(422, "input", "user_use: missing; `limits` count the user's use", "send the user's use, "
                        "[] if it holds nothing")

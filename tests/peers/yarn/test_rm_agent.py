@@ -160,6 +160,39 @@ def test_an_application_gets_its_containers_inside_its_reservations_queue_and_wi
     assert "rayon is unreachable" not in setup.rm.log()
 
 
+def test_a_recurring_reservation_is_left_to_yarns_fallback_agent_and_the_log_says_so(setup: Setup) -> None:
+    # Written as ours are (absolute times), YARN 3.4.1's plan did not hold a recurring reservation in its next period:
+    # our agent hands recurring ones to YARN's own agent.
+    arrival = hour_from_now(6) + 30 * MINUTE
+    request = body(arrival, arrival + 10 * MINUTE, containers=2, minutes=10, name="hourly")
+    request["reservation-definition"]["recurrence-expression"] = str(HOUR)
+    answer = setup.rm.submit(request)
+    assert answer["accepted"], answer
+    assert answer["id"] in listed(setup.rm)
+    said = [line for line in setup.rm.log().splitlines() if answer["id"] + " recurs every" in line]
+    assert said and f"recurs every {HOUR} ms: YARN's AlignedPlannerWithGreedy decides it" in said[-1], said
+
+
+def test_reservations_racing_for_the_same_capacity_through_the_rm_are_all_placed_where_yarns_plan_has_room(
+        setup: Setup) -> None:
+    # Four at once, each the whole plan for 10 minutes inside the same 30: the RM calls our agent for each on a handler
+    # thread of its own, and the agents read, ask rayon and write with no lock between. Three fit, one after another;
+    # whoever writes second into a slot YARN refuses (the plan changed under it) and its agent places again.
+    arrival = hour_from_now(8)
+    bodies = [body(arrival, arrival + 30 * MINUTE, containers=8, minutes=10, gang=8, name=f"racer{i}")
+              for i in range(4)]
+    answers = setup.rm.ask({"op": "race", "bodies": bodies})["answers"]
+    accepted = [a["id"] for a in answers if a["accepted"]]
+    assert len(accepted) == 3, answers
+    shown = listed(setup.rm)
+    slots = sorted(lease for rid in accepted for lease in leases(shown[rid]))
+    assert slots == [(arrival + k * 10 * MINUTE, arrival + (k + 1) * 10 * MINUTE, 8192, 8) for k in range(3)], slots
+    [lost] = [a for a in answers if not a["accepted"]]
+    assert "rayon (gree-l) rejected" in lost["error"] or "had changed under it each time" in lost["error"], lost
+    retried = [line for line in setup.rm.log().splitlines() if "YARN's plan changed under" in line]
+    print(f"placements again after YARN refused a racing write: {len(retried)}")
+
+
 def test_zz_with_our_service_down_yarns_fallback_agent_decides_and_the_log_says_so(setup: Setup) -> None:
     """Last in the module: it stops our service."""
     stop(setup.rayon)

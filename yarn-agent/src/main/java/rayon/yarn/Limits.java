@@ -27,13 +27,18 @@ final class Limits {
     this.windowMs = windowMs;
   }
 
-  /** The plan's limits, or null when its policy holds users to none (NoOverCommitPolicy, or another's own). */
+  /**
+   * The plan's limits, or null when they cannot bind: its policy holds users to none (NoOverCommitPolicy, or
+   * another's own), or its average share is the whole plan (YARN's default), which no user's use can pass; the
+   * instantaneous share alone is in what YARN shows free already. Sending the user's use costs a window each way.
+   */
   static Limits of(Plan plan) {
     SharingPolicy policy = plan.getSharingPolicy();
     if (!(policy instanceof CapacityOverTimePolicy)) {
       return null;
     }
-    return new Limits(share(policy, "maxInst"), share(policy, "maxAvg"), policy.getValidWindow());
+    Limits limits = new Limits(share(policy, "maxInst"), share(policy, "maxAvg"), policy.getValidWindow());
+    return limits.average < 1f ? limits : null;
   }
 
   private static float share(SharingPolicy policy, String name) {

@@ -187,6 +187,7 @@ public class RayonReservationAgentTest {
     assertTrue(agent(url(), Settings.NO_FALLBACK).createReservation(id, "alice", plan, gangOfEight()));
     assertEquals(2, requests.size());
     assertEquals(T + 10 * MINUTE, plan.getReservationById(id).getStartTime());
+    assertNull(requests.get(0).get("limits"));  // an average of the whole plan cannot bind: nothing to send
   }
 
   @Test

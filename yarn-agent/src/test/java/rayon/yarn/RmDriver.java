@@ -9,9 +9,15 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.net.NetUtils;
 import org.apache.hadoop.yarn.api.protocolrecords.ReservationListRequest;
@@ -41,7 +47,8 @@ import org.apache.hadoop.yarn.webapp.util.WebAppUtils;
  * to place reservations, never a container). Prints {@code RM web=URL queue=dedicated memory=MB vcores=N step=MS}
  * once the plan has capacity, then answers one JSON line
  * per command line: {@code {"op": "submit", "body": YARN REST body}} (YARN's Java client: createReservation, then
- * submitReservation, timed), {@code {"op": "list"}} (YarnClient.listReservations), {@code {"op": "run", "id":
+ * submitReservation, timed), {@code {"op": "race", "bodies": [...]}} (several at once, one thread each), {@code
+ * {"op": "list"}} (YarnClient.listReservations), {@code {"op": "run", "id":
  * RESERVATION}} (an application of ours inside the reservation on the NodeManager, see InReservation). Ends when
  * standard input does.
  */
@@ -110,12 +117,14 @@ public final class RmDriver {
         return submit(yarn, command.get("body"));
       case "list":
         return list(yarn);
+      case "race":
+        return race(yarn, command.get("bodies"));
       case "run":
         return InReservation.run(rm, conf, yarn, QUEUE, ReservationId.parseReservationId(
             command.get("id").asText()), Resource.newInstance(command.path("memory").asLong(1024),
             command.path("vcores").asInt(1)));
       default:
-        throw new IllegalArgumentException("unknown op `" + op + "`; expected submit, list or run");
+        throw new IllegalArgumentException("unknown op `" + op + "`; expected submit, race, list or run");
     }
   }
 
@@ -134,6 +143,33 @@ public final class RmDriver {
     }
     answer.put("nanos", System.nanoTime() - started);
     return answer;
+  }
+
+  /**
+   * Several reservations submitted at once, each from a thread of its own through the RM's RPC (which calls the
+   * queue's agent for each on a handler thread of its own, with no lock between an agent's read and its write).
+   */
+  static ObjectNode race(YarnClient yarn, JsonNode bodies) throws Exception {
+    ExecutorService threads = Executors.newFixedThreadPool(bodies.size());
+    try {
+      List<Future<ObjectNode>> answers = new ArrayList<>();
+      CountDownLatch ready = new CountDownLatch(bodies.size());
+      for (JsonNode body : bodies) {
+        answers.add(threads.submit(() -> {
+          ready.countDown();
+          ready.await();
+          return submit(yarn, body);
+        }));
+      }
+      ObjectNode answer = JsonNodeFactory.instance.objectNode();
+      ArrayNode items = answer.putArray("answers");
+      for (Future<ObjectNode> each : answers) {
+        items.add(each.get());
+      }
+      return answer;
+    } finally {
+      threads.shutdownNow();
+    }
   }
 
   /** YARN's list of the queue's reservations with their allocations. */

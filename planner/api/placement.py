@@ -252,8 +252,9 @@ def check_runs(runs: list[Run], step: int, names: tuple[str, ...], field: str = 
             raise ApiError(422, "input", f"{field}[{i}]: [{run.start}, {run.end}) is not a whole number of "
                            f"{step} ms steps")
         if set(run.resources) != set(names) or not names:
-            raise ApiError(422, "input", f"{field}[{i}].resources: names {', '.join(sorted(run.resources)) or 'none'}; "
-                           f"the profile names {', '.join(sorted(names)) or 'none'}", "name the same resources in each run")
+            given = ", ".join(sorted(run.resources)) or "none"
+            raise ApiError(422, "input", f"{field}[{i}].resources: names {given}; the profile names "
+                           f"{', '.join(sorted(names)) or 'none'}", "name the same resources in each run")
         bad = [n for n, v in run.resources.items() if not 0 <= v < float("inf")]
         if bad:
             raise ApiError(422, "input", f"{field}[{i}].resources.{bad[0]}: {run.resources[bad[0]]} is not a finite "

@@ -198,6 +198,7 @@ def test_the_users_instantaneous_limit_shapes_the_placement(api: Server) -> None
     assert answer["accepted"] is True, answer
     held = np.zeros(60)
     for allocation in answer["allocations"]:
-        held[(allocation["start_ms"] - T0) // MIN:(allocation["end_ms"] - T0) // MIN] += allocation["resources"]["vcores"]
+        first, last = (allocation["start_ms"] - T0) // MIN, (allocation["end_ms"] - T0) // MIN
+        held[first:last] += allocation["resources"]["vcores"]
     assert held.max() <= 4 and held.sum() == 80
     assert gang["accepted"] is False and gang["reason"]["code"] == "policy", gang

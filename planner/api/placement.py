@@ -224,6 +224,8 @@ def limited_planner(request: PlacementRequest, free_only: Planner, origin: int,
         raise ApiError(422, "input", f"user_use: the profile and the use span {(last - first) // step} plan "
                        f"steps, more than {MAX_STEPS}", "send the use over a window before and after the profile")
     window = None if limits.window is None else -(-limits.window // step)
+    if window is not None and window > MAX_STEPS:
+        raise ApiError(422, "input", f"limits.window: {window} plan steps is more than {MAX_STEPS}")
     policy = SharingPolicy(limits.instantaneous, limits.average, window)
     capacity = free_only.plan.cluster.capacity
     cluster = Cluster(start=instant_ms(first), capacity=capacity, step=step // 1000, horizon=(last - first) // 1000)

@@ -133,6 +133,7 @@ def test_needs_a_token(api: Server) -> None:
     ({"limits": {"average": 0.5, "window": HOUR}}, "user_use: missing"),
     ({"limits": {"average": 0.5}, "user_use": []}, "limits.window: missing"),
     ({"limits": {"average": 1.5, "window": HOUR}, "user_use": []}, "limits.average"),
+    ({"limits": {"average": 0.5, "window": 10**9 * MIN}, "user_use": []}, "limits.window: "),
     ({"limits": {"instantaneous": 0.5}, "user_use": [run(30_000, HOUR, 0, 0)]}, "user_use[0]: "),
     ({"limits": {"instantaneous": 0.5}, "user_use": [run(-HOUR, 0, 0, 0), run(MIN, HOUR, 0, 0)]}, "user_use[1].start"),
 ])

@@ -39,7 +39,9 @@ from tests.peers.k8s.scenario import (
     QUEUE_LABEL,
     RAYON,
     RUN_FOR,
+    clear,
     grant_follower,
+    namespace,
     queues_in,
     rayon,
 )
@@ -119,8 +121,9 @@ def play(plane: ControlPlane, work: Path, limit: float = 240.0) -> Side:
     loaded = scenario()
     workload = loaded.load_workload()
     best_effort = [job for job in workload.jobs if not job.is_production]
-    for namespace in (BATCH, JOBS):
-        api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    clear(api)
+    for name in (BATCH, JOBS):
+        namespace(api, name)
     for job in best_effort:
         _create(api, BATCH, job.id, job, None)
     wait(lambda: [p.status.phase for p in api.list_namespaced_pod(BATCH).items].count("Running") == len(best_effort),

@@ -48,6 +48,6 @@ def test_yarn_waits_the_delay_from_the_lease_when_it_has_to_preempt(models: dict
 
 
 def test_the_models_disagree_on_a_deadline_where_yarn_s_lag_outlasts_the_pad(models: dict[str, Side]) -> None:
-    # p10 declared 80 s and runs 100; its lease (80 s and the 30 s pad) ends at its deadline: started at the lease it
-    # ends 10 s early, 30 s after it (the yarn model's lag) 20 s late
+    # p10 runs 10 s longer than it declared; its lease (what it declared and the 30 s pad) ends at its deadline: a
+    # lag of 20 s or less ends it in time, the yarn model's 30 s does not
     assert models["yarn"].jobs["p10"].met is False and models["yunikorn"].jobs["p10"].met is True

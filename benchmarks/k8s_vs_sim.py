@@ -6,7 +6,7 @@ tests/peers/k8s/cluster.sh) driven by `rayon serve --follow-to yunikorn-configma
 
 Prints, per production job, each side's first lease start, start, lag (start − lease start), end and whether it met
 its deadline, then how many best-effort containers each side preempted (docs/kubernetes.md reads it). `--sim-only`
-skips the control plane (seconds instead of about seven minutes of wall time, whatever the machine).
+skips the control plane (seconds instead of about four minutes of wall time, whatever the machine).
 """
 
 from __future__ import annotations

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.agents.base import Outcome
 from planner.agents.explain import capacity_reason, clipped_reason, window_reason
+from planner.agents.greedy import pack
 from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution
 from planner.core.compile import Instance, compile_reservation
 from planner.core.decision import Reason
 from planner.core.plan import Allocation, Plan
 from planner.core.policy import check, headroom
 from rdl.tree import Reservation
+
+if TYPE_CHECKING:
+    from planner.agents.greedy.ontree import TreeView
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class GreedyAgent:
         limited = plan.policy.limited
         user = reservation.user
         lo, hi = reach(instances, plan.clock.steps)
+        if not limited and hi - lo >= pack.COMPILED_FROM:
+            return self._on_tree(plan, reservation, instances)
         free = plan.free_in(lo, hi)
         if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it
             free = np.minimum(free, headroom(plan.policy, user, plan.capacity[:, lo:hi],
@@ -50,24 +57,36 @@ class GreedyAgent:
             outcome = unlimited  # it fits the cluster, but not the user's share: say which limit
         return self._within_policy(plan, reservation, outcome)
 
+    def _on_tree(self, plan: Plan, reservation: Reservation, instances: list[Instance]) -> Outcome:
+        """The search on the plan's free-capacity tree (a long window: seconds-long steps), copying none of it."""
+        from planner.agents.greedy.ontree import TreeView  # loads the compiler: only long windows come here
+
+        tree = plan.free_tree()
+        with tree.trial(plan.capacity, plan.used):
+            return self._search(plan, reservation, instances, tree.free, 0, TreeView(tree))
+
     def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray,
-                origin: int) -> Outcome:
-        placer = Placer(free, plan.capacity, self.flat, origin=origin)
-        held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
+                origin: int, tree: TreeView | None = None) -> Outcome:
+        placer = Placer(free, plan.capacity, self.flat, origin=origin, tree=tree)
+        held: list[Generator[Solution, None, None]] = []  # open searches keep their placements applied to the scratch
         placed: list[tuple[Instance, Solution]] = []
-        for instance in instances:
-            placer.budget, placer.failure = self.budget, None
-            search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
-                                      (instance.task.lo, instance.task.hi))
-            solution = next(search, None)
-            if solution is None:
-                if not self.reasons:
-                    return Outcome(None, Reason("capacity", "no placement found"))
-                reason = clipped_reason(instance, plan, reservation)
-                return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
-            held.append(search)
-            placed.append((instance, solution))
-        return Outcome(tuple(to_allocations(placed)))
+        try:
+            for instance in instances:
+                placer.budget, placer.failure = self.budget, None
+                search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
+                                          (instance.task.lo, instance.task.hi))
+                solution = next(search, None)
+                if solution is None:
+                    if not self.reasons:
+                        return Outcome(None, Reason("capacity", "no placement found"))
+                    reason = clipped_reason(instance, plan, reservation)
+                    return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
+                held.append(search)
+                placed.append((instance, solution))
+            return Outcome(tuple(to_allocations(placed)))
+        finally:
+            for search in reversed(held):  # take the placements back (on a tree, the plan's own)
+                search.close()
 
     @staticmethod
     def _within_policy(plan: Plan, reservation: Reservation, outcome: Outcome) -> Outcome:

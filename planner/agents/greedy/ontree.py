@@ -1,0 +1,135 @@
+"""GREE's latest-and-tallest search on the plan's free-capacity tree (planner/core/freetree.py), compiled.
+
+`pack.latest(gang_room(free[:, lo:hi]), length, leases)` computes the room of every step of the window and then walks
+it from the end; here the walk asks the tree instead: the leftmost step without room in a lease, the least room over
+a lease, and, past a step without room, the last step before it with room. It reads the steps where the answer is,
+not the window, and gives the same leases (tests/planner/agents/test_ontree.py).
+
+A `TreeView` is the tree as one placer sees it: on the plan's step axis, or mirrored (step v is step steps-1-v, the
+earliest-deadline search's reversed time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from planner.core.freetree import FreeTree, cap
+from planner.core.treekernels import find, least_room, room_at
+
+Blocks = tuple[np.ndarray, np.ndarray]
+
+
+@njit(cache=True, nogil=True)
+def _find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
+          demand: np.ndarray, gang: int, parallelism: int, bound: int, at_least: bool,
+          from_right: bool) -> int:  # pragma: no cover
+    """treekernels.find over [lo, hi) of the view's axis."""
+    if not mirrored:
+        return find(free, mins, maxs, lo, hi, demand, gang, parallelism, bound, at_least, from_right)
+    steps = free.shape[1]
+    found = find(free, mins, maxs, steps - hi, steps - lo, demand, gang, parallelism, bound, at_least, not from_right)
+    return -1 if found < 0 else steps - 1 - found
+
+
+@njit(cache=True, nogil=True)
+def _least(free: np.ndarray, mins: np.ndarray, mirrored: bool, lo: int, hi: int, demand: np.ndarray, gang: int,
+           parallelism: int) -> int:  # pragma: no cover
+    steps = free.shape[1]
+    if mirrored:
+        lo, hi = steps - hi, steps - lo
+    return least_room(free, mins, lo, hi, demand, gang, parallelism)
+
+
+@njit(cache=True, nogil=True)
+def _room(free: np.ndarray, mirrored: bool, t: int, demand: np.ndarray, gang: int,
+          parallelism: int) -> int:  # pragma: no cover
+    return room_at(free[:, free.shape[1] - 1 - t if mirrored else t], demand, gang, parallelism)
+
+
+@njit(cache=True, nogil=True)
+def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
+                length: int, leases: int, demand: np.ndarray, gang: int, parallelism: int,
+                starts: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover
+    """compiled.latest_kernel over the room of [lo, hi), asking the tree; the blocks written (offsets from lo) or -1.
+
+    The leases already laid lower what is left (`own`): each began above the current start and covers every step
+    from its start to past the current lease's end, so within a lease they only weigh on its last steps, from the
+    lowest of their starts (`own_lo`); below that, what is left is the room itself and the tree answers.
+    """
+    written, remaining = 0, leases
+    start = hi - length
+    while start >= lo:
+        end = start + length
+        first = written  # the leases laid that reach into [start, end): a suffix of those written
+        while first > 0 and starts[first - 1] + lo < end:
+            first -= 1
+        own_lo = starts[written - 1] + lo if first < written else end
+        blocked = _find(free, mins, maxs, mirrored, start, own_lo, demand, gang, parallelism, 0, False, False)
+        fit = 2**62
+        if blocked < 0:
+            index, own = written - 1, 0
+            for t in range(own_lo, end):
+                while index >= first and starts[index] + lo <= t:
+                    own += counts[index]
+                    index -= 1
+                left = _room(free, mirrored, t, demand, gang, parallelism) - own
+                if left <= 0:
+                    blocked = t
+                    break
+                fit = min(fit, left)
+        if blocked >= 0:
+            # Every start whose lease reaches a step between the last one with room left below `blocked` and
+            # `blocked` itself has no fit: go straight to the highest start below them.
+            found = -1
+            index, own = first, 0
+            for i in range(first, written):
+                own += counts[i]
+            for t in range(blocked - 1, own_lo - 1, -1):
+                while index < written and starts[index] + lo > t:
+                    own -= counts[index]
+                    index += 1
+                if _room(free, mirrored, t, demand, gang, parallelism) - own >= 1:
+                    found = t
+                    break
+            if found < 0:
+                found = _find(free, mins, maxs, mirrored, lo, min(blocked, own_lo), demand, gang, parallelism, 1,
+                              True, True)
+            if found < 0:
+                return -1
+            start = found - length + 1
+            continue
+        if own_lo > start:
+            fit = min(fit, _least(free, mins, mirrored, start, own_lo, demand, gang, parallelism))
+        take = fit if fit < remaining else remaining
+        starts[written] = start - lo
+        counts[written] = take
+        written += 1
+        remaining -= take
+        if remaining == 0:
+            return written
+        start -= 1
+    return -1
+
+
+class TreeView:
+    """The plan's free-capacity tree as one placer sees it: its axis, or the mirrored one."""
+
+    def __init__(self, tree: FreeTree, mirrored: bool = False):
+        self.tree, self.mirrored = tree, mirrored
+        self.free = tree.free[:, ::-1] if mirrored else tree.free  # the placer's scratch: a view, not a copy
+
+    def touched(self, lo: int, hi: int) -> None:
+        """Steps [lo, hi) of the view were written."""
+        steps = self.tree.steps
+        self.tree.touched(*((steps - hi, steps - lo) if self.mirrored else (lo, hi)))
+
+    def latest(self, demand: np.ndarray, gang: int, parallelism: int | None, lo: int, hi: int, length: int,
+               leases: int) -> Blocks | None:
+        """pack.latest over the room of [lo, hi): lease start offsets from lo and gangs at each, or None."""
+        size = max(0, min(leases, hi - lo - length + 1))
+        starts, counts = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+        tree = self.tree
+        written = tree_latest(tree.free, tree.mins, tree.maxs, self.mirrored, lo, hi, length, leases, demand, gang,
+                              cap(parallelism), starts, counts)
+        return None if written < 0 else (starts[:written], counts[:written])

@@ -53,9 +53,10 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
                 starts: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover
     """compiled.latest_kernel over the room of [lo, hi), asking the tree; the blocks written (offsets from lo) or -1.
 
-    The leases already laid lower what is left (`own`): each began above the current start and covers every step
-    from its start to past the current lease's end, so within a lease they only weigh on its last steps, from the
-    lowest of their starts (`own_lo`); below that, what is left is the room itself and the tree answers.
+    The leases already laid lower what is left: each began above the current start and covers every step from its
+    start to past the current lease's end, so within a lease they weigh on its last steps only, constant between two
+    of their starts. Each such piece, and the steps below the lowest of them, is one question to the tree: the room
+    there against what the leases laid hold.
     """
     written, remaining = 0, leases
     start = hi - length
@@ -64,43 +65,29 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         first = written  # the leases laid that reach into [start, end): a suffix of those written
         while first > 0 and starts[first - 1] + lo < end:
             first -= 1
-        own_lo = starts[written - 1] + lo if first < written else end
-        blocked = _find(free, mins, maxs, mirrored, start, own_lo, demand, gang, parallelism, 0, False, False)
-        fit = 2**62
-        if blocked < 0:
-            index, own = written - 1, 0
-            for t in range(own_lo, end):
-                while index >= first and starts[index] + lo <= t:
-                    own += counts[index]
-                    index -= 1
-                left = _room(free, mirrored, t, demand, gang, parallelism) - own
-                if left <= 0:
-                    blocked = t
+        # Pieces from the left: [start, lowest laid start) holding nothing laid, then one per laid start.
+        blocked, fit, held = -1, 2**62, 0
+        piece_lo = start
+        for index in range(written, first - 1, -1):
+            piece_hi = starts[index - 1] + lo if index > first else end
+            if index < written:
+                held += counts[index]
+            if piece_hi > piece_lo:
+                blocked = _find(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism, held,
+                                False, False)
+                if blocked >= 0:
                     break
-                fit = min(fit, left)
+                fit = min(fit, _least(free, mins, mirrored, piece_lo, piece_hi, demand, gang, parallelism) - held)
+            piece_lo = piece_hi
         if blocked >= 0:
             # Every start whose lease reaches a step between the last one with room left below `blocked` and
             # `blocked` itself has no fit: go straight to the highest start below them.
-            found = -1
-            index, own = first, 0
-            for i in range(first, written):
-                own += counts[i]
-            for t in range(blocked - 1, own_lo - 1, -1):
-                while index < written and starts[index] + lo > t:
-                    own -= counts[index]
-                    index += 1
-                if _room(free, mirrored, t, demand, gang, parallelism) - own >= 1:
-                    found = t
-                    break
-            if found < 0:
-                found = _find(free, mins, maxs, mirrored, lo, min(blocked, own_lo), demand, gang, parallelism, 1,
-                              True, True)
+            found = _last_with_room(free, mins, maxs, mirrored, lo, blocked, demand, gang, parallelism,
+                                    starts, counts, first, written)
             if found < 0:
                 return -1
             start = found - length + 1
             continue
-        if own_lo > start:
-            fit = min(fit, _least(free, mins, mirrored, start, own_lo, demand, gang, parallelism))
         take = fit if fit < remaining else remaining
         starts[written] = start - lo
         counts[written] = take
@@ -109,6 +96,28 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         if remaining == 0:
             return written
         start -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, below: int,
+                    demand: np.ndarray, gang: int, parallelism: int, starts: np.ndarray, counts: np.ndarray,
+                    first: int, written: int) -> int:  # pragma: no cover
+    """The last step of [lo, below) with room left after the laid leases `first`..`written` - 1, or -1."""
+    held = 0
+    for index in range(first, written):
+        held += counts[index]
+    piece_hi = below
+    for index in range(first, written + 1):  # pieces from the right: the highest laid start's first
+        piece_lo = starts[index] + lo if index < written else lo
+        if piece_lo < piece_hi:
+            found = _find(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism, held + 1,
+                          True, True)
+            if found >= 0:
+                return found
+            piece_hi = piece_lo
+        if index < written:
+            held -= counts[index]
     return -1
 
 

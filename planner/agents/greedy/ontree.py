@@ -14,10 +14,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from planner.agents.greedy.pack import flattest_of_tiles
+from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
-from planner.core.treekernels import find, least_room, room_at
+from planner.core.treekernels import BLOCK, find, least_room, room_at
 
 Blocks = tuple[np.ndarray, np.ndarray]
+FLAT_FROM = 2 * BLOCK  # leases of this many steps and more: GREE-L's tiles from the tree (see TreeView.answers)
 
 
 @njit(cache=True, nogil=True)
@@ -121,6 +124,18 @@ def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirror
     return -1
 
 
+@njit(cache=True, nogil=True)
+def tree_tiles(free: np.ndarray, mins: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
+               demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
+    """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last."""
+    tiles = (hi - lo) // length
+    out = np.empty(tiles, dtype=np.int64)
+    for tile in range(tiles):
+        out[tile] = _least(free, mins, mirrored, hi - (tile + 1) * length, hi - tile * length, demand, gang,
+                           parallelism)
+    return out
+
+
 class TreeView:
     """The plan's free-capacity tree as one placer sees it: its axis, or the mirrored one."""
 
@@ -132,6 +147,20 @@ class TreeView:
         """Steps [lo, hi) of the view were written."""
         steps = self.tree.steps
         self.tree.touched(*((steps - hi, steps - lo) if self.mirrored else (lo, hi)))
+
+    def answers(self, spread: bool, length: int) -> bool:
+        """Whether the tree answers this search: GREE's always; GREE-L's flat one for leases long enough that a
+        tile's least room costs fewer reads on the tree than on the window (shorter ones read the window)."""
+        return not spread or length >= FLAT_FROM
+
+    def blocks(self, spread: bool, task: AtomTask, lo: int, hi: int) -> Blocks | None:
+        """The atom's leases inside [lo, hi), flattest or latest (pack.flattest, pack.latest), or None."""
+        demand, gang, parallelism = task.demand, task.gang, task.parallelism
+        if not spread:
+            return self.latest(demand, gang, parallelism, lo, hi, task.length, task.leases)
+        tree = self.tree
+        tiles = tree_tiles(tree.free, tree.mins, self.mirrored, lo, hi, task.length, demand, gang, cap(parallelism))
+        return flattest_of_tiles(tiles, hi - lo, task.length, task.leases)
 
     def latest(self, demand: np.ndarray, gang: int, parallelism: int | None, lo: int, hi: int, length: int,
                leases: int) -> Blocks | None:

@@ -71,7 +71,11 @@ def latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
 
 def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
     """Flattest: the lowest level that holds every lease across the tiles, so use changes as little as it can."""
-    tiles = tile_room(room, length)
+    return flattest_of_tiles(tile_room(room, length), room.shape[0], length, leases)
+
+
+def flattest_of_tiles(tiles: np.ndarray, size: int, length: int, leases: int) -> Blocks | None:
+    """`flattest` from the tiles' room (tile_room's, over a window of `size` steps)."""
     if tiles.sum() < leases:
         return None
     low, high = 1, int(tiles.max())
@@ -87,7 +91,7 @@ def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
         # Trim one lease from the earliest tiles at the level, keeping later tiles level.
         at_level = np.flatnonzero(amounts == low)[::-1][:excess]
         amounts[at_level] -= 1
-    return _tile_blocks(amounts, room.shape[0], length)
+    return _tile_blocks(amounts, size, length)
 
 
 def exact_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:

@@ -146,9 +146,8 @@ class Placer:
         if hi - lo < task.length:
             return None
         blocks: Blocks | None
-        if self.tree is not None and not spread:
-            blocks = self.tree.latest(task.demand, task.gang, task.parallelism, lo - self.origin, hi - self.origin,
-                                      task.length, task.leases)
+        if self.tree is not None and self.tree.answers(spread, task.length):
+            blocks = self.tree.blocks(spread, task, lo - self.origin, hi - self.origin)
         else:
             blocks = (flattest if spread else latest)(room.over(lo, hi), task.length, task.leases)
         if blocks is None:

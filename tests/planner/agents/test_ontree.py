@@ -12,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 from planner.agents.greedy import pack
 from planner.agents.greedy.ontree import TreeView
 from planner.core import treekernels
+from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,3 +59,23 @@ def test_latest_on_the_tree_gives_the_dense_leases(data: st.DataObject, view: Tr
         assert found is not None
         assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()
 
+
+
+@FAST
+@given(data=st.data(), view=views(), length=st.integers(1, 80), leases=st.integers(1, 40), gang=st.integers(1, 2),
+       parallelism=st.one_of(st.none(), st.integers(1, 9)))
+def test_flattest_on_the_tree_gives_the_dense_leases(data: st.DataObject, view: TreeView, length: int, leases: int,
+                                                      gang: int, parallelism: int | None) -> None:
+    demand = data.draw(hnp.arrays(np.float64, view.free.shape[0], elements=st.sampled_from([0.0, 1.0, 2.0])))
+    steps = view.free.shape[1]
+    lo = data.draw(st.integers(0, steps - 1))
+    hi = data.draw(st.integers(lo + 1, steps))
+    task = AtomTask("a", None, demand, gang, parallelism, length, leases, lo, hi)  # type: ignore[arg-type]
+    room = pack.gang_room(np.ascontiguousarray(view.free[:, lo:hi]), demand, gang, parallelism)
+    expected = pack.flattest(room, length, leases)
+    found = view.blocks(True, task, lo, hi)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()

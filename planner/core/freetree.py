@@ -53,12 +53,14 @@ class FreeTree:
             np.subtract(capacity[:, lo:hi], used[:, lo:hi], out=self.free[:, lo:hi])
             kernels.refresh(self.free, self.mins, self.maxs, lo, hi)
 
-    def touched(self, lo: int, hi: int) -> None:
-        """Steps [lo, hi) of `free` were written in place (a trial placement laid or taken back)."""
+    def touched(self, lo: int, hi: int, refreshed: bool = False) -> None:
+        """Steps [lo, hi) of `free` were written in place (a trial placement laid or taken back); `refreshed`:
+        the writer brought the tree up to date itself."""
         lo, hi = max(lo, 0), min(hi, self.steps)
         if lo >= hi:
             return
-        kernels.refresh(self.free, self.mins, self.maxs, lo, hi)
+        if not refreshed:
+            kernels.refresh(self.free, self.mins, self.maxs, lo, hi)
         if self._dirty is not None:
             self._dirty = (min(lo, self._dirty[0]), max(hi, self._dirty[1]))
 

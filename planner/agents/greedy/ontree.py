@@ -17,7 +17,7 @@ from numba import njit
 from planner.agents.greedy.pack import flattest_of_tiles
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
-from planner.core.treekernels import BLOCK, find, least_room, room_at
+from planner.core.treekernels import BLOCK, find, least_room, refresh, room_at
 
 Blocks = tuple[np.ndarray, np.ndarray]
 FLAT_FROM = 2 * BLOCK  # leases of this many steps and more: GREE-L's tiles from the tree (see TreeView.answers)
@@ -125,6 +125,27 @@ def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirror
 
 
 @njit(cache=True, nogil=True)
+def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, starts: np.ndarray,
+             gangs: np.ndarray, length: int, gang: int, signed: np.ndarray) -> None:  # pragma: no cover
+    """Placer._apply on the tree: free -= signed demand x bundles held per step (the same float operations as the
+    placer's np.outer), then the tree over the steps written."""
+    base, top = starts.min(), starts.max() + length
+    held = np.zeros(top - base + 1, dtype=np.int64)
+    for i in range(starts.shape[0]):
+        held[starts[i] - base] += gangs[i]
+        held[starts[i] - base + length] -= gangs[i]
+    steps, running = free.shape[1], 0
+    for t in range(top - base):
+        running += held[t]
+        bundles = float(running * gang)
+        at = steps - 1 - (base + t) if mirrored else base + t
+        for r in range(free.shape[0]):
+            free[r, at] -= signed[r] * bundles
+    lo, hi = (steps - top, steps - base) if mirrored else (base, top)
+    refresh(free, mins, maxs, lo, hi)
+
+
+@njit(cache=True, nogil=True)
 def tree_tiles(free: np.ndarray, mins: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
                demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
     """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last."""
@@ -144,9 +165,17 @@ class TreeView:
         self.free = tree.free[:, ::-1] if mirrored else tree.free  # the placer's scratch: a view, not a copy
 
     def touched(self, lo: int, hi: int) -> None:
-        """Steps [lo, hi) of the view were written."""
+        """Steps [lo, hi) of the view were written in place."""
         steps = self.tree.steps
         self.tree.touched(*((steps - hi, steps - lo) if self.mirrored else (lo, hi)))
+
+    def lay(self, starts: np.ndarray, gangs: np.ndarray, task: AtomTask, sign: int) -> None:
+        """Lay one atom's placement on the view (take it back with sign -1), on the view's axis."""
+        tree = self.tree
+        tree_lay(tree.free, tree.mins, tree.maxs, self.mirrored, starts, gangs, task.length, task.gang,
+                 task.demand * sign)
+        steps, lo, hi = tree.steps, int(starts.min()), int(starts.max()) + task.length
+        tree.touched(*((steps - hi, steps - lo) if self.mirrored else (lo, hi)), refreshed=True)
 
     def answers(self, spread: bool, length: int) -> bool:
         """Whether the tree answers this search: GREE's always; GREE-L's flat one for leases long enough that a

@@ -100,11 +100,12 @@ class Placer:
 
     def _apply(self, solution: Solution, sign: int) -> None:
         for placement in solution:
+            if self.tree is not None:
+                self.tree.lay(placement.starts - self.origin, placement.gangs, placement.task, sign)
+                continue
             base, held = placement.held()
             base -= self.origin
             self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
-            if self.tree is not None:
-                self.tree.touched(base, base + held.shape[0])
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
         self._apply(solution, +1)

@@ -79,3 +79,25 @@ def test_flattest_on_the_tree_gives_the_dense_leases(data: st.DataObject, view: 
     else:
         assert found is not None
         assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()
+
+
+@FAST
+@given(data=st.data(), view=views(), length=st.integers(1, 30), gang=st.integers(1, 3))
+def test_laying_a_placement_on_the_tree_writes_what_the_placer_writes(data: st.DataObject, view: TreeView,
+                                                                      length: int, gang: int) -> None:
+    steps = view.free.shape[1]
+    if steps < length:
+        return
+    demand = data.draw(hnp.arrays(np.float64, view.free.shape[0], elements=st.sampled_from([0.0, 0.5, 1.0, 2.0])))
+    starts = np.array(data.draw(st.lists(st.integers(0, steps - length), min_size=1, max_size=5, unique=True)))
+    gangs = np.array(data.draw(st.lists(st.integers(1, 4), min_size=starts.size, max_size=starts.size)))
+    task = AtomTask("a", None, demand, gang, None, length, 1, 0, steps)  # type: ignore[arg-type]
+    expected = view.free.copy()
+    held = np.zeros(steps + 1, dtype=np.int64)
+    np.add.at(held, starts, gangs)
+    np.add.at(held, starts + length, -gangs)
+    expected -= np.outer(demand, np.cumsum(held[:-1]) * gang)
+    view.lay(starts, gangs, task, +1)
+    assert np.array_equal(view.free, expected)
+    fresh = FreeTree(view.tree.free)
+    assert np.array_equal(view.tree.mins, fresh.mins) and np.array_equal(view.tree.maxs, fresh.maxs)

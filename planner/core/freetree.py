@@ -41,6 +41,10 @@ class FreeTree:
     def steps(self) -> int:
         return int(self.free.shape[1])
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.free.nbytes + self.mins.nbytes + self.maxs.nbytes)
+
     def copy(self) -> FreeTree:
         twin = FreeTree.__new__(FreeTree)
         twin.free, twin.mins, twin.maxs, twin._dirty = self.free.copy(), self.mins.copy(), self.maxs.copy(), None

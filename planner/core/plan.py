@@ -119,6 +119,12 @@ class Plan:
             self._tree = FreeTree(self.capacity - self.used)
         return self._tree
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the plan's arrays: capacity, use, each limited user's use, and the free-capacity tree if built."""
+        tree = 0 if self._tree is None else self._tree.nbytes
+        return self.capacity.nbytes + self.used.nbytes + sum(use.nbytes for use in self.user_used.values()) + tree
+
     def roll(self, now: datetime) -> int:
         """Move the clock to `now` (never back) and the window with it, by whole `roll_steps`; the steps it moved.
 

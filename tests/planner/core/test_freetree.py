@@ -3,6 +3,8 @@ most or at least a bound, after random trial placements laid and taken back."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,9 @@ from hypothesis.extra import numpy as hnp
 from planner.agents.greedy.pack import gang_room
 from planner.core import treekernels
 from planner.core.freetree import FreeTree
+from planner.core.plan import Accepted, Allocation, Plan
+from rdl.tree import Resources
+from tests.planner.support import START, instant, make_cluster, one
 
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HALVES = st.integers(-4, 40).map(lambda n: n / 2)  # whole and half units, some below zero (over capacity)
@@ -85,3 +90,38 @@ def test_a_trial_gives_back_every_step_it_touched() -> None:
         assert tree.find(0, 300, np.array([1.0, 0.0]), 1, None, 0) == 100
     assert np.array_equal(tree.free, capacity - used)
     assert tree.least_room(0, 300, np.array([1.0, 1.0]), 1, None) == 5
+
+
+def _matches(plan: Plan) -> bool:
+    """The plan's tree holds its free capacity, and block minima and maxima of it."""
+    tree = plan.free_tree()
+    fresh = FreeTree(plan.capacity - plan.used)
+    return bool(np.array_equal(tree.free, fresh.free) and np.array_equal(tree.mins, fresh.mins)
+                and np.array_equal(tree.maxs, fresh.maxs))
+
+
+LEASES = st.tuples(st.integers(-5, 200), st.integers(1, 90), st.integers(1, 3))
+
+
+@FAST
+@given(held=st.lists(st.lists(LEASES, min_size=1, max_size=3), min_size=1, max_size=5),
+       removed=st.integers(0, 4), rolled=st.integers(0, 100))
+def test_the_plans_tree_follows_its_allocations(held: list[list[tuple[int, int, int]]], removed: int,
+                                                rolled: int) -> None:
+    cluster = make_cluster({"vcores": 8, "memory": "16GiB"}, steps=200, changes=[(120, {"vcores": 4})])
+    bundle = Resources.of({"vcores": 1.0, "memory": 1024.0})
+    plan = Plan(cluster)
+    plan.free_tree()  # built first: every change after this is one it must follow
+    for index, leases in enumerate(held):
+        allocations = [Allocation("x", start, start + length, count, bundle) for start, length, count in leases]
+        plan.add(Accepted(replace(one("reservation r { atom(b={vcores: 1}, w=1m) }"), name=f"r{index}"), START,
+                          allocations))
+        assert _matches(plan)
+    twin = plan.copy()
+    plan.remove(f"r{removed % len(held)}")
+    assert (_matches(plan) and _matches(twin) and not np.array_equal(plan.free_tree().free, twin.free_tree().free)) \
+        or np.array_equal(plan.used, twin.used)
+    plan.roll(instant(rolled))
+    assert _matches(plan)
+    plan.used = plan.used + 1.0  # a caller setting the arrays: the tree is laid again from them
+    assert _matches(plan)

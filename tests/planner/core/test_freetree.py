@@ -119,8 +119,7 @@ def test_the_plans_tree_follows_its_allocations(held: list[list[tuple[int, int, 
         assert _matches(plan)
     twin = plan.copy()
     plan.remove(f"r{removed % len(held)}")
-    assert (_matches(plan) and _matches(twin) and not np.array_equal(plan.free_tree().free, twin.free_tree().free)) \
-        or np.array_equal(plan.used, twin.used)
+    assert _matches(plan) and _matches(twin)  # the copy's tree is its own: the removal did not reach it
     plan.roll(instant(rolled))
     assert _matches(plan)
     plan.used = plan.used + 1.0  # a caller setting the arrays: the tree is laid again from them

@@ -21,7 +21,7 @@ import numpy as np
 
 from planner.core.compile import Clock
 from planner.core.held import Accepted, Allocation, Held, shifted
-from planner.core.policy import check
+from planner.core.policy import Violation, check_span
 from rdl.cluster import Cluster
 from rdl.policy import parse_policy
 from rdl.shape import step_ceil, step_floor
@@ -182,13 +182,27 @@ class Plan:
         self._accumulate(use, allocations, +1)
         return use
 
+    def use_over(self, allocations: list[Allocation]) -> tuple[np.ndarray, int]:
+        """What these allocations hold over the steps they reach inside the window only: (use, its first step)."""
+        steps = self.clock.steps
+        inside = [a for a in allocations if a.end > 0 and a.start < steps]
+        lo = min((max(a.start, 0) for a in inside), default=0)
+        hi = max((min(a.end, steps) for a in inside), default=0)
+        use = np.zeros((len(self.resources), max(hi - lo, 0)))
+        self._accumulate(use, shifted(inside, -lo), +1)
+        return use, lo
+
+    def policy_violation(self, reservation: Reservation, allocations: list[Allocation]) -> Violation | None:
+        """The sharing policy's limit these allocations would make the reservation's user break, or None; read
+        over the steps they hold (and the average's window around them), not the horizon (`check_span`)."""
+        if not self.policy.limited:
+            return None
+        added, lo = self.use_over(allocations)
+        return check_span(self.policy, reservation.user, self.capacity, self.used_by(reservation.user), added, lo)
+
     def within_policy(self, reservation: Reservation, allocations: list[Allocation]) -> bool:
         """Whether adding these allocations keeps the reservation's user within the sharing policy."""
-        if not self.policy.limited:
-            return True
-        added = self.use_of(allocations)
-        user = reservation.user
-        return check(self.policy, user, self.capacity, self.used_by(user) + added, added=added) is None
+        return self.policy_violation(reservation, allocations) is None
 
     def add(self, accepted: Accepted) -> None:
         """Record an accepted reservation and its use; its name must be new."""

@@ -16,7 +16,7 @@ from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution
 from planner.core.compile import Instance, compile_reservation
 from planner.core.decision import Reason
 from planner.core.plan import Allocation, Plan
-from planner.core.policy import check, headroom
+from planner.core.policy import headroom
 from rdl.tree import Reservation
 
 if TYPE_CHECKING:
@@ -92,9 +92,7 @@ class GreedyAgent:
     def _within_policy(plan: Plan, reservation: Reservation, outcome: Outcome) -> Outcome:
         """The outcome, or a `policy` rejection naming the user's limit it would break."""
         assert outcome.allocations is not None
-        added = plan.use_of(list(outcome.allocations))
-        user = reservation.user
-        violation = check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added)
+        violation = plan.policy_violation(reservation, list(outcome.allocations))
         if violation is None:
             return outcome
         return Outcome(None, Reason("policy", violation.message(plan.resources, plan.clock.origin, plan.clock.step)))

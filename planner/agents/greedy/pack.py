@@ -17,6 +17,10 @@ EPSILON = 1e-9
 # stay in numpy: loading numba and its first call cost about half a second per process, which a plan at minute
 # steps (windows of hours: hundreds of steps) would pay for nothing.
 COMPILED_FROM = 2048
+# Windows of this many steps and more are searched on the plan's free-capacity tree (ontree.py) instead of a copy:
+# below it, reading the window is cheaper than the tree's bookkeeping (measured: a week at minute steps, whose
+# 10,080 steps stay below it, decides faster on copies).
+TREE_FROM = 16_384
 Blocks = tuple[np.ndarray, np.ndarray]  # lease start offsets, and how many gangs start at each
 
 

@@ -15,6 +15,7 @@ from tests.planner.agents.test_properties import Scenario, parse, scenarios
 
 def _records(scenario: Scenario, agent: str, tree: bool) -> list[dict]:
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pack, "TREE_FROM", 0 if tree else 10**9)
         patch.setattr(pack, "COMPILED_FROM", 0 if tree else 10**9)
         patch.setattr(ontree, "FLAT_FROM", 0)  # GREE-L's flat tiles from the tree too, whatever the lease's length
         planner = Planner(scenario.cluster(), now=scenario.clock())

@@ -127,49 +127,53 @@ def _may_hold(mins: np.ndarray, maxs: np.ndarray, node: int, demand: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def _open(mins: np.ndarray, maxs: np.ndarray, node: int, span: int, first: int, last: int, demand: np.ndarray,
+          gang: int, parallelism: int, bound: int, at_least: bool) -> bool:  # pragma: no cover
+    """Whether the search may enter `node` (covering `span` blocks): it reaches into blocks [first, last] and the
+    tree does not rule it out."""
+    start = node * span - mins.shape[1] // 2
+    if start > last or start + span <= first:
+        return False
+    return _may_hold(mins, maxs, node, demand, gang, parallelism, bound, at_least)
+
+
+@njit(cache=True, nogil=True)
 def find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray, gang: int,
          parallelism: int, bound: int, at_least: bool, from_right: bool) -> int:  # pragma: no cover
     """The first step of [lo, hi), from the left or `from_right`, whose room is <= bound (or >= bound
-    `at_least`); -1 when there is none. Blocks the tree rules out are never read."""
+    `at_least`); -1 when there is none. Blocks the tree rules out are never read.
+
+    It starts at the first block and climbs only as far as the next block the tree does not rule out, so an
+    answer near the start costs a block's scan, and a far one O(log distance) nodes."""
     if hi <= lo:
         return -1
     size = mins.shape[1] // 2
     first, last = lo // BLOCK, (hi - 1) // BLOCK
-    stack = np.empty(128, dtype=np.int64)  # (node, node's first block, node's block count) triples
-    block = last if from_right else first
-    while first <= block <= last:
-        # The next block in the direction, from `block` on, that the tree does not rule out.
-        found = -1
-        stack[0], stack[1], stack[2] = 1, 0, size
-        top = 3
-        while top > 0:
-            top -= 3
-            node, start, count = stack[top], stack[top + 1], stack[top + 2]
-            if from_right:
-                if start > block or start + count <= first:
-                    continue
-            elif start + count <= block or start > last:
-                continue
-            if not _may_hold(mins, maxs, node, demand, gang, parallelism, bound, at_least):
-                continue
-            if count == 1:
-                found = start
-                break
-            half = count // 2
-            if from_right:  # the right child is popped first
-                stack[top], stack[top + 1], stack[top + 2] = 2 * node, start, half
-                stack[top + 3], stack[top + 4], stack[top + 5] = 2 * node + 1, start + half, half
-            else:
-                stack[top], stack[top + 1], stack[top + 2] = 2 * node + 1, start + half, half
-                stack[top + 3], stack[top + 4], stack[top + 5] = 2 * node, start, half
-            top += 6
-        if found < 0:
+    node, span = size + (last if from_right else first), 1
+    while True:
+        if _open(mins, maxs, node, span, first, last, demand, gang, parallelism, bound, at_least):
+            while span > 1:  # down to the first leaf in the direction the tree does not rule out
+                near, far = (2 * node + 1, 2 * node) if from_right else (2 * node, 2 * node + 1)
+                if _open(mins, maxs, near, span // 2, first, last, demand, gang, parallelism, bound, at_least):
+                    node, span = near, span // 2
+                elif _open(mins, maxs, far, span // 2, first, last, demand, gang, parallelism, bound, at_least):
+                    node, span = far, span // 2
+                else:
+                    break  # the maxima's bound was loose here: nothing below
+            if span == 1:
+                block = node - size
+                begin, end = max(lo, block * BLOCK), min(hi, (block + 1) * BLOCK)
+                for i in range(end - begin):
+                    t = end - 1 - i if from_right else begin + i
+                    room = room_at(free[:, t], demand, gang, parallelism)
+                    if room >= bound if at_least else room <= bound:
+                        return t
+        # On to the next subtree in the direction: up until `node` has a sibling that way.
+        while node > 1 and node & 1 == (0 if from_right else 1):
+            node, span = node // 2, span * 2
+        if node == 1:
             return -1
-        begin, end = max(lo, found * BLOCK), min(hi, (found + 1) * BLOCK)
-        for i in range(end - begin):
-            t = end - 1 - i if from_right else begin + i
-            room = room_at(free[:, t], demand, gang, parallelism)
-            if room >= bound if at_least else room <= bound:
-                return t
-        block = found - 1 if from_right else found + 1
-    return -1
+        node = node - 1 if from_right else node + 1
+        start = node * span - size
+        if (start + span <= first) if from_right else (start > last):
+            return -1

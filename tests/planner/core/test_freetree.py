@@ -124,3 +124,36 @@ def test_the_plans_tree_follows_its_allocations(held: list[list[tuple[int, int, 
     assert _matches(plan)
     plan.used = plan.used + 1.0  # a caller setting the arrays: the tree is laid again from them
     assert _matches(plan)
+
+
+@st.composite
+def deep_trees(draw: st.DrawFn) -> tuple[FreeTree, np.ndarray]:
+    """A tree of many blocks (several levels) over free capacity made of long runs, as a plan at fine steps holds."""
+    resources = draw(st.integers(1, 2))
+    steps = draw(st.integers(1, 40 * treekernels.BLOCK))
+    free = np.empty((resources, steps))
+    t = 0
+    while t < steps:
+        run = draw(st.integers(1, 600))
+        free[:, t:t + run] = np.array(draw(st.lists(st.integers(-1, 6), min_size=resources,
+                                                    max_size=resources)), dtype=np.float64)[:, None]
+        t += run
+    return FreeTree(free), free
+
+
+@FAST
+@given(data=st.data(), built=deep_trees(), gang=st.integers(1, 2))
+def test_searches_over_many_blocks_give_the_dense_answer(data: st.DataObject, built: tuple[FreeTree, np.ndarray],
+                                                         gang: int) -> None:
+    tree, free = built
+    demand = data.draw(hnp.arrays(np.float64, free.shape[0], elements=st.sampled_from([0.0, 1.0, 2.0])))
+    room = gang_room(free, demand, gang, None)
+    steps = free.shape[1]
+    lo = data.draw(st.integers(0, steps - 1))
+    hi = data.draw(st.integers(lo + 1, steps))
+    assert tree.least_room(lo, hi, demand, gang, None) == int(room[lo:hi].min())
+    for bound in (0, 1, 2, 3):
+        for at_least in (False, True):
+            for from_right in (False, True):
+                found = tree.find(lo, hi, demand, gang, None, bound, at_least=at_least, from_right=from_right)
+                assert found == _dense_find(room, lo, hi, bound, at_least, from_right), (bound, at_least, from_right)

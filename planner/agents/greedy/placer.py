@@ -83,7 +83,7 @@ class Placer:
 
     `free` may cover only the steps the search can reach, from step `origin` of the plan on: placements and
     `capacity` (the whole plan's) stay on the plan's step axis. With a `tree` (ontree.py), `free` is the plan's own
-    free-capacity tree, laid on in place and taken back, and GREE's latest search asks the tree.
+    free-capacity tree, laid on in place and taken back, and the searches it answers (`TreeView.answers`) ask it.
     """
 
     def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,

@@ -88,8 +88,8 @@ def bare_pass(cluster: Cluster, reservations: list[Reservation]) -> tuple[int, l
 
 
 def plan_memory(plan: Plan) -> int:
-    """Bytes of the plan's arrays: capacity, use, and each limited user's use."""
-    return plan.capacity.nbytes + plan.used.nbytes + sum(use.nbytes for use in plan.user_used.values())
+    """Bytes of the plan's arrays: capacity, use, each limited user's use, and the free-capacity tree once built."""
+    return plan.nbytes
 
 
 def roll_time(cluster: Cluster, count: int) -> float:

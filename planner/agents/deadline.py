@@ -11,9 +11,10 @@ from datetime import datetime
 import numpy as np
 
 from planner.agents.base import Agent
+from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
 from planner.agents.greedy.placer import Placer, first_start
-from planner.core.compile import compile_reservation, mirrored
+from planner.core.compile import Task, compile_reservation, mirrored
 from planner.core.plan import Plan
 from rdl.shape import step_floor
 from rdl.tree import Absolute, Reservation, Window
@@ -89,9 +90,25 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> in
     instance = compile_reservation(relaxed, submitted, plan.clock, plan.now_step, plan.resources)[0]
     task = mirrored(instance.task, steps)
     lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
+    if hi - lo >= pack.TREE_FROM:  # a long window: search the plan's tree, mirrored, instead of a copy
+        from planner.agents.greedy.ontree import TreeView
+
+        tree = plan.free_tree()
+        with tree.trial(plan.capacity, plan.used):
+            placer = Placer(tree.free, plan.capacity[:, ::-1], flat=False, tree=TreeView(tree, mirrored=True))
+            return _first_end(placer, task, steps)
     placer = Placer(np.ascontiguousarray(plan.free_in(lo, hi)[:, ::-1]), plan.capacity[:, ::-1], flat=False,
                     origin=steps - hi)
-    solution = next(placer.solutions(task, task.lo, task.hi), None)
+    return _first_end(placer, task, steps)
+
+
+def _first_end(placer: Placer, task: Task, steps: int) -> int | None:
+    """Where the mirrored task's first placement ends on the plan's axis; the search is closed (taken back)."""
+    search = placer.solutions(task, task.lo, task.hi)
+    try:
+        solution = next(search, None)
+    finally:
+        search.close()
     return None if solution is None else steps - first_start(solution)
 
 

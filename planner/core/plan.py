@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.core.compile import Clock
 from planner.core.held import Accepted, Allocation, Held, shifted
-from planner.core.policy import check
+from planner.core.policy import Violation, check_span
 from rdl.cluster import Cluster
 from rdl.policy import parse_policy
 from rdl.shape import step_ceil, step_floor
 from rdl.tree import Reservation, Resources
+
+if TYPE_CHECKING:
+    from planner.core.freetree import FreeTree
 
 __all__ = ["Accepted", "Allocation", "Plan", "capacity_over_time", "shifted", "window_cluster", "window_offset"]
 
@@ -82,12 +86,44 @@ class Plan:
         self.cluster = cluster
         self.clock = Clock(cluster.start, cluster.step, cluster.steps)
         self.resources = cluster.resource_names
+        self._tree: FreeTree | None = None
         self.capacity = capacity_over_time(cluster, self.clock)
         self.used = np.zeros_like(self.capacity)
         self.accepted = Held()
         self.now = now or cluster.start
         self.policy = parse_policy(cluster.policies, cluster.step)
         self.user_used: dict[str | None, np.ndarray] = {}  # kept only when the policy limits users
+
+    # Setting either array (`plan.used += ...` included) drops the free-capacity tree: it is built again when asked.
+    @property
+    def capacity(self) -> np.ndarray:
+        return self._capacity
+
+    @capacity.setter
+    def capacity(self, value: np.ndarray) -> None:
+        self._capacity, self._tree = value, None
+
+    @property
+    def used(self) -> np.ndarray:
+        return self._used
+
+    @used.setter
+    def used(self, value: np.ndarray) -> None:
+        self._used, self._tree = value, None
+
+    def free_tree(self) -> FreeTree:
+        """Free capacity as a searchable tree (freetree.py), built on first use and kept in step by `add`/`remove`."""
+        if self._tree is None:
+            from planner.core.freetree import FreeTree  # loads the compiler: only plans with long windows need it
+
+            self._tree = FreeTree(self.capacity - self.used)
+        return self._tree
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the plan's arrays: capacity, use, each limited user's use, and the free-capacity tree if built."""
+        tree = 0 if self._tree is None else self._tree.nbytes
+        return self.capacity.nbytes + self.used.nbytes + sum(use.nbytes for use in self.user_used.values()) + tree
 
     def roll(self, now: datetime) -> int:
         """Move the clock to `now` (never back) and the window with it, by whole `roll_steps`; the steps it moved.
@@ -130,6 +166,7 @@ class Plan:
         twin = Plan.__new__(Plan)
         twin.__dict__.update(self.__dict__)
         twin.used = self.used.copy()
+        twin._tree = None if self._tree is None else self._tree.copy()
         twin.accepted = self.accepted.copy()
         twin.user_used = {user: use.copy() for user, use in self.user_used.items()}
         return twin
@@ -145,13 +182,27 @@ class Plan:
         self._accumulate(use, allocations, +1)
         return use
 
+    def use_over(self, allocations: list[Allocation]) -> tuple[np.ndarray, int]:
+        """What these allocations hold over the steps they reach inside the window only: (use, its first step)."""
+        steps = self.clock.steps
+        inside = [a for a in allocations if a.end > 0 and a.start < steps]
+        lo = min((max(a.start, 0) for a in inside), default=0)
+        hi = max((min(a.end, steps) for a in inside), default=0)
+        use = np.zeros((len(self.resources), max(hi - lo, 0)))
+        self._accumulate(use, shifted(inside, -lo), +1)
+        return use, lo
+
+    def policy_violation(self, reservation: Reservation, allocations: list[Allocation]) -> Violation | None:
+        """The sharing policy's limit these allocations would make the reservation's user break, or None; read
+        over the steps they hold (and the average's window around them), not the horizon (`check_span`)."""
+        if not self.policy.limited:
+            return None
+        added, lo = self.use_over(allocations)
+        return check_span(self.policy, reservation.user, self.capacity, self.used_by(reservation.user), added, lo)
+
     def within_policy(self, reservation: Reservation, allocations: list[Allocation]) -> bool:
         """Whether adding these allocations keeps the reservation's user within the sharing policy."""
-        if not self.policy.limited:
-            return True
-        added = self.use_of(allocations)
-        user = reservation.user
-        return check(self.policy, user, self.capacity, self.used_by(user) + added, added=added) is None
+        return self.policy_violation(reservation, allocations) is None
 
     def add(self, accepted: Accepted) -> None:
         """Record an accepted reservation and its use; its name must be new."""
@@ -169,6 +220,9 @@ class Plan:
 
     def _apply(self, accepted: Accepted, sign: int) -> None:
         self._accumulate(self.used, accepted.allocations, sign)
+        if self._tree is not None and accepted.allocations:
+            self._tree.reset(self.capacity, self.used, min(a.start for a in accepted.allocations),
+                             max(a.end for a in accepted.allocations))
         if self.policy.limited:
             user = accepted.reservation.user
             self._accumulate(self.user_used.setdefault(user, np.zeros_like(self.capacity)), accepted.allocations,

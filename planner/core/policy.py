@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -149,6 +149,34 @@ def check(policy: SharingPolicy, user: str | None, capacity: np.ndarray, user_us
     """The first limit the user's use breaks, instantaneous before average, or None."""
     return (instantaneous_violation(policy, user, capacity, user_used_after, added=added)
             or average_violation(policy, user, capacity, user_used_after, added=added))
+
+
+def check_span(policy: SharingPolicy, user: str | None, capacity: np.ndarray, user_used: np.ndarray,
+               added: np.ndarray, lo: int) -> Violation | None:
+    """`check` of the user's use plus `added`, use held over steps [lo, lo + its length) only, reading just the
+    steps a limit can see from there: those steps for the instantaneous limit, a window more each side for the
+    average one. The same answer as `check` over the whole horizon (sums of whole units are exact from any origin).
+    """
+    hi = lo + added.shape[1]
+    after = user_used[:, lo:hi] + added
+    found = instantaneous_violation(policy, user, capacity[:, lo:hi], after, added=added)
+    if found is not None:
+        return _moved(found, lo)
+    limits = policy.for_user(user)
+    if limits.average is None or limits.window is None:
+        return None
+    # Every window the added use falls in lies inside [first, last), or reaches past the horizon there.
+    first, last = max(0, lo - limits.window + 1), min(capacity.shape[1], hi + limits.window - 1)
+    around = user_used[:, first:last].copy()
+    around[:, lo - first:hi - first] = after
+    placed = np.zeros_like(around)
+    placed[:, lo - first:hi - first] = added
+    found = average_violation(policy, user, capacity[:, first:last], around, added=placed)
+    return None if found is None else _moved(found, first)
+
+
+def _moved(violation: Violation, steps: int) -> Violation:
+    return replace(violation, start=violation.start + steps, end=violation.end + steps, at=violation.at + steps)
 
 
 def _limit(share: float, amount: np.ndarray) -> np.ndarray:

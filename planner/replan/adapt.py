@@ -316,10 +316,7 @@ def _fits(plan: Plan, allocations: Sequence[Allocation], accepted: Accepted) -> 
     added = plan.use_of(list(allocations))
     if (plan.used + added > plan.capacity + TOLERANCE).any():
         return False
-    if not plan.policy.limited:
-        return True
-    user = accepted.reservation.user
-    return check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added) is None
+    return plan.within_policy(accepted.reservation, list(allocations))
 
 
 def started(plan: Plan, accepted: Accepted) -> bool:

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.agents.base import Outcome
 from planner.agents.explain import capacity_reason, clipped_reason, window_reason
+from planner.agents.greedy import pack
 from planner.agents.greedy.early import search_early
 from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution
 from planner.core.compile import Instance, compile_reservation
 from planner.core.decision import Reason
 from planner.core.plan import Allocation, Plan
-from planner.core.policy import check, headroom
+from planner.core.policy import headroom
 from rdl.tree import Reservation
+
+if TYPE_CHECKING:
+    from planner.agents.greedy.ontree import TreeView
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class GreedyAgent:
         limited = plan.policy.limited
         user = reservation.user
         lo, hi = reach(instances, plan.clock.steps)
+        if not limited and hi - lo >= pack.TREE_FROM:
+            return self._on_tree(plan, reservation, instances)
         free = plan.free_in(lo, hi)
         if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it
             free = np.minimum(free, headroom(plan.policy, user, plan.capacity[:, lo:hi],
@@ -52,34 +59,44 @@ class GreedyAgent:
             outcome = unlimited  # it fits the cluster, but not the user's share: say which limit
         return self._within_policy(plan, reservation, outcome)
 
+    def _on_tree(self, plan: Plan, reservation: Reservation, instances: list[Instance]) -> Outcome:
+        """The search on the plan's free-capacity tree (a long window: seconds-long steps), copying none of it."""
+        from planner.agents.greedy.ontree import TreeView  # loads the compiler: only long windows come here
+
+        tree = plan.free_tree()
+        with tree.trial(plan.capacity, plan.used):
+            return self._search(plan, reservation, instances, tree.free, 0, TreeView(tree))
+
     def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray,
-                origin: int) -> Outcome:
-        if reservation.placement == "early":  # the user's preference: the same search on the reversed axis
+                origin: int, tree: TreeView | None = None) -> Outcome:
+        if reservation.placement == "early":  # the user's preference: the same search on the reversed axis (a copy)
             return search_early(plan, reservation, instances, free, origin, self.budget, self.reasons)
-        placer = Placer(free, plan.capacity, self.flat, origin=origin)
-        held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
+        placer = Placer(free, plan.capacity, self.flat, origin=origin, tree=tree)
+        held: list[Generator[Solution, None, None]] = []  # open searches keep their placements applied to the scratch
         placed: list[tuple[Instance, Solution]] = []
-        for instance in instances:
-            placer.budget, placer.failure = self.budget, None
-            search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
-                                      (instance.task.lo, instance.task.hi))
-            solution = next(search, None)
-            if solution is None:
-                if not self.reasons:
-                    return Outcome(None, Reason("capacity", "no placement found"))
-                reason = clipped_reason(instance, plan, reservation)
-                return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
-            held.append(search)
-            placed.append((instance, solution))
-        return Outcome(tuple(to_allocations(placed)))
+        try:
+            for instance in instances:
+                placer.budget, placer.failure = self.budget, None
+                search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
+                                          (instance.task.lo, instance.task.hi))
+                solution = next(search, None)
+                if solution is None:
+                    if not self.reasons:
+                        return Outcome(None, Reason("capacity", "no placement found"))
+                    reason = clipped_reason(instance, plan, reservation)
+                    return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
+                held.append(search)
+                placed.append((instance, solution))
+            return Outcome(tuple(to_allocations(placed)))
+        finally:
+            for search in reversed(held):  # take the placements back (on a tree, the plan's own)
+                search.close()
 
     @staticmethod
     def _within_policy(plan: Plan, reservation: Reservation, outcome: Outcome) -> Outcome:
         """The outcome, or a `policy` rejection naming the user's limit it would break."""
         assert outcome.allocations is not None
-        added = plan.use_of(list(outcome.allocations))
-        user = reservation.user
-        violation = check(plan.policy, user, plan.capacity, plan.used_by(user) + added, added=added)
+        violation = plan.policy_violation(reservation, list(outcome.allocations))
         if violation is None:
             return outcome
         return Outcome(None, Reason("policy", violation.message(plan.resources, plan.clock.origin, plan.clock.step)))

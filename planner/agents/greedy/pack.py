@@ -17,6 +17,10 @@ EPSILON = 1e-9
 # stay in numpy: loading numba and its first call cost about half a second per process, which a plan at minute
 # steps (windows of hours: hundreds of steps) would pay for nothing.
 COMPILED_FROM = 2048
+# Windows of this many steps and more are searched on the plan's free-capacity tree (ontree.py) instead of a copy:
+# below it, reading the window is cheaper than the tree's bookkeeping (measured: a week at minute steps, whose
+# 10,080 steps stay below it, decides faster on copies).
+TREE_FROM = 16_384
 Blocks = tuple[np.ndarray, np.ndarray]  # lease start offsets, and how many gangs start at each
 
 
@@ -71,7 +75,11 @@ def latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
 
 def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
     """Flattest: the lowest level that holds every lease across the tiles, so use changes as little as it can."""
-    tiles = tile_room(room, length)
+    return flattest_of_tiles(tile_room(room, length), room.shape[0], length, leases)
+
+
+def flattest_of_tiles(tiles: np.ndarray, size: int, length: int, leases: int) -> Blocks | None:
+    """`flattest` from the tiles' room (tile_room's, over a window of `size` steps)."""
     if tiles.sum() < leases:
         return None
     low, high = 1, int(tiles.max())
@@ -87,7 +95,7 @@ def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
         # Trim one lease from the earliest tiles at the level, keeping later tiles level.
         at_level = np.flatnonzero(amounts == low)[::-1][:excess]
         amounts[at_level] -= 1
-    return _tile_blocks(amounts, room.shape[0], length)
+    return _tile_blocks(amounts, size, length)
 
 
 def exact_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:

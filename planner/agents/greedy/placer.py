@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.agents.greedy.pack import Blocks, flattest, gang_room, latest
 from planner.core.compile import AtomTask, GroupTask, Task, task_work
+
+if TYPE_CHECKING:
+    from planner.agents.greedy.ontree import TreeView
 
 DEFAULT_BUDGET = 64
 
@@ -78,12 +82,14 @@ class Placer:
     """Searches placements for task trees on `free` (resources × steps), which it mutates.
 
     `free` may cover only the steps the search can reach, from step `origin` of the plan on: placements and
-    `capacity` (the whole plan's) stay on the plan's step axis.
+    `capacity` (the whole plan's) stay on the plan's step axis. With a `tree` (ontree.py), `free` is the plan's own
+    free-capacity tree, laid on in place and taken back, and the searches it answers (`TreeView.answers`) ask it.
     """
 
     def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,
-                 origin: int = 0):
-        self.free = free
+                 origin: int = 0, tree: TreeView | None = None):
+        self.free = tree.free if tree is not None else free
+        self.tree = tree
         self.origin = origin
         self.capacity = capacity
         self.flat = flat
@@ -94,6 +100,9 @@ class Placer:
 
     def _apply(self, solution: Solution, sign: int) -> None:
         for placement in solution:
+            if self.tree is not None:
+                self.tree.lay(placement.starts - self.origin, placement.gangs, placement.task, sign)
+                continue
             base, held = placement.held()
             base -= self.origin
             self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
@@ -137,7 +146,11 @@ class Placer:
     def _place(self, task: AtomTask, lo: int, hi: int, spread: bool, room: _Room) -> Solution | None:
         if hi - lo < task.length:
             return None
-        blocks: Blocks | None = (flattest if spread else latest)(room.over(lo, hi), task.length, task.leases)
+        blocks: Blocks | None
+        if self.tree is not None and self.tree.answers(spread, task.length):
+            blocks = self.tree.blocks(spread, task, lo - self.origin, hi - self.origin)
+        else:
+            blocks = (flattest if spread else latest)(room.over(lo, hi), task.length, task.leases)
         if blocks is None:
             return None
         return [AtomPlacement(task, blocks[0] + lo, blocks[1])]

@@ -1,0 +1,202 @@
+"""GREE's latest-and-tallest search on the plan's free-capacity tree (planner/core/freetree.py), compiled.
+
+`pack.latest(gang_room(free[:, lo:hi]), length, leases)` computes the room of every step of the window and then walks
+it from the end; here the walk asks the tree instead: the leftmost step without room in a lease, the least room over
+a lease, and, past a step without room, the last step before it with room. It reads the steps where the answer is,
+not the window, and gives the same leases (tests/planner/agents/test_ontree.py).
+
+A `TreeView` is the tree as one placer sees it: on the plan's step axis, or mirrored (step v is step steps-1-v, the
+earliest-deadline search's reversed time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from planner.agents.greedy.pack import flattest_of_tiles
+from planner.core.compile import AtomTask
+from planner.core.freetree import FreeTree, cap
+from planner.core.treekernels import BLOCK, find, least_room, refresh, room_at
+
+Blocks = tuple[np.ndarray, np.ndarray]
+FLAT_FROM = 2 * BLOCK  # leases of this many steps and more: GREE-L's tiles from the tree (see TreeView.answers)
+
+
+@njit(cache=True, nogil=True)
+def _find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
+          demand: np.ndarray, gang: int, parallelism: int, bound: int, at_least: bool,
+          from_right: bool) -> int:  # pragma: no cover
+    """treekernels.find over [lo, hi) of the view's axis."""
+    if not mirrored:
+        return find(free, mins, maxs, lo, hi, demand, gang, parallelism, bound, at_least, from_right)
+    steps = free.shape[1]
+    found = find(free, mins, maxs, steps - hi, steps - lo, demand, gang, parallelism, bound, at_least, not from_right)
+    return -1 if found < 0 else steps - 1 - found
+
+
+@njit(cache=True, nogil=True)
+def _least(free: np.ndarray, mins: np.ndarray, mirrored: bool, lo: int, hi: int, demand: np.ndarray, gang: int,
+           parallelism: int) -> int:  # pragma: no cover
+    steps = free.shape[1]
+    if mirrored:
+        lo, hi = steps - hi, steps - lo
+    return least_room(free, mins, lo, hi, demand, gang, parallelism)
+
+
+@njit(cache=True, nogil=True)
+def _room(free: np.ndarray, mirrored: bool, t: int, demand: np.ndarray, gang: int,
+          parallelism: int) -> int:  # pragma: no cover
+    return room_at(free[:, free.shape[1] - 1 - t if mirrored else t], demand, gang, parallelism)
+
+
+@njit(cache=True, nogil=True)
+def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
+                length: int, leases: int, demand: np.ndarray, gang: int, parallelism: int,
+                starts: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover
+    """compiled.latest_kernel over the room of [lo, hi), asking the tree; the blocks written (offsets from lo) or -1.
+
+    The leases already laid lower what is left: each began above the current start and covers every step from its
+    start to past the current lease's end, so within a lease they weigh on its last steps only, constant between two
+    of their starts. Each such piece, and the steps below the lowest of them, is one question to the tree: the room
+    there against what the leases laid hold.
+    """
+    written, remaining = 0, leases
+    start = hi - length
+    while start >= lo:
+        end = start + length
+        first = written  # the leases laid that reach into [start, end): a suffix of those written
+        while first > 0 and starts[first - 1] + lo < end:
+            first -= 1
+        # Pieces from the left: [start, lowest laid start) holding nothing laid, then one per laid start.
+        blocked, fit, held = -1, 2**62, 0
+        piece_lo = start
+        for index in range(written, first - 1, -1):
+            piece_hi = starts[index - 1] + lo if index > first else end
+            if index < written:
+                held += counts[index]
+            if piece_hi > piece_lo:
+                blocked = _find(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism, held,
+                                False, False)
+                if blocked >= 0:
+                    break
+                fit = min(fit, _least(free, mins, mirrored, piece_lo, piece_hi, demand, gang, parallelism) - held)
+            piece_lo = piece_hi
+        if blocked >= 0:
+            # Every start whose lease reaches a step between the last one with room left below `blocked` and
+            # `blocked` itself has no fit: go straight to the highest start below them.
+            found = _last_with_room(free, mins, maxs, mirrored, lo, blocked, demand, gang, parallelism,
+                                    starts, counts, first, written)
+            if found < 0:
+                return -1
+            start = found - length + 1
+            continue
+        take = fit if fit < remaining else remaining
+        starts[written] = start - lo
+        counts[written] = take
+        written += 1
+        remaining -= take
+        if remaining == 0:
+            return written
+        start -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, below: int,
+                    demand: np.ndarray, gang: int, parallelism: int, starts: np.ndarray, counts: np.ndarray,
+                    first: int, written: int) -> int:  # pragma: no cover
+    """The last step of [lo, below) with room left after the laid leases `first`..`written` - 1, or -1."""
+    held = 0
+    for index in range(first, written):
+        held += counts[index]
+    piece_hi = below
+    for index in range(first, written + 1):  # pieces from the right: the highest laid start's first
+        piece_lo = starts[index] + lo if index < written else lo
+        if piece_lo < piece_hi:
+            found = _find(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism, held + 1,
+                          True, True)
+            if found >= 0:
+                return found
+            piece_hi = piece_lo
+        if index < written:
+            held -= counts[index]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, starts: np.ndarray,
+             gangs: np.ndarray, length: int, gang: int, signed: np.ndarray) -> None:  # pragma: no cover
+    """Placer._apply on the tree: free -= signed demand x bundles held per step (the same float operations as the
+    placer's np.outer), then the tree over the steps written."""
+    base, top = starts.min(), starts.max() + length
+    held = np.zeros(top - base + 1, dtype=np.int64)
+    for i in range(starts.shape[0]):
+        held[starts[i] - base] += gangs[i]
+        held[starts[i] - base + length] -= gangs[i]
+    steps, running = free.shape[1], 0
+    for t in range(top - base):
+        running += held[t]
+        bundles = float(running * gang)
+        at = steps - 1 - (base + t) if mirrored else base + t
+        for r in range(free.shape[0]):
+            free[r, at] -= signed[r] * bundles
+    lo, hi = (steps - top, steps - base) if mirrored else (base, top)
+    refresh(free, mins, maxs, lo, hi)
+
+
+@njit(cache=True, nogil=True)
+def tree_tiles(free: np.ndarray, mins: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
+               demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
+    """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last."""
+    tiles = (hi - lo) // length
+    out = np.empty(tiles, dtype=np.int64)
+    for tile in range(tiles):
+        out[tile] = _least(free, mins, mirrored, hi - (tile + 1) * length, hi - tile * length, demand, gang,
+                           parallelism)
+    return out
+
+
+class TreeView:
+    """The plan's free-capacity tree as one placer sees it: its axis, or the mirrored one."""
+
+    def __init__(self, tree: FreeTree, mirrored: bool = False):
+        self.tree, self.mirrored = tree, mirrored
+        self.free = tree.free[:, ::-1] if mirrored else tree.free  # the placer's scratch: a view, not a copy
+
+    def touched(self, lo: int, hi: int) -> None:
+        """Steps [lo, hi) of the view were written in place."""
+        steps = self.tree.steps
+        self.tree.touched(*((steps - hi, steps - lo) if self.mirrored else (lo, hi)))
+
+    def lay(self, starts: np.ndarray, gangs: np.ndarray, task: AtomTask, sign: int) -> None:
+        """Lay one atom's placement on the view (take it back with sign -1), on the view's axis."""
+        tree = self.tree
+        tree_lay(tree.free, tree.mins, tree.maxs, self.mirrored, starts, gangs, task.length, task.gang,
+                 task.demand * sign)
+        steps, lo, hi = tree.steps, int(starts.min()), int(starts.max()) + task.length
+        tree.touched(*((steps - hi, steps - lo) if self.mirrored else (lo, hi)), refreshed=True)
+
+    def answers(self, spread: bool, length: int) -> bool:
+        """Whether the tree answers this search: GREE's always; GREE-L's flat one for leases long enough that a
+        tile's least room costs fewer reads on the tree than on the window (shorter ones read the window)."""
+        return not spread or length >= FLAT_FROM
+
+    def blocks(self, spread: bool, task: AtomTask, lo: int, hi: int) -> Blocks | None:
+        """The atom's leases inside [lo, hi), flattest or latest (pack.flattest, pack.latest), or None."""
+        demand, gang, parallelism = task.demand, task.gang, task.parallelism
+        if not spread:
+            return self.latest(demand, gang, parallelism, lo, hi, task.length, task.leases)
+        tree = self.tree
+        tiles = tree_tiles(tree.free, tree.mins, self.mirrored, lo, hi, task.length, demand, gang, cap(parallelism))
+        return flattest_of_tiles(tiles, hi - lo, task.length, task.leases)
+
+    def latest(self, demand: np.ndarray, gang: int, parallelism: int | None, lo: int, hi: int, length: int,
+               leases: int) -> Blocks | None:
+        """pack.latest over the room of [lo, hi): lease start offsets from lo and gangs at each, or None."""
+        size = max(0, min(leases, hi - lo - length + 1))
+        starts, counts = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+        tree = self.tree
+        written = tree_latest(tree.free, tree.mins, tree.maxs, self.mirrored, lo, hi, length, leases, demand, gang,
+                              cap(parallelism), starts, counts)
+        return None if written < 0 else (starts[:written], counts[:written])

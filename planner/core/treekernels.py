@@ -1,0 +1,179 @@
+"""The compiled parts of `FreeTree` (freetree.py): building its per-block minima and maxima, and the searches.
+
+Free capacity stays a dense array (resources × steps); above it, per resource, a segment tree over blocks of `BLOCK`
+steps holds each block's least and greatest free. A search never reads a step whose block the tree rules out, so
+its cost follows the places where capacity changes, not the steps of the window.
+
+A step's room is the greedy placer's: gangs of `gang` bundles of `demand` that fit there (`room_at`, the same float
+operations as pack.gang_room). Room only grows with each resource's free capacity, so the least room over a span is
+the room of the span's per-resource minima, exactly; the room of its maxima bounds its greatest room from above.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+BLOCK = 64  # steps per leaf of the tree: a leaf is scanned whole, so this trades memory for scan length
+EPSILON = 1e-9  # pack.py's
+UNBOUNDED = 2**40  # the room of a bundle that asks for nothing
+NO_CAP = -1  # `parallelism` None
+
+
+@njit(cache=True, nogil=True)
+def room_at(values: np.ndarray, demand: np.ndarray, gang: int, parallelism: int) -> int:  # pragma: no cover
+    """Gangs that fit where each resource has `values[r]` free (pack.gang_room at one step)."""
+    lowest = math.inf
+    needed = False
+    for r in range(values.shape[0]):
+        if demand[r] > 0:
+            needed = True
+            ratio = values[r] / demand[r]
+            if ratio < lowest:
+                lowest = ratio
+    bundles = math.floor(lowest + EPSILON) if needed else UNBOUNDED
+    if parallelism != NO_CAP and bundles > parallelism:
+        bundles = parallelism
+    if bundles < 0:
+        bundles = 0
+    return bundles // gang
+
+
+@njit(cache=True, nogil=True)
+def build(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray) -> None:  # pragma: no cover
+    """Fill the tree (leaves from `mins.shape[1] // 2`) from `free`; leaves past the steps stay neutral."""
+    mins[:, :] = math.inf
+    maxs[:, :] = -math.inf
+    refresh(free, mins, maxs, 0, free.shape[1])
+
+
+@njit(cache=True, nogil=True)
+def _pull(mins: np.ndarray, maxs: np.ndarray, node: int) -> None:  # pragma: no cover
+    for r in range(mins.shape[0]):
+        mins[r, node] = min(mins[r, 2 * node], mins[r, 2 * node + 1])
+        maxs[r, node] = max(maxs[r, 2 * node], maxs[r, 2 * node + 1])
+
+
+@njit(cache=True, nogil=True)
+def refresh(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int) -> None:  # pragma: no cover
+    """Recompute the blocks over steps [lo, hi) from `free`, and their ancestors."""
+    if hi <= lo:
+        return
+    size, steps = mins.shape[1] // 2, free.shape[1]
+    first, last = lo // BLOCK, (hi - 1) // BLOCK
+    for block in range(first, last + 1):
+        end = min(steps, (block + 1) * BLOCK)
+        for r in range(free.shape[0]):
+            low, high = math.inf, -math.inf
+            for t in range(block * BLOCK, end):
+                value = free[r, t]
+                low = min(low, value)
+                high = max(high, value)
+            mins[r, size + block] = low
+            maxs[r, size + block] = high
+    first, last = (size + first) // 2, (size + last) // 2
+    while first >= 1:
+        for node in range(first, last + 1):
+            _pull(mins, maxs, node)
+        first, last = first // 2, last // 2
+
+
+@njit(cache=True, nogil=True)
+def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarray:  # pragma: no cover
+    """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span)."""
+    resources, size = free.shape[0], mins.shape[1] // 2
+    out = np.full(resources, math.inf)
+    t = lo
+    while t < hi and t % BLOCK != 0:  # the head of a block
+        for r in range(resources):
+            out[r] = min(out[r], free[r, t])
+        t += 1
+    end = hi - hi % BLOCK if hi - hi % BLOCK > t else t
+    left, right = size + t // BLOCK, size + end // BLOCK  # whole blocks [t, end): tree nodes [left, right)
+    while left < right:
+        if left & 1:
+            for r in range(resources):
+                out[r] = min(out[r], mins[r, left])
+            left += 1
+        if right & 1:
+            right -= 1
+            for r in range(resources):
+                out[r] = min(out[r], mins[r, right])
+        left //= 2
+        right //= 2
+    for t in range(end, hi):  # the tail
+        for r in range(resources):
+            out[r] = min(out[r], free[r, t])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def least_room(free: np.ndarray, mins: np.ndarray, lo: int, hi: int, demand: np.ndarray, gang: int,
+               parallelism: int) -> int:  # pragma: no cover
+    """The least room over steps [lo, hi): the room of the per-resource minima."""
+    return room_at(least_free(free, mins, lo, hi), demand, gang, parallelism)
+
+
+@njit(cache=True, nogil=True)
+def _may_hold(mins: np.ndarray, maxs: np.ndarray, node: int, demand: np.ndarray, gang: int, parallelism: int,
+              bound: int, at_least: bool) -> bool:  # pragma: no cover
+    """Whether some step under `node` may have room <= bound (exact), or >= bound (`at_least`: maxima, an upper
+    bound, so a yes may be wrong and the caller checks the steps)."""
+    if at_least:
+        return room_at(maxs[:, node], demand, gang, parallelism) >= bound
+    return room_at(mins[:, node], demand, gang, parallelism) <= bound
+
+
+@njit(cache=True, nogil=True)
+def _open(mins: np.ndarray, maxs: np.ndarray, node: int, span: int, first: int, last: int, demand: np.ndarray,
+          gang: int, parallelism: int, bound: int, at_least: bool) -> bool:  # pragma: no cover
+    """Whether the search may enter `node` (covering `span` blocks): it reaches into blocks [first, last] and the
+    tree does not rule it out."""
+    start = node * span - mins.shape[1] // 2
+    if start > last or start + span <= first:
+        return False
+    return _may_hold(mins, maxs, node, demand, gang, parallelism, bound, at_least)
+
+
+@njit(cache=True, nogil=True)
+def find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray, gang: int,
+         parallelism: int, bound: int, at_least: bool, from_right: bool) -> int:  # pragma: no cover
+    """The first step of [lo, hi), from the left or `from_right`, whose room is <= bound (or >= bound
+    `at_least`); -1 when there is none. Blocks the tree rules out are never read.
+
+    It starts at the first block and climbs only as far as the next block the tree does not rule out, so an
+    answer near the start costs a block's scan, and a far one O(log distance) nodes."""
+    if hi <= lo:
+        return -1
+    size = mins.shape[1] // 2
+    first, last = lo // BLOCK, (hi - 1) // BLOCK
+    node, span = size + (last if from_right else first), 1
+    while True:
+        if _open(mins, maxs, node, span, first, last, demand, gang, parallelism, bound, at_least):
+            while span > 1:  # down to the first leaf in the direction the tree does not rule out
+                near, far = (2 * node + 1, 2 * node) if from_right else (2 * node, 2 * node + 1)
+                if _open(mins, maxs, near, span // 2, first, last, demand, gang, parallelism, bound, at_least):
+                    node, span = near, span // 2
+                elif _open(mins, maxs, far, span // 2, first, last, demand, gang, parallelism, bound, at_least):
+                    node, span = far, span // 2
+                else:
+                    break  # the maxima's bound was loose here: nothing below
+            if span == 1:
+                block = node - size
+                begin, end = max(lo, block * BLOCK), min(hi, (block + 1) * BLOCK)
+                for i in range(end - begin):
+                    t = end - 1 - i if from_right else begin + i
+                    room = room_at(free[:, t], demand, gang, parallelism)
+                    if room >= bound if at_least else room <= bound:
+                        return t
+        # On to the next subtree in the direction: up until `node` has a sibling that way.
+        while node > 1 and node & 1 == (0 if from_right else 1):
+            node, span = node // 2, span * 2
+        if node == 1:
+            return -1
+        node = node - 1 if from_right else node + 1
+        start = node * span - size
+        if (start + span <= first) if from_right else (start > last):
+            return -1

@@ -1,0 +1,159 @@
+"""The free-capacity tree against the dense answer: least room, and the first step from either end with room at
+most or at least a bound, after random trial placements laid and taken back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from planner.agents.greedy.pack import gang_room
+from planner.core import treekernels
+from planner.core.freetree import FreeTree
+from planner.core.plan import Accepted, Allocation, Plan
+from rdl.tree import Resources
+from tests.planner.support import START, instant, make_cluster, one
+
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HALVES = st.integers(-4, 40).map(lambda n: n / 2)  # whole and half units, some below zero (over capacity)
+DEMANDS = st.sampled_from([0.0, 0.5, 1.0, 1.5, 3.0])
+
+
+def _dense_find(room: np.ndarray, lo: int, hi: int, bound: int, at_least: bool, from_right: bool) -> int:
+    hits = [t for t in range(lo, hi) if (room[t] >= bound if at_least else room[t] <= bound)]
+    if not hits:
+        return -1
+    return hits[-1] if from_right else hits[0]
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> tuple[FreeTree, np.ndarray]:
+    """A tree over random free capacity (up to a few blocks), with random spans then changed in place."""
+    resources = draw(st.integers(1, 3))
+    steps = draw(st.integers(0, 3 * treekernels.BLOCK + 7))
+    free = draw(hnp.arrays(np.float64, (resources, steps), elements=HALVES))
+    tree = FreeTree(free)
+    for _ in range(draw(st.integers(0, 3))):
+        if steps == 0:
+            break
+        lo = draw(st.integers(0, steps - 1))
+        hi = draw(st.integers(lo + 1, steps))
+        tree.free[:, lo:hi] -= draw(HALVES)
+        tree.touched(lo, hi)
+    return tree, tree.free.copy()
+
+
+@FAST
+@given(data=st.data(), built=trees(), gang=st.integers(1, 3), parallelism=st.one_of(st.none(), st.integers(0, 12)))
+def test_searches_give_the_dense_answer(data: st.DataObject, built: tuple[FreeTree, np.ndarray], gang: int,
+                                        parallelism: int | None) -> None:
+    tree, free = built
+    demand = data.draw(hnp.arrays(np.float64, free.shape[0], elements=DEMANDS))
+    room = gang_room(free, demand, gang, parallelism)
+    steps = free.shape[1]
+    lo = data.draw(st.integers(0, steps))
+    hi = data.draw(st.integers(lo, steps))
+    if hi > lo:
+        assert tree.least_room(lo, hi, demand, gang, parallelism) == int(room[lo:hi].min())
+    for bound in {0, 1, 2, int(room[lo:hi].max()) if hi > lo else 3}:
+        for at_least in (False, True):
+            for from_right in (False, True):
+                expected = _dense_find(room, lo, hi, bound, at_least, from_right)
+                found = tree.find(lo, hi, demand, gang, parallelism, bound, at_least=at_least, from_right=from_right)
+                assert found == expected, (bound, at_least, from_right)
+
+
+@FAST
+@given(built=trees())
+def test_the_tree_holds_the_block_minima_and_maxima(built: tuple[FreeTree, np.ndarray]) -> None:
+    tree, free = built
+    size = tree.mins.shape[1] // 2
+    for block in range(-(-free.shape[1] // treekernels.BLOCK)):
+        part = free[:, block * treekernels.BLOCK:(block + 1) * treekernels.BLOCK]
+        assert np.array_equal(tree.mins[:, size + block], part.min(axis=1))
+        assert np.array_equal(tree.maxs[:, size + block], part.max(axis=1))
+    if free.shape[1]:
+        assert np.array_equal(tree.mins[:, 1], free.min(axis=1)) and np.array_equal(tree.maxs[:, 1], free.max(axis=1))
+
+
+def test_a_trial_gives_back_every_step_it_touched() -> None:
+    capacity = np.full((2, 300), 8.0)
+    used = np.zeros_like(capacity)
+    used[:, 100:150] = 3.0
+    tree = FreeTree(capacity - used)
+    with tree.trial(capacity, used):
+        tree.free[:, 10:200] -= 5.0
+        tree.touched(10, 200)
+        assert tree.find(0, 300, np.array([1.0, 0.0]), 1, None, 0) == 100
+    assert np.array_equal(tree.free, capacity - used)
+    assert tree.least_room(0, 300, np.array([1.0, 1.0]), 1, None) == 5
+
+
+def _matches(plan: Plan) -> bool:
+    """The plan's tree holds its free capacity, and block minima and maxima of it."""
+    tree = plan.free_tree()
+    fresh = FreeTree(plan.capacity - plan.used)
+    return bool(np.array_equal(tree.free, fresh.free) and np.array_equal(tree.mins, fresh.mins)
+                and np.array_equal(tree.maxs, fresh.maxs))
+
+
+LEASES = st.tuples(st.integers(-5, 200), st.integers(1, 90), st.integers(1, 3))
+
+
+@FAST
+@given(held=st.lists(st.lists(LEASES, min_size=1, max_size=3), min_size=1, max_size=5),
+       removed=st.integers(0, 4), rolled=st.integers(0, 100))
+def test_the_plans_tree_follows_its_allocations(held: list[list[tuple[int, int, int]]], removed: int,
+                                                rolled: int) -> None:
+    cluster = make_cluster({"vcores": 8, "memory": "16GiB"}, steps=200, changes=[(120, {"vcores": 4})])
+    bundle = Resources.of({"vcores": 1.0, "memory": 1024.0})
+    plan = Plan(cluster)
+    plan.free_tree()  # built first: every change after this is one it must follow
+    for index, leases in enumerate(held):
+        allocations = [Allocation("x", start, start + length, count, bundle) for start, length, count in leases]
+        plan.add(Accepted(replace(one("reservation r { atom(b={vcores: 1}, w=1m) }"), name=f"r{index}"), START,
+                          allocations))
+        assert _matches(plan)
+    twin = plan.copy()
+    plan.remove(f"r{removed % len(held)}")
+    assert _matches(plan) and _matches(twin)  # the copy's tree is its own: the removal did not reach it
+    plan.roll(instant(rolled))
+    assert _matches(plan)
+    plan.used = plan.used + 1.0  # a caller setting the arrays: the tree is laid again from them
+    assert _matches(plan)
+
+
+@st.composite
+def deep_trees(draw: st.DrawFn) -> tuple[FreeTree, np.ndarray]:
+    """A tree of many blocks (several levels) over free capacity made of long runs, as a plan at fine steps holds."""
+    resources = draw(st.integers(1, 2))
+    steps = draw(st.integers(1, 40 * treekernels.BLOCK))
+    free = np.empty((resources, steps))
+    t = 0
+    while t < steps:
+        run = draw(st.integers(1, 600))
+        free[:, t:t + run] = np.array(draw(st.lists(st.integers(-1, 6), min_size=resources,
+                                                    max_size=resources)), dtype=np.float64)[:, None]
+        t += run
+    return FreeTree(free), free
+
+
+@FAST
+@given(data=st.data(), built=deep_trees(), gang=st.integers(1, 2))
+def test_searches_over_many_blocks_give_the_dense_answer(data: st.DataObject, built: tuple[FreeTree, np.ndarray],
+                                                         gang: int) -> None:
+    tree, free = built
+    demand = data.draw(hnp.arrays(np.float64, free.shape[0], elements=st.sampled_from([0.0, 1.0, 2.0])))
+    room = gang_room(free, demand, gang, None)
+    steps = free.shape[1]
+    lo = data.draw(st.integers(0, steps - 1))
+    hi = data.draw(st.integers(lo + 1, steps))
+    assert tree.least_room(lo, hi, demand, gang, None) == int(room[lo:hi].min())
+    for bound in (0, 1, 2, 3):
+        for at_least in (False, True):
+            for from_right in (False, True):
+                found = tree.find(lo, hi, demand, gang, None, bound, at_least=at_least, from_right=from_right)
+                assert found == _dense_find(room, lo, hi, bound, at_least, from_right), (bound, at_least, from_right)

@@ -19,10 +19,10 @@ from follower.sim.engine import simulate
 from follower.sim.evaluate import Outcome, check_grid, evaluate, grid_checkpoint, plan_peers, pool_size
 from follower.sim.evaluate import render as evaluate_render
 from follower.sim.grid import (
-    AGENTS,
     DEFAULT_SEEDS,
     EXAMPLES,
     FAIRNESS_SCENARIOS,
+    GRID_AGENTS,
     LOAD_AGENTS,
     LOAD_SCENARIOS,
     LOADS,
@@ -278,7 +278,8 @@ class PeerRows:
               help="Folder in which scenario names are looked up (default: the repository's examples/scenarios).")
 @click.option("--reservations", default=",".join(RESERVATION_SCENARIOS), show_default=True,
               help="Scenarios of the reservation study (names in --scenarios, or paths; empty: skip).")
-@click.option("--agents", default=",".join(AGENTS), show_default=True, help="Agents compared.")
+@click.option("--agents", default=",".join(GRID_AGENTS), show_default=True,
+              help="Agents compared (the MILP only when named: one arrival at a time it decides as greedy does).")
 @click.option("--slacks", default=",".join(f"{s:g}" for s in SLACKS), show_default=True,
               help="Mean deadline slack factors.")
 @click.option("--fairness", default=",".join(FAIRNESS_SCENARIOS), show_default=True,
@@ -329,7 +330,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     \b
     Examples:
       rayon evaluate                                   # the default grid, into evaluation/
-      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (hours)
+      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (about an hour)
       rayon evaluate --quick --out /tmp/report         # about 4 minutes: the point, not the whole grid
       rayon evaluate --scheduler tcp://10.0.0.5:8786   # on your Dask cluster
       rayon evaluate --seeds 1 --milp-time-limit 1     # one seed per cell, a faster MILP: no intervals

@@ -209,8 +209,8 @@ def summary_rows(loaded: LoadedFile, context: Context) -> list[list[str]]:
         s = summarize(reservation, context)
         window = f"[{units.format_instant(s.start)}, {units.format_instant(s.end) if s.end else 'open'})"
         path = units.format_duration(s.critical_path_seconds) if s.critical_path_seconds else "-"
-        rows.append([s.name, s.user or "-", window, f"{s.work_seconds / 3600:g}", str(s.atoms), path,
-                     units.format_duration(s.every) if s.every else "-"])
+        every = units.format_duration(s.every) + (f" {reservation.tz}" if reservation.tz else "") if s.every else "-"
+        rows.append([s.name, s.user or "-", window, f"{s.work_seconds / 3600:g}", str(s.atoms), path, every])
     return rows
 
 

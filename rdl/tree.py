@@ -8,9 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from rdl.errors import NOWHERE, Span
+
+PLACEMENTS = ("late", "early")  # `placement=`: where the greedy agents put each piece in its window; late is default
+PACKS = ("node",)  # `pack=`: each gang's bundles on one node (checked against the cluster's nodes, not planned)
+CHOICES = {"placement": PLACEMENTS, "pack": PACKS}  # the header attributes that take a word from a list
+
+
+def later(instant: datetime, seconds: float, zone: str | None = None) -> datetime:
+    """`instant` moved on by `seconds`; in a named zone, by that much wall-clock time there (a day is a calendar day:
+    06:00 stays 06:00 across a change of daylight-saving time). A wall time the change skips moves on by the
+    change (02:30 on the day clocks go forward is 03:30); one that occurs twice is its first occurrence."""
+    if zone is None or seconds == 0:
+        return instant + timedelta(seconds=seconds)
+    local = instant.astimezone(ZoneInfo(zone)).replace(fold=0)
+    return (local + timedelta(seconds=seconds)).astimezone(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +79,8 @@ class Absolute:
     def resolve(self, arrival: datetime) -> datetime:
         return self.instant
 
-    def shifted(self, seconds: float) -> Absolute:
-        return Absolute(self.instant + timedelta(seconds=seconds))
+    def shifted(self, seconds: float, zone: str | None = None) -> Absolute:
+        return Absolute(later(self.instant, seconds, zone))
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +92,7 @@ class Relative:
     def resolve(self, arrival: datetime) -> datetime:
         return arrival + timedelta(seconds=self.offset)
 
-    def shifted(self, seconds: float) -> Relative:
+    def shifted(self, seconds: float, zone: str | None = None) -> Relative:
         return self
 
 
@@ -162,6 +177,9 @@ class Reservation:
     priority: int = 0
     every: float | None = None
     until: TimeValue | None = None  # a recurring reservation has no instance arriving at or after it
+    tz: str | None = None  # an IANA zone name: `every` counts calendar days there, zone-less times are its wall time
+    placement: str = "late"  # one of PLACEMENTS
+    pack: str | None = None  # one of PACKS
     span: Span = field(default=NOWHERE, compare=False, repr=False)
 
     @property
@@ -174,6 +192,10 @@ class Reservation:
     def arrival_at(self, submitted: datetime) -> datetime:
         """When the reservation arrives: its `arrival` (relative ones count from submission), else submission."""
         return self.arrival.resolve(submitted) if self.arrival is not None else submitted
+
+    def instance_arrival(self, first_arrival: datetime, index: int) -> datetime:
+        """When instance `index` of the series arrives: `index` periods after the first, in `tz`'s calendar if set."""
+        return later(first_arrival, (self.every or 0.0) * index, self.tz)
 
     def repeats_at(self, first_arrival: datetime, arrival: datetime) -> bool:
         """Whether an instance arriving at `arrival` belongs to the series: it arrives before `until` (a relative

@@ -90,6 +90,7 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
                      f"(first at {names[node.name]})", hint="names are unique within a reservation")
         names.setdefault(node.name, node.span)
     _check_queue(reservation, context.cluster, sink)
+    _check_pack(reservation, context.cluster, sink)
     arrival = reservation.arrival_at(context.now)
     if not _times_in_range(reservation, arrival, sink):
         return sink.errors
@@ -151,6 +152,30 @@ def _check_queue(reservation: Reservation, cluster: Cluster | None, sink: ErrorS
     sink.add(reservation.span, f"reservation `{reservation.name}` names queue `{reservation.queue}`, which is not "
              f"one of the cluster's reservable `queues`",
              hint=did_you_mean(reservation.queue, cluster.queues) or f"name one of {listed}, or none")
+
+
+def _check_pack(reservation: Reservation, cluster: Cluster | None, sink: ErrorSink) -> None:
+    """`pack=node`: every gang's bundles together fit one node of the cluster's `nodes:` (any alternative too: the
+    plan counts capacity, not nodes, so it cannot steer an `any` away from one that would not)."""
+    if reservation.pack is None or cluster is None:
+        return
+    if not cluster.nodes:
+        sink.add(reservation.span, f"reservation `{reservation.name}` has `pack=node`, but the cluster file lists no "
+                 "nodes to pack a gang on", hint="describe the cluster with `nodes:`, or leave `pack` out")
+        return
+    for name, atom in atoms(reservation.body):
+        need = atom.bundle.scaled(atom.gang)
+        if atom.gang == 1 or any(all(q <= (group.size.get(r) or 0.0) for r, q in need.items())
+                                 for group in cluster.nodes):
+            continue
+        largest = max(cluster.nodes, key=lambda group: sum(group.size.values()))
+        sink.add(atom.span, f"atom `{name}` has a gang of {atom.gang} bundles that needs "
+                 f"{_vector(need)} on one node (`pack=node`), more than any node holds (`{largest.name}`: "
+                 f"{_vector(largest.size)})", hint="lower g or the bundle size, or leave `pack` out")
+
+
+def _vector(resources: Resources) -> str:
+    return "{" + ", ".join(f"{r}: {units.format_quantity(r, q)}" for r, q in resources.items()) + "}"
 
 
 def _check_every(reservation: Reservation, every: float, cluster: Cluster, series: float | None,

@@ -89,6 +89,10 @@ class ReservationJSON(Strict):
     value: Number | None = None
     priority: int | None = None
     every: str | None = None
+    until: str | None = None
+    tz: str | None = Field(None, description="an IANA time zone: `every` counts calendar days there")
+    placement: Literal["early", "late"] | None = None
+    pack: Literal["node"] | None = None
     expr: Expr
 
 

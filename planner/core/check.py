@@ -152,11 +152,11 @@ def _check_reservation(reservation: Reservation, decision: Mapping[str, AnyType]
     for index, (arrival, shift) in enumerate(instances):
         if index >= required and not any(key[0] == index for key in leases):
             continue
-        walker = _Walker(reservation.name, index, leases, grid, arrival, shift, cluster.step)
+        walker = _Walker(reservation.name, index, leases, grid, arrival, shift, cluster.step, reservation.tz)
         lower = max(grid.up(arrival), grid.up(now))
         upper = grid.steps
         if reservation.every is not None:  # an instance lives in its own period
-            upper = min(upper, grid.down(arrival + timedelta(seconds=reservation.every)))
+            upper = min(upper, grid.down(reservation.instance_arrival(first_arrival, index + 1)))
         used = walker.check(reservation.expr, "0", None, (lower, upper))
         if used is None:
             problems.append(f"{reservation.name}: instance {index} accepted but not placed in full")
@@ -172,29 +172,30 @@ def _instances(reservation: Reservation, arrival: datetime, grid: _Grid, horizon
     found = [(arrival, 0.0)]
     while True:
         shift = reservation.every * len(found)
-        moved = arrival + timedelta(seconds=shift)
+        moved = reservation.instance_arrival(arrival, len(found))
         if moved >= horizon_end or not reservation.repeats_at(arrival, moved):
             return found
         expr = reservation.expr
-        period_end = grid.down(moved + timedelta(seconds=reservation.every))
-        end = grid.down(_shift(expr.end, shift).resolve(moved)) if isinstance(expr, Window) else period_end
+        period_end = grid.down(reservation.instance_arrival(arrival, len(found) + 1))
+        end = grid.down(_shift(expr.end, shift, reservation.tz).resolve(moved)) if isinstance(expr, Window) \
+            else period_end
         end = min(end, period_end)
         if end > horizon:
             return found
         found.append((moved, shift))
 
 
-def _shift(value: AnyType, seconds: float) -> AnyType:
-    return value.shifted(seconds)
+def _shift(value: AnyType, seconds: float, zone: str | None) -> AnyType:
+    return value.shifted(seconds, zone)
 
 
 class _Walker:
     """Walks one instance's tree; returns (first start, last end) of what is placed, None if nothing."""
 
     def __init__(self, name: str, instance: int, leases: Mapping[tuple[int, str], list[Lease]], grid: _Grid,
-                 arrival: datetime, shift: float, step: int):
+                 arrival: datetime, shift: float, step: int, zone: str | None = None):
         self.name, self.instance, self.leases, self.grid = name, instance, leases, grid
-        self.arrival, self.shift, self.step = arrival, shift, step
+        self.arrival, self.shift, self.step, self.zone = arrival, shift, step, zone
         self.problems: list[str] = []
 
     def fail(self, where: str, message: str) -> None:
@@ -205,8 +206,9 @@ class _Walker:
         if isinstance(node, Atom):
             return self.atom(node, atom_label(node, path, parent), bounds)
         if isinstance(node, Window):
-            start = _shift(node.start, self.shift).resolve(self.arrival) if node.start is not None else self.arrival
-            end = _shift(node.end, self.shift).resolve(self.arrival)
+            start = _shift(node.start, self.shift, self.zone).resolve(self.arrival) if node.start is not None \
+                else self.arrival
+            end = _shift(node.end, self.shift, self.zone).resolve(self.arrival)
             inner = (max(bounds[0], self.grid.up(start)), min(bounds[1], self.grid.down(end)))
             return self.check(node.child, child_path(node, path, 0), node, inner)
         spans = [self.check(child, f"{path}.{i}", node, bounds) for i, child in enumerate(node.children)]

@@ -153,14 +153,14 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
         if index == 1:
             index = first_period_in(reservation, first_arrival, clock.origin)
         shift = (reservation.every or 0.0) * index
-        arrival = first_arrival + timedelta(seconds=shift)
+        arrival = reservation.instance_arrival(first_arrival, index)
         if index > 0 and (reservation.every is None or arrival >= horizon_end
                           or not reservation.repeats_at(first_arrival, arrival)):
             break
-        expr = _shifted(reservation.expr, shift)
+        expr = _shifted(reservation.expr, shift, reservation.tz)
         period_end = clock.steps
         if reservation.every is not None:
-            period_end = step_floor(clock.origin, arrival + timedelta(seconds=reservation.every), clock.step)
+            period_end = step_floor(clock.origin, reservation.instance_arrival(first_arrival, index + 1), clock.step)
         declared = outer_window(expr, arrival, clock, period_end)
         if reservation.every is not None:
             declared = (declared[0], min(declared[1], period_end))
@@ -174,7 +174,8 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
 
 
 def first_period_in(reservation: Reservation, first_arrival: datetime, origin: datetime) -> int:
-    """The index, at least 1, of a series' instance whose period ends after `origin` (or one before: float noise)."""
+    """The index, at least 1, of a series' instance whose period ends after `origin` (or one before: float noise, or
+    the hour a calendar day in `tz` differs from `every`)."""
     if reservation.every is None or origin <= first_arrival:
         return 1
     return max(1, math.floor((origin - first_arrival).total_seconds() / reservation.every) - 1)
@@ -183,25 +184,30 @@ def first_period_in(reservation: Reservation, first_arrival: datetime, origin: d
 def series_instance(reservation: Reservation, submitted: datetime, index: int) -> Reservation:
     """Instance `index` of a recurring reservation as a series of one: its arrival, absolute times and deadline
     moved to its period, and `until` just after its arrival, so that it compiles to that one instance, still
-    bounded by its own period (how a series goes on once the plan rolls: planner/store/series.py)."""
+    bounded by its own period (how a series goes on once the plan rolls: planner/store/series.py). With `tz`, its
+    `every` is its own period's length in seconds (a calendar day there may be 23 or 25 hours)."""
     assert reservation.every is not None
-    shift = reservation.every * index
-    arrival = reservation.arrival_at(submitted) + timedelta(seconds=shift)
-    deadline = reservation.deadline.shifted(shift) if reservation.deadline is not None else None
-    return replace(reservation, arrival=Absolute(arrival), body=_shifted(reservation.body, shift), deadline=deadline,
-                   until=Absolute(arrival + timedelta(seconds=1)))
+    shift, zone = reservation.every * index, reservation.tz
+    first = reservation.arrival_at(submitted)
+    arrival = reservation.instance_arrival(first, index)
+    period = (reservation.instance_arrival(first, index + 1) - arrival).total_seconds()
+    deadline = reservation.deadline.shifted(shift, zone) if reservation.deadline is not None else None
+    return replace(reservation, arrival=Absolute(arrival), body=_shifted(reservation.body, shift, zone),
+                   deadline=deadline, until=Absolute(arrival + timedelta(seconds=1)), every=period, tz=None)
 
 
-def _shifted(expr: Expr, seconds: float) -> Expr:
-    """The expression with its absolute times moved by `seconds` (relative ones follow the arrival)."""
+def _shifted(expr: Expr, seconds: float, zone: str | None = None) -> Expr:
+    """The expression with its absolute times moved by `seconds` (in `zone`: by wall-clock time there; relative
+    times follow the arrival)."""
     if seconds == 0:
         return expr
     if isinstance(expr, Window):
-        start = expr.start.shifted(seconds) if expr.start is not None else None
-        return replace(expr, child=_shifted(expr.child, seconds), end=expr.end.shifted(seconds), start=start)
+        start = expr.start.shifted(seconds, zone) if expr.start is not None else None
+        return replace(expr, child=_shifted(expr.child, seconds, zone), end=expr.end.shifted(seconds, zone),
+                       start=start)
     if isinstance(expr, Atom):
         return expr
-    children = tuple(_shifted(c, seconds) for c in expr.children)
+    children = tuple(_shifted(c, seconds, zone) for c in expr.children)
     if isinstance(expr, Order):
         return Order(children, expr.gap, expr.name, expr.span)
     return type(expr)(children, expr.name, expr.span)

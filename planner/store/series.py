@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -120,7 +120,12 @@ def first_from(reservation: Reservation, submitted: datetime, at: datetime) -> i
     """The index of the series' first instance arriving at or after `at`."""
     assert reservation.every is not None
     first = reservation.arrival_at(submitted)
-    return max(0, math.ceil((at - first).total_seconds() / reservation.every))
+    index = max(0, math.ceil((at - first).total_seconds() / reservation.every))
+    while index > 0 and reservation.instance_arrival(first, index - 1) >= at:  # `tz`: a day may be 23 or 25 hours
+        index -= 1
+    while reservation.instance_arrival(first, index) < at:
+        index += 1
+    return index
 
 
 def goes_on_after(reservation: Reservation, submitted: datetime, at: datetime) -> bool:
@@ -128,7 +133,7 @@ def goes_on_after(reservation: Reservation, submitted: datetime, at: datetime) -
     if reservation.every is None:
         return False
     first = reservation.arrival_at(submitted)
-    coming = first + timedelta(seconds=reservation.every * first_from(reservation, submitted, at))
+    coming = reservation.instance_arrival(first, first_from(reservation, submitted, at))
     return reservation.repeats_at(first, coming)
 
 
@@ -136,7 +141,7 @@ def ended_before(reservation: Reservation, submitted: datetime, index: int) -> R
     """The series with no instance from `index` on: its `until` at that instance's arrival (or earlier, as it was)."""
     assert reservation.every is not None
     first = reservation.arrival_at(submitted)
-    end = first + timedelta(seconds=reservation.every * index)
+    end = reservation.instance_arrival(first, index)
     if reservation.until is not None and reservation.until.resolve(first) <= end:
         return reservation
     return replace(reservation, until=Absolute(end))

@@ -72,6 +72,12 @@ def to_json(reservation: Reservation) -> dict[str, AnyType]:
         data["every"] = units.format_duration(reservation.every)
     if reservation.until is not None:
         data["until"] = format_time(reservation.until)
+    if reservation.tz is not None:
+        data["tz"] = reservation.tz
+    if reservation.placement != "late":
+        data["placement"] = reservation.placement
+    if reservation.pack is not None:
+        data["pack"] = reservation.pack
     data["expr"] = expr_to_json(reservation.body)
     return data
 
@@ -114,7 +120,9 @@ class _JSONReader(ValueReader):
             if key not in (*HEADER_KEYS, "name", "expr"):
                 self.sink.add(self.span(f"{path}.{key}"), f"unknown reservation field `{key}`",
                               hint=did_you_mean(key, [*HEADER_KEYS, "expr"]))
-        header = self.header({k: self.header_token(k, data[k], f"{path}.{k}") for k in HEADER_KEYS if k in data})
+        tokens = {k: self.header_token(k, data[k], f"{path}.{k}") for k in HEADER_KEYS if k in data}
+        self.read_zone(tokens.get("tz"))  # first: the zone reads the times without one
+        header = self.header(tokens)
         if "expr" not in data:
             self.sink.add(self.span(path), f"reservation `{name or path}` needs `expr`")
             return None
@@ -124,8 +132,8 @@ class _JSONReader(ValueReader):
         return Reservation(name=name, body=body, span=self.span(path), **header)  # type: ignore[arg-type]
 
     def header_token(self, key: str, value: AnyType, path: str) -> Token:
-        """A header value's token; `user` and `queue` strings are taken verbatim, never as numbers or times."""
-        if key in ("user", "queue") and isinstance(value, str):
+        """A header value's token; `user`, `queue` and `tz` strings are taken verbatim, never as numbers or times."""
+        if key in ("user", "queue", "tz") and isinstance(value, str):
             return Token.pinned("name", value, self.span(path))
         return self.token(value, path)
 

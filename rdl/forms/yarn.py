@@ -20,8 +20,10 @@ Mapping (YARN → RDL):
 The inverse, `to_yarn`, takes YARN-shaped reservations only: a queue, an absolute arrival, a deadline (absolute,
 or relative to the arrival), and a body that is one atom (sent as R_ALL) or one `any`/`all`/`order` (no gap limit,
 or gap 0) of atoms, each with a lease, a bundle of exactly memory and vcores in whole numbers, `w/l` containers in
-whole gangs of `g`, and `h` unset or equal to that count. Names of stages, `user` and `value` have no YARN field
-and are dropped.
+whole gangs of `g`, and `h` unset or equal to that count. Names of stages, `user`, `value`, `placement` and `pack`
+have no YARN field and are dropped (YARN's agent chooses early or late placement for the whole cluster). A series
+with `tz` is refused: YARN repeats a fixed number of milliseconds, so its instances would drift across a change of
+daylight-saving time.
 
 Checks are YARN's own (`ReservationInputValidator`) plus the shape rules of a request; every error names its JSON
 path, and all are reported together. Like YARN, the window need only hold the shortest alternative of an R_ANY.
@@ -71,6 +73,9 @@ def to_yarn(reservation: Reservation, reservation_id: str | None = None) -> dict
     """The YARN REST submission body of a YARN-shaped reservation (see the module notes); else ValueError."""
     if reservation.queue is None:
         raise ValueError(f"reservation `{reservation.name}` has no queue; a YARN submission needs one")
+    if reservation.tz is not None and reservation.every is not None:
+        raise ValueError(f"reservation `{reservation.name}` repeats by calendar days in {reservation.tz} (`tz`); "
+                         "YARN repeats a fixed period, so it cannot say that")
     arrival, deadline = _yarn_window(reservation)
     interpreter, stages = _yarn_stages(reservation)
     definition: dict[str, AnyType] = {

@@ -16,11 +16,13 @@ from rdl.errors import RDLError, Span
 # A value is lexed whole even when it is malformed, so that its error names all of it: a time is
 # a date and whatever time-like text follows it (`2026-11-23`, `2026-11-23 08:00:00Z`, a lower-case
 # `z`); a relative time or a number runs on through letters, digits, `.` and `:` (`+25:00`, `1h30m`).
-KINDS = (None, "skip", "punct", "name", "time", "relative", "number", "string", "bad")
+# A name followed by `/` is a zone name (`Europe/Berlin`, `America/Argentina/Buenos_Aires`), read only by `tz=`.
+KINDS = (None, "skip", "punct", "name", "zone", "time", "relative", "number", "string", "bad")
 _TOKEN = re.compile(
     r"([ \t\r\f\n]+|\#[^\n]*)"
     r"|([(){},:=])"
-    r"|([A-Za-z_][A-Za-z0-9_.\-]*)"
+    r"|([A-Za-z_][A-Za-z0-9_.\-]*+(?!/))"
+    r"|([A-Za-z_][A-Za-z0-9_.\-]*(?:/[A-Za-z0-9_.+\-]*)+)"
     r"|(\d{4}-\d{2}-\d{2}(?:[Tt][0-9:.]*| \d\d?:[0-9:.]*)?(?:[+-]\d{2}(?::?\d{2})?|[A-Za-z]\w*)?)"
     r"|(\+\d(?:[eE][+-]\d|[\w.:])*)"
     r"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[A-Za-z0-9.]*)"

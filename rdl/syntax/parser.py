@@ -13,13 +13,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any as AnyValue
 
-from rdl import units
+from rdl import tree, units, zones
 from rdl.errors import ErrorSink, RDLError, RDLErrors, Span, did_you_mean
 from rdl.syntax.lexer import Token, paused_gc, tokenize
 from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Relative, Reservation, Resources, TimeValue, Window
 
 LOOKAHEAD = 2
-HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every", "until")
+HEADER_KEYS = ("user", "queue", "arrival", "deadline", "value", "priority", "every", "until", "tz", "placement",
+               "pack")
 COMBINATORS = ("atom", "window", "order", "all", "any")
 ATOM_KEYS = ("b", "g", "h", "l", "w")
 
@@ -34,6 +35,20 @@ class ValueReader:
 
     def __init__(self) -> None:
         self.sink = ErrorSink()
+        self.zone: str | None = None  # the reservation's `tz`, read first: zone-less times are wall times there
+
+    def read_zone(self, token: Token | None) -> str | None:
+        """The `tz` header's zone name (kept as `self.zone` for the times read after it), or None."""
+        self.zone = None
+        if token is None:
+            return None
+        if token.kind not in ("name", "zone", "string"):
+            return self.bad(token, f"`tz` is a time zone, got {token.describe()}", "a name such as `Europe/Berlin`")
+        problem = zones.zone_problem(unquote(token))
+        if problem is not None:
+            return self.bad(token, problem[0], "a time zone name", problem[1])
+        self.zone = unquote(token)
+        return self.zone
 
     def build(self, keyword: str, keywords: Keywords, children: list[Expr], name: str | None, span: Span) -> Expr:
         """The node for `keyword(...)` from its keyword arguments and child expressions."""
@@ -42,6 +57,10 @@ class ValueReader:
     def header(self, values: dict[str, Token]) -> dict[str, object]:
         """Typed header attributes from their value tokens; failed ones are left out (and reported)."""
         typed = {key: self.header_value(key, token) for key, token in values.items()}
+        every = typed.get("every")
+        if self.zone is not None and isinstance(every, float) and every % 86400:
+            typed["every"] = self.bad(values["every"], f"with `tz`, `every` counts calendar days in the zone: a whole "
+                                      f"number of days, got `{values['every'].text}`", "`1d`, `7d` or `1w`")
         return {k: v for k, v in typed.items() if v is not None}
 
     def header_value(self, key: str, token: Token) -> object:
@@ -61,6 +80,14 @@ class ValueReader:
             return value
         if key == "priority":
             return self.integer(token, key, minimum=None)
+        if key == "tz":  # read before the other values, by `read_zone`
+            return self.zone
+        if key in tree.CHOICES:  # a word from a short list
+            if token.text not in tree.CHOICES[key] or token.kind != "name":
+                words = " or ".join(f"`{word}`" for word in tree.CHOICES[key])
+                return self.bad(token, f"`{key}` is {words}, got {token.describe()}", words,
+                                did_you_mean(token.text, tree.CHOICES[key]))
+            return token.text
         return self.duration(token, key, positive=True)
 
     # -- values ----------------------------------------------------------------------
@@ -114,6 +141,9 @@ class ValueReader:
         if token.kind == "relative":
             offset = self.convert(token, units.parse_relative, key)
             return Relative(offset) if isinstance(offset, float) else None
+        if token.kind == "time" and self.zone is not None and zones.is_local_time(token.text):
+            instant = self.convert(token, partial(zones.read_local, zone=self.zone), key)
+            return Absolute(instant) if instant is not None else None  # type: ignore[arg-type]
         if token.kind == "time":
             instant = self.convert(token, units.parse_instant, key)
             return Absolute(instant) if instant is not None else None  # type: ignore[arg-type]
@@ -200,6 +230,7 @@ class Parser(ValueReader):
         self.advance()
         name = self.expect_name("a reservation needs a name after `reservation`")
         header = self.header_tokens()
+        self.read_zone(header.pop("tz", None))
         opened = self.expect("{", f"the body of reservation `{name.text}` starts with `{{`",
                               hint="header attributes are written `key=value`")
         body = self.expression()
@@ -211,7 +242,8 @@ class Parser(ValueReader):
             raise RDLError(self.token.span, f"reservation `{name.text}` holds one expression and ends with `}}`, "
                            f"got {self.token.describe()}", hint=hint)
         self.advance()
-        return Reservation(name=name.text, body=body, span=keyword.span, **self.header(header))  # type: ignore[arg-type]
+        return Reservation(name=name.text, body=body, span=keyword.span, tz=self.zone,
+                           **self.header(header))  # type: ignore[arg-type]
 
     def header_tokens(self) -> dict[str, Token]:
         values: dict[str, Token] = {}
@@ -272,7 +304,7 @@ class Parser(ValueReader):
 
     def value_token(self, key: str) -> Token:
         token = self.token
-        if token.kind in ("name", "number", "time", "relative", "string"):
+        if token.kind in ("name", "number", "time", "relative", "string", "zone"):
             return self.advance()
         raise RDLError(token.span, f"`{key}=` needs a value, got {token.describe()}")
 

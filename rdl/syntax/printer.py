@@ -10,6 +10,7 @@ from rdl.tree import Absolute, Atom, Expr, Order, Reservation, Resources, TimeVa
 
 INDENT = "  "
 _BARE_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_BARE_ZONE = r"[A-Za-z_][A-Za-z0-9_.\-]*(?:/[A-Za-z0-9_.+\-]*)*"
 
 
 def format_time(value: TimeValue) -> str:
@@ -22,9 +23,9 @@ def format_resources(bundle: Resources) -> str:
     return "{" + ", ".join(f"{name}: {units.format_quantity(name, q)}" for name, q in bundle.items()) + "}"
 
 
-def format_word(text: str) -> str:
-    """A user or queue name: bare when it is a plain name, quoted otherwise."""
-    if re.fullmatch(_BARE_NAME, text):
+def format_word(text: str, bare: str = _BARE_NAME) -> str:
+    """A user, queue or zone name: bare when it reads back as one token, quoted otherwise."""
+    if re.fullmatch(bare, text):
         return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -78,6 +79,12 @@ def format_header(reservation: Reservation) -> str:
         parts.append(f"every={units.format_duration(reservation.every)}")
     if reservation.until is not None:
         parts.append(f"until={format_time(reservation.until)}")
+    if reservation.tz is not None:
+        parts.append(f"tz={format_word(reservation.tz, _BARE_ZONE)}")
+    if reservation.placement != "late":
+        parts.append(f"placement={reservation.placement}")
+    if reservation.pack is not None:
+        parts.append(f"pack={reservation.pack}")
     return " ".join(parts)
 
 

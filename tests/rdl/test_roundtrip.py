@@ -83,8 +83,13 @@ def unique_names(node: Expr, seen: set[str]) -> Expr:
 WORD = st.one_of(NAME, st.text(st.characters(blacklist_characters="\0"), max_size=12))  # anything quoted but NUL
 
 
+ZONE = st.sampled_from(["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "Asia/Kolkata"])
+
+
 @st.composite
 def reservations(draw: st.DrawFn, name: str) -> Reservation:
+    tz = draw(st.none() | ZONE)
+    every = draw(st.none() | (st.integers(1, 400).map(lambda days: days * 86400.0) if tz else DURATION))
     return Reservation(
         name=name,
         body=unique_names(draw(EXPR), set()),
@@ -94,7 +99,10 @@ def reservations(draw: st.DrawFn, name: str) -> Reservation:
         deadline=draw(st.none() | TIME),
         value=draw(st.just(1.0) | st.floats(min_value=0, exclude_min=True, allow_infinity=False)),
         priority=draw(st.integers(-10**6, 10**6)),
-        every=draw(st.none() | DURATION),
+        every=every,
+        tz=tz,
+        placement=draw(st.sampled_from(["late", "early"])),
+        pack=draw(st.none() | st.just("node")),
     )
 
 

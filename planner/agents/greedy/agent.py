@@ -10,6 +10,7 @@ import numpy as np
 
 from planner.agents.base import Outcome
 from planner.agents.explain import capacity_reason, clipped_reason, window_reason
+from planner.agents.greedy.early import search_early
 from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution
 from planner.core.compile import Instance, compile_reservation
 from planner.core.decision import Reason
@@ -20,7 +21,8 @@ from rdl.tree import Reservation
 
 @dataclass(frozen=True)
 class GreedyAgent:
-    """GREE (latest, tallest) or GREE-L (flattest over each stage's share), all-or-nothing."""
+    """GREE (latest, tallest) or GREE-L (flattest over each stage's share), all-or-nothing; either places a
+    reservation that asks for `placement=early` earliest and tallest (greedy/early.py)."""
 
     name: str
     flat: bool
@@ -52,6 +54,8 @@ class GreedyAgent:
 
     def _search(self, plan: Plan, reservation: Reservation, instances: list[Instance], free: np.ndarray,
                 origin: int) -> Outcome:
+        if reservation.placement == "early":  # the user's preference: the same search on the reversed axis
+            return search_early(plan, reservation, instances, free, origin, self.budget, self.reasons)
         placer = Placer(free, plan.capacity, self.flat, origin=origin)
         held: list[Iterator[Solution]] = []  # open searches keep their placements applied to the scratch
         placed: list[tuple[Instance, Solution]] = []

@@ -43,6 +43,7 @@ class Ask:
     priority: int
     created: float
     seq: int
+    tried: float | None = None  # when preemption last tried for it (the `yunikorn` model's retry clock)
 
     @property
     def rank(self) -> tuple[int, float, int]:

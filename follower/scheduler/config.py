@@ -13,7 +13,7 @@
       - {rule: nestedUserQueue, nested: {rule: primaryGroup, create: false}}
       - {rule: default, queue: root.besteffort.adhoc}
     node_policy: {type: binpacking, weights: {memory: 1, vcores: 4}}    # or just `fair`
-    preemption: {enabled: true, delay: 30s}
+    preemption: {enabled: true, delay: 30s, model: yarn}   # model yunikorn: the delay counts per ask, retry 15s
     stateaware: {starting_timeout: 5m}
     user_limits: {max_running_apps: 20, users: {alice: 50}}
     plan_queue: root.plan
@@ -49,6 +49,9 @@ QUEUE_KEYS = ("guaranteed", "max", "weight", "policy", "priority_sort", "max_run
 RULE_KEYS = ("rule", "create", "parent", "queue", "nested")
 DEFAULT_STARTING_TIMEOUT = 300.0  # five minutes, as the YuniKorn design fixes it
 DEFAULT_PREEMPTION_DELAY = 30.0
+YARN, YUNIKORN = "yarn", "yunikorn"
+PREEMPTION_MODELS = (YARN, YUNIKORN)  # when the delay starts: the queue starved (YARN), each ask made (YuniKorn)
+DEFAULT_PREEMPTION_RETRY = 15.0  # yunikorn-core's `preemptAttemptFrequency` (1.4 to 1.9): an ask tries again after it
 DEFAULT_PLAN_DEFAULT_QUEUE = "default"  # as the plan follower names it (follower.follow.follower.DEFAULT_QUEUE)
 
 
@@ -62,6 +65,8 @@ class SchedulerConfig:
     node_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     preemption: bool = True
     preemption_delay: float = DEFAULT_PREEMPTION_DELAY
+    preemption_model: str = YARN
+    preemption_retry: float = DEFAULT_PREEMPTION_RETRY
     starting_timeout: float = DEFAULT_STARTING_TIMEOUT
     user_limits: UserLimits = field(default_factory=UserLimits)
     plan_queue: str = "root.plan"
@@ -102,12 +107,13 @@ class _Reader:
         queues: list[tuple[str, QueueSettings]] = []
         self.queue_tree(data.get("queues", {}), f"{where}.queues", ROOT, queues)
         policy, weights = self.node_policy(data.get("node_policy", "fair"), f"{where}.node_policy")
-        enabled, delay = self.preemption(data.get("preemption", {}), f"{where}.preemption")
+        enabled, delay, model, retry = self.preemption(data.get("preemption", {}), f"{where}.preemption")
         plan_queue, default_queue = self.plan_queues(data, where)
         return SchedulerConfig(
             queues=tuple(queues),
             placement=self.placement(data.get("placement"), f"{where}.placement"),
             node_policy=policy, node_weights=weights, preemption=enabled, preemption_delay=delay,
+            preemption_model=model, preemption_retry=retry,
             starting_timeout=self.starting_timeout(data.get("stateaware", {}), f"{where}.stateaware"),
             user_limits=self.user_limits(data.get("user_limits", {}), f"{where}.user_limits"),
             plan_queue=plan_queue, default_queue=default_queue,
@@ -247,10 +253,21 @@ class _Reader:
             return kind, dict(DEFAULT_WEIGHTS)
         return kind, {str(name): self.number(w, f"{path}.weights.{name}") for name, w in weights.items()}
 
-    def preemption(self, data: Any, path: str) -> tuple[bool, float]:
-        data = self.keys(data, path, ("enabled", "delay"))
+    def preemption(self, data: Any, path: str) -> tuple[bool, float, str, float]:
+        data = self.keys(data, path, ("enabled", "delay", "model", "retry"))
+        model = data.get("model", YARN)
+        if model not in PREEMPTION_MODELS:
+            hint = did_you_mean(str(model), list(PREEMPTION_MODELS))
+            self.bad(f"{path}.model", f"unknown preemption model {model!r}; use one of {', '.join(PREEMPTION_MODELS)}"
+                     + (f" ({hint})" if hint else ""))
+            model = YARN
+        retry = self.duration(data.get("retry", DEFAULT_PREEMPTION_RETRY), f"{path}.retry", DEFAULT_PREEMPTION_RETRY)
+        if retry <= 0:
+            self.bad(f"{path}.retry", f"must be a positive duration, got {data.get('retry')!r}")
+            retry = DEFAULT_PREEMPTION_RETRY
         return (self.flag(data.get("enabled", True), f"{path}.enabled"),
-                self.duration(data.get("delay", DEFAULT_PREEMPTION_DELAY), f"{path}.delay", DEFAULT_PREEMPTION_DELAY))
+                self.duration(data.get("delay", DEFAULT_PREEMPTION_DELAY), f"{path}.delay", DEFAULT_PREEMPTION_DELAY),
+                str(model), retry)
 
     def starting_timeout(self, data: Any, path: str) -> float:
         data = self.keys(data, path, ("starting_timeout",))

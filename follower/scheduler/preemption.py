@@ -14,6 +14,12 @@ queue's policy serves them, until what it plans covers the shortfall (guarantee 
 
 The room freed is held for that ask, and the scheduler serves held asks first in its next cycle.
 
+When the delay starts is the scheduler's `preemption.model`. `yarn` (the default): when the queue became starved, as
+above. `yunikorn` (yunikorn-core 1.4 to 1.9, `Preemptor.CheckPreconditions`): at each ask's creation; an ask then
+tries every `retry` (15 s) while it waits, whether or not its queue is starved, so in a starved queue only the asks
+at such a try plan victims (`ask_due`, `next_try`); the others wait for their next one. The victims are chosen as
+above (yunikorn-core also spares an application's originator pod where it can: not modelled).
+
 Speed (the plain way looks at every node for every ask): a round first looks for free room (no
 victims: nothing beats it). Otherwise it indexes once what cannot change while it plans — per node,
 the containers whose own queue could spare them, youngest first — and per ask shape a lower bound on
@@ -30,7 +36,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from follower.scheduler.applications import Application, Ask, Container
@@ -38,6 +45,7 @@ from follower.scheduler.nodes import Node, Shape, shape_of
 from follower.scheduler.queues import Queue
 from follower.scheduler.resources import EPSILON, Resources
 
+TIME_SLACK = 1e-6  # seconds: two times this close are one instant
 BOUND_SLACK = 1e-6  # relative: the lower bounds err low by this much, so float noise never hides a winner
 
 Guards = tuple[tuple[str, Queue], ...]  # a queue's ancestors (itself first) that guarantee something
@@ -188,25 +196,49 @@ def shortfall(queue: Queue) -> Resources:
                       for name, amount in queue.guaranteed.items() if amount > 0})
 
 
-def plan(starved: Iterable[Queue], nodes: list[Node], queue_of: dict[str, Queue]) -> list[Claim]:
+def ask_due(ask: Ask, now: float, delay: float, retry: float) -> bool:
+    """The `yunikorn` model: whether `ask` tries preemption at `now`. A waiting ask is tried at every cycle, but a try
+    passes only `delay` after the ask was made, and then only `retry` after the last one: its tries fall at
+    `created + delay + k·retry` whether or not its queue was starved then. So it tries now when `now` is one of those
+    times and it has not tried at it yet (the simulator wakes at them: `next_try`)."""
+    first = ask.created + delay
+    if now < first - TIME_SLACK:
+        return False
+    latest = first + retry * math.floor((now - first + TIME_SLACK) / retry)
+    return now - latest <= TIME_SLACK and (ask.tried is None or ask.tried < latest - TIME_SLACK)
+
+
+def next_try(ask: Ask, now: float, delay: float, retry: float) -> float:
+    """The `yunikorn` model: when `ask`'s next try after `now` falls."""
+    first = ask.created + delay
+    if now < first - TIME_SLACK:
+        return first
+    return first + retry * (math.floor((now - first + TIME_SLACK) / retry) + 1)
+
+
+def plan(starved: Iterable[Queue], nodes: list[Node], queue_of: dict[str, Queue],
+         due: Callable[[Ask], bool] | None = None) -> list[Claim]:
     """Claims, starved queue by starved queue (in the order given), to bring each up to its guarantee.
 
-    `nodes` are in name order; `queue_of` maps every queue's path to it.
+    `nodes` are in name order; `queue_of` maps every queue's path to it; `due` (the `yunikorn` model) says which
+    asks try now: the others are passed over (each ask is asked once).
     """
     round_ = _Round(nodes, queue_of)
     claims: list[Claim] = []
     for queue in starved:
-        claims += _for_queue(queue, round_)
+        claims += _for_queue(queue, round_, due)
     return claims
 
 
-def _for_queue(queue: Queue, round_: _Round) -> list[Claim]:
+def _for_queue(queue: Queue, round_: _Round, due: Callable[[Ask], bool] | None) -> list[Claim]:
     need = shortfall(queue)
     gained = Resources()
     claims: list[Claim] = []
     assert queue.ordering is not None
     for app in queue.ordering.ordered():
         for ask in app.ranked_asks():
+            if due is not None and not due(ask):
+                continue
             for _ in range(ask.count):
                 if not need.any_positive() or not queue.headroom_allows(gained + ask.resources):
                     return claims

@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 
 from follower.scheduler import preemption
 from follower.scheduler.applications import Allocation, Application, AppState, Ask, Container, Preemption
 from follower.scheduler.bookkeeping import Bookkeeping
+from follower.scheduler.config import YUNIKORN
 from follower.scheduler.errors import PlacementRejected, QueueError, SchedulerError, UnknownError
 from follower.scheduler.nodes import Node
 from follower.scheduler.placement import Refused, Submission, reservation_of_queue, reservation_queue
@@ -182,20 +184,26 @@ class Scheduler(Bookkeeping):
         return allocations
 
     def preempt(self, now: float) -> list[Preemption]:
-        """Take containers back for queues starved below their guarantee for the preemption delay."""
+        """Take containers back for queues starved below their guarantee: those starved for the preemption delay
+        (model `yarn`), or in every starved queue the asks whose own delay and retry fall due (model `yunikorn`)."""
         self._tick(now)
         self._advance(now)
         self._note_starvation(now)
         if not self.config.preemption:
             return []
-        due = sorted((since, path) for path, since in self.starved_since.items()
-                     if now - since >= self.config.preemption_delay - 1e-9)
-        if not due:
+        delay, due = self.config.preemption_delay, None
+        if self.config.preemption_model == YUNIKORN:
+            order = sorted((since, path) for path, since in self.starved_since.items())
+            due = partial(self._try_ask, now)
+        else:
+            order = sorted((since, path) for path, since in self.starved_since.items() if now - since >= delay - 1e-9)
+        if not order:
             return []
-        starved = [self.tree.get(path) for _, path in due]
+        starved = [self.tree.get(path) for _, path in order]
         queue_of = {queue.path: queue for queue in self.tree.queues()}
         done: list[Preemption] = []
-        for claim in preemption.plan(starved, sorted(self.nodes.by_name.values(), key=lambda n: n.name), queue_of):
+        nodes = sorted(self.nodes.by_name.values(), key=lambda n: n.name)
+        for claim in preemption.plan(starved, nodes, queue_of, due):
             for victim in claim.victims:
                 done.append(Preemption(victim.id, victim.app_id, victim.node, victim.resources, victim.queue,
                                        claim.queue.path, now))
@@ -205,13 +213,25 @@ class Scheduler(Bookkeeping):
         self.preemptions_by_queue.update(p.victim_queue for p in done)
         return done
 
+    def _try_ask(self, now: float, ask: Ask) -> bool:
+        """The `yunikorn` model: whether `ask` tries preemption now (a try is marked: the next is `retry` on)."""
+        if not preemption.ask_due(ask, now, self.config.preemption_delay, self.config.preemption_retry):
+            return False
+        ask.tried = now
+        return True
+
     def next_event_time(self) -> float | None:
         """The next time after the clock when something happens without a call: a starting timeout or a
-        preemption falling due (one already due but not satisfied is not an event to come)."""
+        preemption falling due (one already due but not satisfied is not an event to come); in the `yunikorn` model,
+        the next try of an ask waiting in a starved queue."""
         now = self.now
         times = [deadline for deadline, _, app_id in self._timeouts
                  if deadline > now and app_id in self.apps and self.apps[app_id].state is AppState.STARTING]
-        if self.config.preemption:
+        if self.config.preemption and self.config.preemption_model == YUNIKORN:
+            delay, retry = self.config.preemption_delay, self.config.preemption_retry
+            times += [preemption.next_try(ask, now, delay, retry) for path in self.starved_since
+                      for app in self.tree.get(path).apps.values() for ask in app.asks.values() if ask.count > 0]
+        elif self.config.preemption:
             times += [due for since in self.starved_since.values()
                       if (due := since + self.config.preemption_delay) > now]
         return min(times) if times else None

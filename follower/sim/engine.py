@@ -34,6 +34,7 @@ import simpy
 
 from follower.follow.follower import Follower, PlanView, queue_name
 from follower.scheduler.applications import Allocation, Preemption
+from follower.scheduler.config import YARN
 from follower.scheduler.errors import PlacementRejected
 from follower.scheduler.scheduler import Scheduler
 from follower.sim.baselines import CAPACITY, is_baseline, split_for
@@ -48,8 +49,7 @@ from follower.sim.workloads.job import Job, Workload, node_names
 from planner.agents.base import Agent
 from planner.agents.replay import ReplayAgent, replay_summary
 
-DRIVER_PRIORITY = 1
-EXECUTOR_PRIORITY = 0
+DRIVER_PRIORITY, EXECUTOR_PRIORITY = 1, 0  # a driver before its executors
 PREEMPTION_INTERVAL = 3.0  # seconds between preemption passes (YARN's preemption monitor interval)
 
 
@@ -297,9 +297,9 @@ class Simulation:
             self._at(wake, self._kick)
 
     def _preempt(self, now: float) -> list[Preemption]:
-        """Preemption runs as a monitor, every PREEMPTION_INTERVAL at most (YARN's runs every 3 s), not at
-        every event: a starved queue that no victim can satisfy would otherwise be re-planned each time."""
-        if now < self._next_preemption:
+        """YARN's preemption monitor runs every PREEMPTION_INTERVAL (3 s), not at every event (a starved queue no victim
+        can satisfy would be re-planned each time); the `yunikorn` model has none: each ask tries at its own times."""
+        if self.scheduler.config.preemption_model == YARN and now < self._next_preemption:
             return []
         self._next_preemption = now + PREEMPTION_INTERVAL
         return self.scheduler.preempt(now)

@@ -35,6 +35,7 @@ from planner.core.plan import Allocation
 from rdl.cluster import Cluster
 from rdl.errors import RDLErrors
 from rdl.forms import jsonform, yarn
+from rdl.policy import SharingPolicy
 from rdl.registry import UnknownName
 from rdl.tree import Reservation, Resources
 
@@ -58,6 +59,18 @@ class Run(BaseModel):
     resources: dict[str, float] = Field(description="free quantity per resource, e.g. {memory: MiB, vcores: n}")
 
 
+class Limits(BaseModel):
+    """The plan's per-user sharing policy (YARN's CapacityOverTimePolicy; our cluster file's `policies:
+    user_limits`): shares of `capacity` the reservation's user may hold at any step and averaged over `window`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instantaneous: float | None = Field(None, ge=0, le=1, description="share at any instant")
+    average: float | None = Field(None, ge=0, le=1, description="share averaged over any `window`")
+    window: int | None = Field(None, ge=1, le=MAX_MS, description="milliseconds; taken as whole plan steps, "
+                               "rounded up")
+
+
 class PlacementRequest(BaseModel):
     """A reservation to place on a free-capacity profile (YARN's plan as its agent sees it)."""
 
@@ -77,6 +90,11 @@ class PlacementRequest(BaseModel):
     time_limit: float | None = Field(None, ge=0.5, le=MAX_TIME_LIMIT, description="milp only: seconds the solver "
                                      f"may take (default {DEFAULT_MILP_SECONDS:g})")
     explain: bool = Field(True, description="on a capacity rejection, search the earliest deadline that would fit")
+    limits: Limits | None = Field(None, description="the user's sharing policy; with it, `capacity` is what the "
+                                  "shares are of")
+    user_use: list[Run] | None = Field(None, max_length=MAX_RUNS, description="what the reservation's user already "
+                                       "holds (YARN's getConsumptionForUserOverTime): contiguous runs on the "
+                                       "profile's steps, which may reach a window before and after it")
 
 
 class PlacedAllocation(AllocationOut):
@@ -110,8 +128,10 @@ async def place(request: PlacementRequest, _: Principal = Depends(caller)) -> JS
 def decide(request: PlacementRequest) -> dict[str, AnyType]:
     """The decision record of the request's reservation on its profile."""
     agent = chosen_agent(request.agent, request.time_limit)
-    planner, origin = profile_planner(request)
     reservation = read_reservation(request.reservation)
+    planner, origin = profile_planner(request)
+    if request.limits is not None or request.user_use is not None:
+        planner, origin = limited_planner(request, planner, origin, reservation.user)
     text = json.dumps(request.reservation, indent=1)
     bodies.validated(reservation, planner.plan.cluster, planner.plan.now, text, CONSEQUENCE)
     decision = planner.submit(reservation, agent, planner.plan.now, dry_run=True, validated=True,
@@ -179,25 +199,71 @@ def profile_planner(request: PlacementRequest) -> tuple[Planner, int]:
     return planner, origin
 
 
-def check_runs(runs: list[Run], step: int, names: tuple[str, ...]) -> int:
+def limited_planner(request: PlacementRequest, free_only: Planner, origin: int,
+                    user: str | None) -> tuple[Planner, int]:
+    """The profile's planner held to the user's sharing policy (planner.core.policy, as a cluster file's
+    `policies: user_limits`), the user's use counted: its plan reaches over `user_use` too, capacity is the
+    request's, what is not free is held, and where the profile says nothing nothing is free."""
+    limits = request.limits or Limits(instantaneous=None, average=None, window=None)
+    if request.user_use is None:
+        raise ApiError(422, "input", "user_use: missing; `limits` count the user's use", "send the user's use, "
+                       "[] if it holds nothing")
+    if limits.average is not None and limits.window is None:
+        raise ApiError(422, "input", "limits.window: missing; an `average` holds over a window")
+    step, names = request.step, free_only.plan.resources
+    use = request.user_use
+    if use:
+        check_runs(use, step, names, "user_use")
+        if use[0].start % step:
+            raise ApiError(422, "input", f"user_use[0].start: {use[0].start} is not on a plan step ({step} ms "
+                           "from the epoch)")
+    steps = free_only.plan.clock.steps
+    first = min(origin, use[0].start if use else origin)
+    last = max(origin + steps * step, use[-1].end if use else origin)
+    if (last - first) // step > MAX_STEPS:
+        raise ApiError(422, "input", f"user_use: the profile and the use span {(last - first) // step} plan "
+                       f"steps, more than {MAX_STEPS}", "send the use over a window before and after the profile")
+    window = None if limits.window is None else -(-limits.window // step)
+    if window is not None and window > MAX_STEPS:
+        raise ApiError(422, "input", f"limits.window: {window} plan steps is more than {MAX_STEPS}")
+    policy = SharingPolicy(limits.instantaneous, limits.average, window)
+    capacity = free_only.plan.cluster.capacity
+    cluster = Cluster(start=instant_ms(first), capacity=capacity, step=step // 1000, horizon=(last - first) // 1000)
+    planner = Planner(cluster, free_only.plan.now)
+    plan = planner.plan
+    offset = (origin - first) // step
+    plan.used = plan.capacity.copy()  # nothing is free outside the profile
+    plan.used[:, offset:offset + steps] = np.maximum(plan.capacity[:, offset:offset + steps]
+                                                     - free_only.plan.capacity, 0.0)
+    plan.policy = policy
+    held = np.zeros_like(plan.capacity)
+    for run in use:
+        held[:, (run.start - first) // step:(run.end - first) // step] = \
+            np.array([run.resources[n] for n in names])[:, None]
+    plan.user_used = {user: held}
+    return planner, first
+
+
+def check_runs(runs: list[Run], step: int, names: tuple[str, ...], field: str = "free") -> int:
     """The profile's length in steps, once its runs are contiguous whole steps with the same finite resources."""
     for i, run in enumerate(runs):
         if i and run.start != runs[i - 1].end:
-            raise ApiError(422, "input", f"free[{i}].start: {run.start} is not where free[{i - 1}] ends "
+            raise ApiError(422, "input", f"{field}[{i}].start: {run.start} is not where {field}[{i - 1}] ends "
                            f"({runs[i - 1].end})", "send contiguous runs in time order")
         if run.end <= run.start or (run.end - run.start) % step:
-            raise ApiError(422, "input", f"free[{i}]: [{run.start}, {run.end}) is not a whole number of "
+            raise ApiError(422, "input", f"{field}[{i}]: [{run.start}, {run.end}) is not a whole number of "
                            f"{step} ms steps")
         if set(run.resources) != set(names) or not names:
-            raise ApiError(422, "input", f"free[{i}].resources: names {', '.join(sorted(run.resources)) or 'none'}; "
-                           f"free[0] names {', '.join(sorted(names)) or 'none'}", "name the same resources in each run")
+            given = ", ".join(sorted(run.resources)) or "none"
+            raise ApiError(422, "input", f"{field}[{i}].resources: names {given}; the profile names "
+                           f"{', '.join(sorted(names)) or 'none'}", "name the same resources in each run")
         bad = [n for n, v in run.resources.items() if not 0 <= v < float("inf")]
         if bad:
-            raise ApiError(422, "input", f"free[{i}].resources.{bad[0]}: {run.resources[bad[0]]} is not a finite "
+            raise ApiError(422, "input", f"{field}[{i}].resources.{bad[0]}: {run.resources[bad[0]]} is not a finite "
                            "quantity >= 0")
     steps = (runs[-1].end - runs[0].start) // step
     if steps > MAX_STEPS:
-        raise ApiError(422, "input", f"free: {steps} plan steps is more than {MAX_STEPS}",
+        raise ApiError(422, "input", f"{field}: {steps} plan steps is more than {MAX_STEPS}",
                        "send a shorter profile, or a longer `step`")
     return steps
 

@@ -94,6 +94,24 @@ def fill(api: Any, pods: int, cpu: int, memory: int, limit: float) -> None:
     wait(lambda: _phases(api, BATCH).count("Running") == pods, limit, what=f"{pods} best-effort pods running")
 
 
+def clear(api: Any, namespaces: tuple[str, ...] = (BATCH, JOBS)) -> None:
+    """Delete every pod in `namespaces` (those that exist) and wait until they are gone: no controller-manager here, so
+    deleting a namespace would not delete its pods, and the nodes must be empty for the next scenario."""
+    there = {item.metadata.name for item in api.list_namespace().items}
+    for namespace in namespaces:
+        if namespace in there:
+            for item in api.list_namespaced_pod(namespace).items:
+                api.delete_namespaced_pod(item.metadata.name, namespace, grace_period_seconds=0)
+    wait(lambda: not any(api.list_namespaced_pod(n).items for n in namespaces if n in there), 120,
+         what=f"the pods of {', '.join(namespaces)} gone")
+
+
+def namespace(api: Any, name: str) -> None:
+    """Make namespace `name` unless it is there (an earlier scenario of the session made it)."""
+    if name not in {item.metadata.name for item in api.list_namespace().items}:
+        api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
 def _phases(api: Any, namespace: str) -> list[str]:
     return [p.status.phase for p in api.list_namespaced_pod(namespace).items]
 
@@ -188,8 +206,12 @@ def grant_follower(plane: ControlPlane) -> None:
     role, binding = yaml.safe_load_all(block)
     binding["subjects"] = [{"kind": "User", "name": "rayon-follower", "apiGroup": "rbac.authorization.k8s.io"}]
     rbac = kubernetes.client.RbacAuthorizationV1Api(plane.client().api_client)
-    rbac.create_namespaced_role(role["metadata"]["namespace"], role)
-    rbac.create_namespaced_role_binding(binding["metadata"]["namespace"], binding)
+    try:
+        rbac.create_namespaced_role(role["metadata"]["namespace"], role)
+        rbac.create_namespaced_role_binding(binding["metadata"]["namespace"], binding)
+    except kubernetes.client.ApiException as error:
+        if error.status != 409:  # granted already, by an earlier scenario of the session
+            raise
 
 
 def _since(start: datetime) -> float:

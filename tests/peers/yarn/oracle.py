@@ -104,16 +104,17 @@ def _ready(process: subprocess.Popen[str], log: Path) -> Target:
     return Target("yarn", url, {"Accept": "application/json"}, queue, int(memory), int(vcores), int(step))
 
 
-def ready_line(process: subprocess.Popen[str], log: Path, what: str) -> tuple[str, ...]:
-    """What a started RM driver prints once it listens (READY's groups: web URL, queue, memory, vcores, step);
-    Unavailable, with the log's tail, if it exits or stays silent for START_TIMEOUT."""
+def ready_line(process: subprocess.Popen[str], log: Path, what: str,
+               pattern: re.Pattern[str] = READY) -> tuple[str, ...]:
+    """What a started RM driver prints once it listens (READY's groups: web URL, queue, memory, vcores, step; or
+    `pattern`'s for another line); Unavailable, with the log's tail, if it exits or stays silent for START_TIMEOUT."""
     assert process.stdout is not None
     found: list[str] = []
     reader = threading.Thread(target=lambda: found.append(process.stdout.readline() if process.stdout else ""),
                               daemon=True)
     reader.start()
     reader.join(START_TIMEOUT)
-    match = READY.search(found[0]) if found else None
+    match = pattern.search(found[0]) if found else None
     if match is None:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
         raise Unavailable(f"{what} did not start within {START_TIMEOUT:.0f} s:\n{tail}")

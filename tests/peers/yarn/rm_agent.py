@@ -2,7 +2,8 @@
 
 `build_agent()` runs `mvn package` on yarn-agent/ (our RayonReservationAgent, and in its test sources the driver,
 rayon.yarn.RmDriver: a MiniYARNCluster with the CapacityScheduler); `driven_rm(...)` runs the driver, which
-speaks JSON lines (submit through YARN's Java YarnClient, list, run an application inside a reservation);
+speaks JSON lines (submit through YARN's Java YarnClient, list, run an application inside a reservation), and with
+`node_manager` a real NodeManager (rayon.yarn.NmDriver) in a second JVM;
 `placement_server()` runs `rayon serve` with a token for the agent. Each raises `Unavailable`, saying why, when
 this machine cannot run it (no java or mvn, Maven cannot resolve, the RM does not start).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -37,6 +39,8 @@ PLANNING = "org.apache.hadoop.yarn.server.resourcemanager.reservation.planning."
 YARN_AGENTS = {"yarn-greedy": PLANNING + "GreedyReservationAgent",
                "yarn-aligned": PLANNING + "AlignedPlannerWithGreedy"}
 AGENT_USER = "yarn-rm"  # the token our agent presents
+TRACKER = re.compile(r"RM tracker=(\S+)")  # where the RM waits for a NodeManager (RmDriver --node-manager external)
+NODE = re.compile(r"NM node=(\S+)")  # a registered NodeManager's node id (NmDriver)
 
 
 def _digest() -> str:
@@ -95,6 +99,7 @@ class DrivenRm:
     vcores: int
     step_ms: int
     log_path: Path
+    node: str | None = None  # the real NodeManager's node id, when there is one
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ask(self, command: dict[str, AnyType]) -> dict[str, AnyType]:
@@ -118,14 +123,18 @@ class DrivenRm:
 
 @contextmanager
 def driven_rm(agent_class: str = OURS, settings: dict[str, str] | None = None, memory_mb: int = 8192,
-              vcores: int = 8, user: str = "alice") -> Iterator[DrivenRm]:
+              vcores: int = 8, user: str = "alice", node_manager: bool = False,
+              policy: dict[str, str] | None = None) -> Iterator[DrivenRm]:
     """The RM with `agent_class` as the reservable queue's agent and `settings` (rayon.reservation-agent.*) in its
-    configuration, until the block ends."""
+    configuration, until the block ends. With `node_manager`, a real NodeManager in a JVM of its own (NmDriver)
+    offers the capacity and runs containers; without, a node with no NodeManager offers it (reservations only).
+    `policy`: the reservable queue's CapacityOverTimePolicy numbers (`average-capacity`, `instantaneous-max-capacity`
+    in percent, `reservation-window` in ms), YARN's defaults where left out."""
     classpath = build_agent()
     with tempfile.TemporaryDirectory(prefix="rayon-rm-agent-") as work:
         options = ["--agent-class", agent_class, "--memory-mb", str(memory_mb), "--vcores", str(vcores),
-                   "--user", user, "--work-dir", work]
-        for key, value in (settings or {}).items():
+                   "--user", user, "--work-dir", work, "--node-manager", "external" if node_manager else "none"]
+        for key, value in {**(settings or {}), **{f"policy.{k}": v for k, v in (policy or {}).items()}}.items():
             options += [f"--{key}", value]
         log_path = Path(work) / "rm.log"
         with log_path.open("w") as errors:
@@ -133,9 +142,34 @@ def driven_rm(agent_class: str = OURS, settings: dict[str, str] | None = None, m
                                         "rayon.yarn.RmDriver", *options], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=errors, text=True)
             try:
-                yield _ready(process, log_path)
+                if not node_manager:
+                    yield _ready(process, log_path)
+                    return
+                (tracker,) = ready_line(process, log_path, "the YARN RM with our agent", TRACKER)
+                with node_manager_beside(classpath, tracker, memory_mb, vcores, Path(work) / "nm") as node:
+                    rm = _ready(process, log_path)
+                    rm.node = node
+                    yield rm
             finally:
                 end_rm(process, grace=60.0)
+
+
+@contextmanager
+def node_manager_beside(classpath: str, tracker: str, memory_mb: int, vcores: int, work: Path) -> Iterator[str]:
+    """A real NodeManager (NmDriver: DefaultContainerExecutor, loopback ports) registered with the RM at `tracker`,
+    in a JVM of its own so that its web app does not take over the RM's; its node id, until the block ends."""
+    work.mkdir()
+    log_path = work / "nm.log"
+    with log_path.open("w") as errors:
+        process = subprocess.Popen(["java", "-Xmx384m", *OPENS, "-cp", classpath, "rayon.yarn.NmDriver", "--tracker",
+                                    tracker, "--memory-mb", str(memory_mb), "--vcores", str(vcores), "--work-dir",
+                                    str(work)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                                   text=True)
+        try:
+            (node,) = ready_line(process, log_path, "the YARN NodeManager", NODE)
+            yield node
+        finally:
+            end_rm(process, grace=60.0)
 
 
 def _ready(process: subprocess.Popen[str], log_path: Path) -> DrivenRm:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any as AnyType
 
 import httpx
+import numpy as np
 import pytest
 
 from planner.admission import Planner
@@ -129,6 +130,12 @@ def test_needs_a_token(api: Server) -> None:
     ({"free": []}, "free: "),
     ({"now": -1}, "now: "),
     ({"colour": "blue"}, "colour"),
+    ({"limits": {"average": 0.5, "window": HOUR}}, "user_use: missing"),
+    ({"limits": {"average": 0.5}, "user_use": []}, "limits.window: missing"),
+    ({"limits": {"average": 1.5, "window": HOUR}, "user_use": []}, "limits.average"),
+    ({"limits": {"average": 0.5, "window": 10**9 * MIN}, "user_use": []}, "limits.window: "),
+    ({"limits": {"instantaneous": 0.5}, "user_use": [run(30_000, HOUR, 0, 0)]}, "user_use[0]: "),
+    ({"limits": {"instantaneous": 0.5}, "user_use": [run(-HOUR, 0, 0, 0), run(MIN, HOUR, 0, 0)]}, "user_use[1].start"),
 ])
 def test_bad_input_is_422_naming_the_field_and_changes_nothing(api: Server, fields: dict[str, AnyType],
                                                                says: str) -> None:
@@ -157,3 +164,42 @@ def test_an_arrival_before_the_profile_is_placed_from_its_start(api: Server) -> 
         answer = place(client, free=free, now=T0 + 35 * MIN).json()
     assert answer["accepted"], answer
     assert min(a["start_ms"] for a in answer["allocations"]) >= T0 + 35 * MIN
+
+
+AVERAGE_HALF = {"instantaneous": 1.0, "average": 0.5, "window": HOUR}  # YARN's CapacityOverTimePolicy numbers
+HELD_BEFORE = [run(-HOUR, 0, 4096, 4)]  # the user held half the plan for the hour before the profile
+
+
+def test_the_users_average_limit_counts_its_use_before_the_profile(api: Server) -> None:
+    # A gang of 8 vcores for 10 minutes, placed latest (gree): by 15 minutes it starts at 5, and the hour from -45
+    # holds 4 x 45 + 8 x 10 = 260 vcore-minutes, over half of 8 x 60; by 30 minutes it starts at 20 (240: within).
+    # Without the earlier use, the first fits.
+    with api.client("alice") as client:
+        late = place(client, reservation=yarn_request(0, 15 * MIN, containers=8, gang=8), agent="gree",
+                     limits=AVERAGE_HALF, user_use=HELD_BEFORE, capacity={"memory": 8192, "vcores": 8}).json()
+        later = place(client, reservation=yarn_request(0, 30 * MIN, containers=8, gang=8), agent="gree",
+                      limits=AVERAGE_HALF, user_use=HELD_BEFORE, capacity={"memory": 8192, "vcores": 8}).json()
+        fresh = place(client, reservation=yarn_request(0, 15 * MIN, containers=8, gang=8), agent="gree",
+                      limits=AVERAGE_HALF, user_use=[], capacity={"memory": 8192, "vcores": 8}).json()
+    assert late["accepted"] is False and late["reason"]["code"] == "policy", late
+    assert "average limit is 50%" in late["reason"]["message"], late
+    assert later["accepted"] is True, later
+    assert [a["start_ms"] for a in later["allocations"]] == [T0 + 20 * MIN]
+    assert fresh["accepted"] is True and [a["start_ms"] for a in fresh["allocations"]] == [T0 + 5 * MIN], fresh
+
+
+def test_the_users_instantaneous_limit_shapes_the_placement(api: Server) -> None:
+    # At most half the plan at once: eight one-vcore containers of 10 minutes run four at a time, in 40 minutes.
+    limits = {"instantaneous": 0.5}
+    with api.client("alice") as client:
+        answer = place(client, reservation=yarn_request(0, HOUR, containers=8), agent="gree-l", limits=limits,
+                       user_use=[], capacity={"memory": 8192, "vcores": 8}).json()
+        gang = place(client, reservation=yarn_request(0, HOUR, containers=8, gang=8), agent="gree-l", limits=limits,
+                     user_use=[], capacity={"memory": 8192, "vcores": 8}).json()
+    assert answer["accepted"] is True, answer
+    held = np.zeros(60)
+    for allocation in answer["allocations"]:
+        first, last = (allocation["start_ms"] - T0) // MIN, (allocation["end_ms"] - T0) // MIN
+        held[first:last] += allocation["resources"]["vcores"]
+    assert held.max() <= 4 and held.sum() == 80
+    assert gang["accepted"] is False and gang["reason"]["code"] == "policy", gang

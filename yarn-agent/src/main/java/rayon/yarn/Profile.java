@@ -8,33 +8,39 @@ import org.apache.hadoop.yarn.api.records.Resource;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.RLESparseResourceAllocation;
 
 /**
- * What is free in YARN's plan over a window, as the runs of whole plan steps our placement endpoint reads.
+ * What is free in YARN's plan over a window (or what a user holds), as the runs of whole plan steps our placement
+ * endpoint reads.
  *
  * <p>A step's free capacity is the least YARN's run-length profile has at any moment of it (a change inside a step
- * counts for the whole step), so that whatever our planner places inside it also fits YARN's plan.
+ * counts for the whole step), so that whatever our planner places inside it also fits YARN's plan; a step's use is
+ * the most, so that the user's limits are judged on no less than it holds.
  */
 final class Profile {
   private Profile() {
   }
 
-  /** The runs {start, end, resources: {memory, vcores}} over [start, end) in steps of {@code step} ms. */
-  static ArrayNode runs(RLESparseResourceAllocation free, long start, long end, long step) {
+  /**
+   * The runs {start, end, resources: {memory, vcores}} over [start, end) in steps of {@code step} ms: each step's
+   * least ({@code most} false: what is free) or most (true: what is held).
+   */
+  static ArrayNode runs(RLESparseResourceAllocation profile, long start, long end, long step, boolean most) {
     ArrayNode runs = JsonNodeFactory.instance.arrayNode();
-    NavigableMap<Long, Resource> points = free.getCumulative();
+    NavigableMap<Long, Resource> points = profile.getCumulative();
     long runStart = start;
     long[] current = null;
     for (long t = start; t < end; t += step) {
-      long[] least = quantities(free.getCapacityAtTime(t));
+      long[] taken = quantities(profile.getCapacityAtTime(t));
       for (Resource inside : points.subMap(t, false, t + step, false).values()) {
         long[] other = quantities(inside);
-        least[0] = Math.min(least[0], other[0]);
-        least[1] = Math.min(least[1], other[1]);
+        for (int i = 0; i < taken.length; i++) {
+          taken[i] = most ? Math.max(taken[i], other[i]) : Math.min(taken[i], other[i]);
+        }
       }
-      if (current != null && (least[0] != current[0] || least[1] != current[1])) {
+      if (current != null && (taken[0] != current[0] || taken[1] != current[1])) {
         runs.add(run(runStart, t, current));
         runStart = t;
       }
-      current = least;
+      current = taken;
     }
     if (current != null) {
       runs.add(run(runStart, end, current));

@@ -17,6 +17,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationAllo
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationInterval;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.ContractValidationException;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.PlanningException;
+import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.PlanningQuotaException;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.ResourceOverCommitException;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.planning.ReservationAgent;
 import org.apache.hadoop.yarn.util.resource.Resources;
@@ -81,6 +82,10 @@ public class RayonReservationAgent implements ReservationAgent {
   private boolean place(ReservationId id, String user, Plan plan, ReservationDefinition contract, boolean update)
       throws PlanningException {
     withinMaximumAllocation(plan, contract);
+    long period = Requests.period(contract);
+    if (period > 0) {
+      return recurring(id, user, plan, contract, update, period);
+    }
     for (int attempt = 0; ; attempt++) {
       JsonNode answer;
       try {
@@ -91,7 +96,10 @@ public class RayonReservationAgent implements ReservationAgent {
       ReservationAllocation allocation = allocation(id, user, plan, contract, answer);
       try {
         return update ? plan.updateReservation(allocation) : plan.addReservation(allocation, false);
-      } catch (ResourceOverCommitException e) {
+      } catch (PlanningException e) {
+        if (!changedUnderUs(e)) {
+          throw e;
+        }
         if (attempt >= settings.retries) {
           throw new PlanningException("rayon placed " + id + " " + (attempt + 1) + " times and YARN's plan had "
               + "changed under it each time: " + e.getMessage(), e);
@@ -100,6 +108,32 @@ public class RayonReservationAgent implements ReservationAgent {
             + "placing it again", id, e.getMessage());
       }
     }
+  }
+
+  /**
+   * Whether YARN refused the write because the plan no longer has room for it: NoOverCommitPolicy says so with a
+   * ResourceOverCommitException, CapacityOverTimePolicy (the CapacityScheduler's default) wraps that exception in a
+   * PlanningQuotaException. Our answer fitted what was free when the agent read the plan, so the plan changed.
+   */
+  static boolean changedUnderUs(PlanningException refusal) {
+    return refusal instanceof ResourceOverCommitException
+        || refusal instanceof PlanningQuotaException && refusal.getCause() instanceof ResourceOverCommitException;
+  }
+
+  /**
+   * A recurring reservation is YARN's fallback agent's to decide: written as ours are, with absolute times, YARN
+   * 3.4.1's plan did not hold it in its next period (a one-off there was accepted), so the agent does not place one.
+   */
+  private boolean recurring(ReservationId id, String user, Plan plan, ReservationDefinition contract,
+      boolean update, long period) throws PlanningException {
+    if (fallback == null) {
+      throw new PlanningException("rayon's agent places reservations that do not recur; " + id + " recurs every "
+          + period + " ms and no fallback agent is set (" + Settings.FALLBACK + "=none)");
+    }
+    LOG.info("{} recurs every {} ms: YARN's {} decides it (rayon's agent places reservations that do not recur)",
+        id, period, fallback.getClass().getSimpleName());
+    return update ? fallback.updateReservation(id, user, plan, contract)
+        : fallback.createReservation(id, user, plan, contract);
   }
 
   private boolean fallBack(ReservationId id, String user, Plan plan, ReservationDefinition contract,
@@ -142,7 +176,8 @@ public class RayonReservationAgent implements ReservationAgent {
     long end = Math.max(ceil(until, step) * step, start + step);
     ObjectNode request = JsonNodeFactory.instance.objectNode();
     request.set("reservation", Requests.submission(id, plan.getQueueName(), contract));
-    request.set("free", Profile.runs(plan.getAvailableResourceOverTime(user, id, start, end, 0), start, end, step));
+    request.set("free", Profile.runs(plan.getAvailableResourceOverTime(user, id, start, end, 0), start, end, step,
+        false));
     request.put("step", step);
     request.put("now", Math.max(now, start));
     Resource total = plan.getTotalCapacity();
@@ -150,6 +185,13 @@ public class RayonReservationAgent implements ReservationAgent {
     capacity.put("memory", total.getMemorySize());
     capacity.put("vcores", total.getVirtualCores());
     request.put("agent", settings.agent);
+    Limits limits = Limits.of(plan);
+    if (limits != null) {  // the user's limits and its use over a window before and after the profile
+      request.set("limits", limits.json());
+      long around = ceil(limits.windowMs, step) * step;
+      request.set("user_use", Profile.runs(plan.getConsumptionForUserOverTime(user, start - around, end + around),
+          start - around, end + around, step, true));
+    }
     return request;
   }
 

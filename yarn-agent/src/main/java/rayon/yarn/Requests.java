@@ -8,10 +8,24 @@ import org.apache.hadoop.yarn.api.records.ReservationId;
 import org.apache.hadoop.yarn.api.records.ReservationRequest;
 import org.apache.hadoop.yarn.api.records.ReservationRequests;
 import org.apache.hadoop.yarn.api.records.Resource;
+import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.ContractValidationException;
 
 /** YARN's ReservationDefinition as the body of its REST submission, which our placement endpoint reads. */
 final class Requests {
   private Requests() {
+  }
+
+  /** The contract's period in ms ({@code recurrence-expression}), 0 when it does not recur. */
+  static long period(ReservationDefinition contract) throws ContractValidationException {
+    String recurrence = contract.getRecurrenceExpression();
+    if (recurrence == null || recurrence.isBlank()) {
+      return 0;
+    }
+    try {
+      return Math.max(0, Long.parseLong(recurrence.trim()));
+    } catch (NumberFormatException e) {
+      throw new ContractValidationException("recurrence-expression " + recurrence + " is no period in ms");
+    }
   }
 
   /** {queue, reservation-id, reservation-definition} as {@code POST /ws/v1/cluster/reservation/submit} takes it. */
@@ -25,10 +39,6 @@ final class Requests {
     String name = contract.getReservationName();
     definition.put("reservation-name", name == null || name.isEmpty() ? id.toString() : name);
     definition.put("priority", contract.getPriority() == null ? 0 : contract.getPriority().getPriority());
-    String recurrence = contract.getRecurrenceExpression();
-    if (recurrence != null && !recurrence.isEmpty()) {
-      definition.put("recurrence-expression", recurrence);
-    }
     ReservationRequests requests = contract.getReservationRequests();
     ObjectNode stages = definition.putObject("reservation-requests");
     stages.put("reservation-request-interpreter", requests.getInterpreter().ordinal());

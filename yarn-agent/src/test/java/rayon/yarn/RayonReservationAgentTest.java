@@ -27,21 +27,25 @@ import org.apache.hadoop.yarn.api.records.ReservationRequestInterpreter;
 import org.apache.hadoop.yarn.api.records.ReservationRequests;
 import org.apache.hadoop.yarn.api.records.Resource;
 import org.apache.hadoop.yarn.server.resourcemanager.RMContextImpl;
+import org.apache.hadoop.yarn.server.resourcemanager.reservation.CapacityOverTimePolicy;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.InMemoryPlan;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.InMemoryReservationAllocation;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.NoOverCommitPolicy;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationAllocation;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.ReservationInterval;
+import org.apache.hadoop.yarn.server.resourcemanager.reservation.SharingPolicy;
 import org.apache.hadoop.yarn.server.resourcemanager.reservation.exceptions.PlanningException;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacitySchedulerConfiguration;
 import org.apache.hadoop.yarn.util.resource.DominantResourceCalculator;
 import org.junit.After;
 import org.junit.Before;
 import org.junit.Test;
 
 /**
- * The agent's own decisions on YARN's InMemoryPlan (NoOverCommitPolicy), with the service's answers scripted by a
- * loopback HTTP server: the retry when the plan changed between its read and its write, a rejection's text, and
- * the fallback when the service is unreachable. The real service and the real RM: tests/peers/yarn/test_rm_agent.py.
+ * The agent's own decisions on YARN's InMemoryPlan (NoOverCommitPolicy, or CapacityOverTimePolicy), with the
+ * service's answers scripted by a loopback HTTP server: the retry when the plan changed between its read and its
+ * write (either policy), a rejection's text, the user's limits and use it sends, and the fallback when the service
+ * is unreachable. The real service and the real RM: tests/peers/yarn/test_rm_agent.py.
  */
 public class RayonReservationAgentTest {
   static final long MINUTE = 60_000;
@@ -68,8 +72,24 @@ public class RayonReservationAgentTest {
       }
     });
     server.start();
-    plan = new InMemoryPlan(null, new NoOverCommitPolicy(), null, ALL, 1000, new DominantResourceCalculator(),
+    plan = planWith(new NoOverCommitPolicy());
+  }
+
+  static InMemoryPlan planWith(SharingPolicy policy) {
+    return new InMemoryPlan(null, policy, null, ALL, 1000, new DominantResourceCalculator(),
         Resource.newInstance(1024, 1), ALL, "dedicated", null, true, new RMContextImpl());
+  }
+
+  /** YARN's CapacityOverTimePolicy (the CapacityScheduler's default) with these shares in percent and window. */
+  static SharingPolicy overTime(float instantaneous, float average, long windowMs) {
+    CapacitySchedulerConfiguration conf = new CapacitySchedulerConfiguration(new Configuration(false), false);
+    String queue = "yarn.scheduler.capacity.root.dedicated.";
+    conf.setFloat(queue + "instantaneous-max-capacity", instantaneous);
+    conf.setFloat(queue + "average-capacity", average);
+    conf.setLong(queue + "reservation-window", windowMs);
+    CapacityOverTimePolicy policy = new CapacityOverTimePolicy();
+    policy.init("root.dedicated", conf);
+    return policy;
   }
 
   @After
@@ -106,10 +126,15 @@ public class RayonReservationAgentTest {
 
   /** Another decision takes [T, T+10m) whole, as if written between the agent's read and its write. */
   void competitor() {
+    held("bob", 99, ALL);
+  }
+
+  /** A reservation of `user` holding `resource` over [T, T+10m). */
+  void held(String user, int number, Resource resource) {
     try {
-      ReservationId other = ReservationId.newInstance(1, 99);
-      plan.addReservation(new InMemoryReservationAllocation(other, null, "bob", "dedicated", T, T + 10 * MINUTE,
-          Map.of(new ReservationInterval(T, T + 10 * MINUTE), ALL), new DominantResourceCalculator(),
+      ReservationId other = ReservationId.newInstance(1, number);
+      plan.addReservation(new InMemoryReservationAllocation(other, null, user, "dedicated", T, T + 10 * MINUTE,
+          Map.of(new ReservationInterval(T, T + 10 * MINUTE), resource), new DominantResourceCalculator(),
           Resource.newInstance(1024, 1)), false);
     } catch (PlanningException e) {
       throw new IllegalStateException(e);
@@ -117,7 +142,11 @@ public class RayonReservationAgentTest {
   }
 
   static long freeVcoresAt(JsonNode request, long time) {
-    for (JsonNode run : request.get("free")) {
+    return vcoresAt(request.get("free"), time);
+  }
+
+  static long vcoresAt(JsonNode runs, long time) {
+    for (JsonNode run : runs) {
       if (run.get("start").asLong() <= time && time < run.get("end").asLong()) {
         return run.get("resources").get("vcores").asLong();
       }
@@ -142,6 +171,44 @@ public class RayonReservationAgentTest {
     ReservationAllocation held = plan.getReservationById(id);
     assertEquals(T + 10 * MINUTE, held.getStartTime());
     assertEquals(T + 20 * MINUTE, held.getEndTime());
+  }
+
+  @Test
+  public void placesAgainWhenCapacityOverTimePolicyWrapsTheOverCommit() throws Exception {
+    plan = planWith(overTime(100, 100, 24 * 60 * MINUTE));
+    answers = (count, request) -> {
+      if (count == 1) {
+        competitor();
+        return accepted(T);
+      }
+      return accepted(T + 10 * MINUTE);
+    };
+    ReservationId id = ReservationId.newInstance(1, 7);
+    assertTrue(agent(url(), Settings.NO_FALLBACK).createReservation(id, "alice", plan, gangOfEight()));
+    assertEquals(2, requests.size());
+    assertEquals(T + 10 * MINUTE, plan.getReservationById(id).getStartTime());
+    assertNull(requests.get(0).get("limits"));  // an average of the whole plan cannot bind: nothing to send
+  }
+
+  @Test
+  public void underCapacityOverTimePolicyTheRequestCarriesTheUsersLimitsAndItsUse() throws Exception {
+    plan = planWith(overTime(100, 50, 60 * MINUTE));
+    held("alice", 98, Resource.newInstance(4096, 4));
+    answers = (count, request) -> accepted(T + 30 * MINUTE);
+    assertTrue(agent(url(), Settings.NO_FALLBACK).createReservation(ReservationId.newInstance(1, 8), "alice",
+        plan, gangOfEight()));
+    JsonNode request = requests.get(0);
+    JsonNode limits = request.get("limits");
+    assertEquals(1.0, limits.get("instantaneous").asDouble(), 1e-6);
+    assertEquals(0.5, limits.get("average").asDouble(), 1e-6);
+    assertEquals(60 * MINUTE, limits.get("window").asLong());
+    JsonNode use = request.get("user_use");
+    long start = request.get("free").get(0).get("start").asLong();
+    assertEquals(start - 60 * MINUTE, use.get(0).get("start").asLong());
+    assertEquals(T + 180 * MINUTE, use.get(use.size() - 1).get("end").asLong());
+    assertEquals(4, vcoresAt(use, T + 5 * MINUTE));
+    assertEquals(0, vcoresAt(use, T + 30 * MINUTE));
+    assertEquals(4, freeVcoresAt(request, T + 5 * MINUTE));
   }
 
   @Test

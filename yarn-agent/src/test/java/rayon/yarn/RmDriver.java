@@ -9,9 +9,15 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.net.NetUtils;
 import org.apache.hadoop.yarn.api.protocolrecords.ReservationListRequest;
@@ -36,13 +42,20 @@ import org.apache.hadoop.yarn.webapp.util.WebAppUtils;
  * A real ResourceManager (MiniYARNCluster, CapacityScheduler) whose reservable queue {@code dedicated} uses the
  * reservation agent named by {@code --agent-class} (ours by default), driven by JSON lines on standard input.
  *
- * <p>Prints {@code RM web=URL queue=dedicated memory=MB vcores=N step=MS} once ready, then answers one JSON line
+ * <p>With {@code --node-manager external} it first prints {@code RM tracker=HOST:PORT} (where a NodeManager, see
+ * NmDriver, registers) and waits for one; otherwise it registers a node of the capacity with no NodeManager (enough
+ * to place reservations, never a container). Prints {@code RM web=URL queue=dedicated memory=MB vcores=N step=MS}
+ * once the plan has capacity, then answers one JSON line
  * per command line: {@code {"op": "submit", "body": YARN REST body}} (YARN's Java client: createReservation, then
- * submitReservation, timed), {@code {"op": "list"}} (YarnClient.listReservations), {@code {"op": "run", "id":
- * RESERVATION}} (an application of ours inside the reservation, see InReservation). Ends when standard input does.
+ * submitReservation, timed), {@code {"op": "race", "bodies": [...]}} (several at once, one thread each), {@code
+ * {"op": "list"}} (YarnClient.listReservations), {@code {"op": "run", "id":
+ * RESERVATION}} (an application of ours inside the reservation on the NodeManager, see InReservation). Ends when
+ * standard input does.
  */
 public final class RmDriver {
   static final String QUEUE = "dedicated";
+  static final String EXTERNAL = "external";
+  static final String POLICY = "policy.";
   static final ObjectMapper JSON = new ObjectMapper();
 
   private RmDriver() {
@@ -56,12 +69,19 @@ public final class RmDriver {
     YarnClient yarn = YarnClient.createYarnClient();
     try {
       ResourceManager rm = cluster.getResourceManager();
-      NodeId node = NodeId.newInstance("127.0.0.1", 1);
-      rm.getResourceTrackerService().registerNodeManager(RegisterNodeManagerRequest.newInstance(node, 0,
-          Resource.newInstance(Long.parseLong(options.get("memory-mb")), Integer.parseInt(options.get("vcores"))),
-          YarnVersionInfo.getVersion(), Collections.emptyList(), Collections.emptyList()));
-      Plan plan = readyPlan(rm);
       Configuration conf = cluster.getConfig();
+      if (EXTERNAL.equals(options.get("node-manager"))) {
+        // a real NodeManager (NmDriver, started by the caller in a JVM of its own) registers here
+        System.out.println("RM tracker=" + conf.get(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS));
+        System.out.flush();
+      } else {
+        // a node without a NodeManager: capacity for the plan, never a container
+        NodeId node = NodeId.newInstance("127.0.0.1", 1);
+        rm.getResourceTrackerService().registerNodeManager(RegisterNodeManagerRequest.newInstance(node, 0,
+            Resource.newInstance(Long.parseLong(options.get("memory-mb")), Integer.parseInt(options.get("vcores"))),
+            YarnVersionInfo.getVersion(), Collections.emptyList(), Collections.emptyList()));
+      }
+      Plan plan = readyPlan(rm);
       yarn.init(conf);
       yarn.start();
       InetSocketAddress web = NetUtils.createSocketAddr(WebAppUtils.getRMWebAppURLWithoutScheme(rm.getConfig()));
@@ -75,7 +95,7 @@ public final class RmDriver {
         }
         ObjectNode answer;
         try {
-          answer = command(JSON.readTree(line), rm, conf, yarn, node);
+          answer = command(JSON.readTree(line), rm, conf, yarn);
         } catch (Exception e) {
           answer = JsonNodeFactory.instance.objectNode();
           answer.put("error", e.getClass().getName() + ": " + e.getMessage());
@@ -89,7 +109,7 @@ public final class RmDriver {
     }
   }
 
-  static ObjectNode command(JsonNode command, ResourceManager rm, Configuration conf, YarnClient yarn, NodeId node)
+  static ObjectNode command(JsonNode command, ResourceManager rm, Configuration conf, YarnClient yarn)
       throws Exception {
     String op = command.path("op").asText();
     switch (op) {
@@ -97,12 +117,14 @@ public final class RmDriver {
         return submit(yarn, command.get("body"));
       case "list":
         return list(yarn);
+      case "race":
+        return race(yarn, command.get("bodies"));
       case "run":
-        return InReservation.run(rm, conf, yarn, node, QUEUE, ReservationId.parseReservationId(
+        return InReservation.run(rm, conf, yarn, QUEUE, ReservationId.parseReservationId(
             command.get("id").asText()), Resource.newInstance(command.path("memory").asLong(1024),
             command.path("vcores").asInt(1)));
       default:
-        throw new IllegalArgumentException("unknown op `" + op + "`; expected submit, list or run");
+        throw new IllegalArgumentException("unknown op `" + op + "`; expected submit, race, list or run");
     }
   }
 
@@ -121,6 +143,33 @@ public final class RmDriver {
     }
     answer.put("nanos", System.nanoTime() - started);
     return answer;
+  }
+
+  /**
+   * Several reservations submitted at once, each from a thread of its own through the RM's RPC (which calls the
+   * queue's agent for each on a handler thread of its own, with no lock between an agent's read and its write).
+   */
+  static ObjectNode race(YarnClient yarn, JsonNode bodies) throws Exception {
+    ExecutorService threads = Executors.newFixedThreadPool(bodies.size());
+    try {
+      List<Future<ObjectNode>> answers = new ArrayList<>();
+      CountDownLatch ready = new CountDownLatch(bodies.size());
+      for (JsonNode body : bodies) {
+        answers.add(threads.submit(() -> {
+          ready.countDown();
+          ready.await();
+          return submit(yarn, body);
+        }));
+      }
+      ObjectNode answer = JsonNodeFactory.instance.objectNode();
+      ArrayNode items = answer.putArray("answers");
+      for (Future<ObjectNode> each : answers) {
+        items.add(each.get());
+      }
+      return answer;
+    } finally {
+      threads.shutdownNow();
+    }
   }
 
   /** YARN's list of the queue's reservations with their allocations. */
@@ -157,6 +206,8 @@ public final class RmDriver {
     for (Map.Entry<String, String> option : options.entrySet()) {
       if (option.getKey().startsWith("rayon.")) {
         conf.set(option.getKey(), option.getValue());
+      } else if (option.getKey().startsWith(POLICY)) {  // the queue's CapacityOverTimePolicy numbers
+        conf.set(root + "." + QUEUE + "." + option.getKey().substring(POLICY.length()), option.getValue());
       }
     }
     long day = 24 * 3600;
@@ -180,8 +231,9 @@ public final class RmDriver {
   }
 
   /**
-   * {@code --agent-class C --memory-mb MB --vcores N --user U --work-dir D}, and any {@code --rayon.KEY VALUE}
-   * (the agent's settings, put into the RM's configuration as they are).
+   * {@code --agent-class C --memory-mb MB --vcores N --user U --work-dir D --node-manager none|external}, and any
+   * {@code --rayon.KEY VALUE} (the agent's settings, put into the RM's configuration as they are), and any
+   * {@code --policy.KEY VALUE} (the reservable queue's {@code average-capacity}, {@code reservation-window}, ...).
    */
   static Map<String, String> options(String[] args) {
     Map<String, String> options = new HashMap<>();
@@ -189,6 +241,7 @@ public final class RmDriver {
     options.put("memory-mb", "8192");
     options.put("vcores", "8");
     options.put("user", "alice");
+    options.put("node-manager", "none");
     options.put("work-dir", System.getProperty("java.io.tmpdir") + "/rayon-yarn-agent");
     for (int i = 0; i + 1 < args.length; i += 2) {
       if (!args[i].startsWith("--")) {

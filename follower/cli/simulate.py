@@ -16,13 +16,13 @@ from follower.follow.follower import FollowerError
 from follower.scheduler.errors import SchedulerError
 from follower.sim.checkpoint import PARTIAL
 from follower.sim.engine import simulate
-from follower.sim.evaluate import Outcome, check_grid, evaluate, grid_checkpoint, plan_peers, pool_size
+from follower.sim.evaluate import Outcome, check_grid, evaluate, grid_checkpoint, plan_peers, pool_size, with_slack
 from follower.sim.evaluate import render as evaluate_render
 from follower.sim.grid import (
-    AGENTS,
     DEFAULT_SEEDS,
     EXAMPLES,
     FAIRNESS_SCENARIOS,
+    GRID_AGENTS,
     LOAD_AGENTS,
     LOAD_SCENARIOS,
     LOADS,
@@ -135,6 +135,8 @@ def _summary_rows(result: Result) -> list[list[Any]]:
 @click.option("--seed", type=click.IntRange(min=0), help="Random seed (default: the scenario's).")
 @click.option("--load", type=click.FloatRange(min=0.0, min_open=True), help="Offered load: the same jobs arriving "
               "this many times as fast (default: the scenario's, 1).")
+@click.option("--slack", type=click.FloatRange(min=0.0, min_open=True), help="Mean deadline slack factor of the "
+              "workload's production jobs (`rayon evaluate --slacks`; default: the scenario's).")
 @click.option("--trace", type=click.Path(exists=True, dir_okay=False), help="Trace file to read instead of the "
               "workload's `file` (another copy, or a larger file of the same format).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON document.")
@@ -142,8 +144,8 @@ def _summary_rows(result: Result) -> list[list[Any]]:
               help="Write one JSON line per event (time, application, event, queue, node, resources).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when it is a terminal).")
 def simulate_command(scenario: str, agent: str | None, decisions: str | None, policy: str | None, seed: int | None,
-                     load: float | None, trace: str | None, as_json: bool, trace_out: str | None,
-                     progress: bool | None) -> None:
+                     load: float | None, slack: float | None, trace: str | None, as_json: bool,
+                     trace_out: str | None, progress: bool | None) -> None:
     """Simulate SCENARIO: jobs arrive, reserve, get queue capacity from the plan, run, and are measured.
 
     \b
@@ -151,6 +153,7 @@ def simulate_command(scenario: str, agent: str | None, decisions: str | None, po
       rayon simulate examples/scenarios/tiny.yaml
       rayon simulate examples/scenarios/synthetic_mix.yaml --agent none --json
       rayon simulate examples/scenarios/synthetic_mix.yaml --agent capacity --load 2
+      rayon simulate examples/scenarios/ricc_2days.yaml --agent gree-l --slack 1.5 --seed 2 --json
       rayon simulate examples/scenarios/ricc_week.yaml --policy drf --trace-out events.jsonl
       rayon simulate examples/scenarios/ricc_2days.yaml --trace /data/traces/ricc_2010.swf.gz
       rayon simulate examples/scenarios/tiny.yaml --decisions tiny-yarn-greedy.json
@@ -161,6 +164,11 @@ def simulate_command(scenario: str, agent: str | None, decisions: str | None, po
     chosen = read_scenario(scenario, trace)
     if load is not None:
         chosen = replace(chosen, load=load)
+    if slack is not None:
+        try:
+            chosen = with_slack(chosen, slack)
+        except ValueError as error:
+            raise RayonError(str(error), hint="--slack applies to workloads that draw deadlines") from None
     show = sys.stderr.isatty() if progress is None else progress
     try:
         workload = chosen.load_workload()
@@ -278,7 +286,8 @@ class PeerRows:
               help="Folder in which scenario names are looked up (default: the repository's examples/scenarios).")
 @click.option("--reservations", default=",".join(RESERVATION_SCENARIOS), show_default=True,
               help="Scenarios of the reservation study (names in --scenarios, or paths; empty: skip).")
-@click.option("--agents", default=",".join(AGENTS), show_default=True, help="Agents compared.")
+@click.option("--agents", default=",".join(GRID_AGENTS), show_default=True,
+              help="Agents compared (the MILP only when named: one arrival at a time it decides as greedy does).")
 @click.option("--slacks", default=",".join(f"{s:g}" for s in SLACKS), show_default=True,
               help="Mean deadline slack factors.")
 @click.option("--fairness", default=",".join(FAIRNESS_SCENARIOS), show_default=True,
@@ -329,7 +338,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     \b
     Examples:
       rayon evaluate                                   # the default grid, into evaluation/
-      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (hours)
+      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (about an hour)
       rayon evaluate --quick --out /tmp/report         # about 4 minutes: the point, not the whole grid
       rayon evaluate --scheduler tcp://10.0.0.5:8786   # on your Dask cluster
       rayon evaluate --seeds 1 --milp-time-limit 1     # one seed per cell, a faster MILP: no intervals

@@ -88,7 +88,12 @@ class Resources(Mapping[str, float]):
 
     def fits_in(self, other: Mapping[str, float]) -> bool:
         """Whether every amount here is at most the same amount in `other` (missing there is zero)."""
-        return all(amount <= other.get(name, 0.0) + EPSILON for name, amount in self._values.items())
+        # A plain loop over the plain dict: the scheduler asks this for every node it looks at.
+        room = other._values if isinstance(other, Resources) else other
+        for name, amount in self._values.items():  # noqa: SIM110 - all() over a generator costs a fifth more here
+            if amount > room.get(name, 0.0) + EPSILON:
+                return False
+        return True
 
     def dominant_share(self, total: Mapping[str, float]) -> float:
         """The largest `self[r] / total[r]`; an amount of a resource the total lacks is an infinite share."""

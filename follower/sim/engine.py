@@ -106,7 +106,7 @@ class Simulation:
         self.env.run(until=self._all_done() if limit is None else self._all_done() | self.env.timeout(limit))
         self._account(self.env.now)
         summary = summarize((run.record for run in self.jobs.values()), self.usage, self.scheduler.preemptions,
-                            float(self.env.now))
+                            float(self.env.now), limit)
         if isinstance(self.planner.agent, ReplayAgent):  # answers decided up front: say how often they misfit
             summary["replayed"] = replay_summary(self.planner.agent)
         return Result(self.scenario.name, self.scenario.agent, self.scenario.policy, self.scenario.seed, summary,

@@ -8,6 +8,11 @@ Definitions (kept here so the report and the tests read the same ones):
   (its actual duration with no waiting), at least 1.
 - Start latency: start − submit (a production job's includes its wait for its lease); lateness: how long after
   its deadline a late production job finished (or the run ended, for one that never did).
+- SLA over the jobs due in the run: production jobs that finished by their deadline ÷ production jobs whose
+  deadline falls within the run's time limit (every job when the scenario sets none). Unlike SLA attainment its
+  denominator is the same set of jobs for every agent: a plan that starts jobs late in their windows leaves more
+  of them running at the end, and SLA attainment would then leave those out while a baseline that finished them
+  early counts them as met.
 - SLA over feasible jobs: the same share, counting only the production jobs that could meet their deadline at
   all, those whose run time alone fits between their submission and their deadline.
 - Plan changes: how often an accepted reservation's planned allocation changes level over its steps (its
@@ -125,14 +130,16 @@ class Usage:
                 for name, total in self.available.items()}
 
 
-def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end: float = math.inf) -> dict[str, Any]:
-    """The simulation's figures in the `--json` shape: production, best effort, use, users (`end`: when it stopped)."""
+def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end: float = math.inf,
+              limit: float | None = None) -> dict[str, Any]:
+    """The simulation's figures in the `--json` shape: production, best effort, use, users (`end`: when it stopped;
+    `limit`: the time limit it ran under, None for none)."""
     jobs = list(records)
     production = [job for job in jobs if job.kind == PRODUCTION]
     best_effort = [job for job in jobs if job.kind == BEST_EFFORT]
     utilization = usage.utilization()
     return {
-        "production": _production(production, end),
+        "production": _production(production, end, math.inf if limit is None else limit),
         "best_effort": {**responses(best_effort), **_short(best_effort)},
         "utilization": _headline(utilization),
         "utilization_by_resource": utilization,
@@ -146,8 +153,9 @@ def summarize(records: Iterable[JobRecord], usage: Usage, preemptions: int, end:
     }
 
 
-def _production(jobs: list[JobRecord], end: float) -> dict[str, Any]:
+def _production(jobs: list[JobRecord], end: float, limit: float) -> dict[str, Any]:
     met = sum(job.met_deadline for job in jobs)
+    due = [job for job in jobs if job.deadline is not None and job.deadline <= limit + 1e-9]
     accepted = [job for job in jobs if job.accepted]
     still_open = [job.finish is None and job.deadline is not None and job.deadline > end for job in jobs]
     open_ = sum(still_open)
@@ -161,6 +169,8 @@ def _production(jobs: list[JobRecord], end: float) -> dict[str, Any]:
         "met_deadline": met,
         "open": open_,
         "sla_attainment": _ratio(met, len(jobs) - open_),
+        "due": len(due),
+        "sla_due": _ratio(sum(job.met_deadline for job in due), len(due)),
         "accepted_met_deadline": sum(job.met_deadline for job in accepted),
         "completed": sum(job.finish is not None for job in jobs),
         "dropped": sum(job.dropped for job in jobs),

@@ -23,6 +23,19 @@ def test_sla_attainment_leaves_out_jobs_whose_deadline_is_after_the_end() -> Non
     assert production["accepted"] == 3 and production["accepted_met_deadline"] == 1
 
 
+def test_sla_over_jobs_due_counts_the_same_jobs_whichever_ran_them_early() -> None:
+    # the same two jobs: a baseline that ran the far-deadline job early, and a plan that placed it late
+    early = [job("near", "production", finish=50, deadline=60), job("far", "production", finish=90, deadline=500)]
+    late = [job("near", "production", finish=70, deadline=60), job("far", "production", deadline=500, accepted=True)]
+    baseline = summarize(early, Usage(), 0, end=100.0, limit=100.0)["production"]
+    planned = summarize(late, Usage(), 0, end=100.0, limit=100.0)["production"]
+    assert (baseline["sla_attainment"], planned["sla_attainment"]) == (1.0, 0.0)
+    assert (baseline["due"], baseline["sla_due"]) == (1, 1.0)
+    assert (planned["due"], planned["sla_due"]) == (1, 0.0)
+    # with no time limit every job is due
+    assert summarize(early, Usage(), 0, end=100.0)["production"]["due"] == 2
+
+
 def test_response_slowdown_and_percentiles_of_best_effort() -> None:
     records = [job(str(i), submit=0.0, alone=10.0, finish=10.0 * (i + 1)) for i in range(20)] + [job("never")]
     best = summarize(records, Usage(), 0)["best_effort"]

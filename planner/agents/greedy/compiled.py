@@ -7,36 +7,21 @@ and cached on disk (`cache=True`): a later process loads the machine code instea
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
-EPSILON = 1e-9  # pack.py's
-UNBOUNDED = 2**40  # the room of a bundle that asks for nothing
-NO_CAP = -1  # `parallelism` None, as the compiled code takes it
+from planner.core.treekernels import NO_CAP, UNBOUNDED, room_at
+
+__all__ = ["NO_CAP", "UNBOUNDED", "latest_kernel", "room_kernel"]
 
 
 @njit(cache=True, nogil=True)
 def room_kernel(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
     """Gangs that fit at each step of `free` (resources × steps): floor(min over needed resources of free/demand)."""
-    resources, steps = free.shape
+    steps = free.shape[1]
     out = np.empty(steps, dtype=np.int64)
     for t in range(steps):
-        lowest = math.inf
-        needed = False
-        for r in range(resources):
-            if demand[r] > 0:
-                needed = True
-                ratio = free[r, t] / demand[r]
-                if ratio < lowest:
-                    lowest = ratio
-        bundles = math.floor(lowest + EPSILON) if needed else UNBOUNDED
-        if parallelism != NO_CAP and bundles > parallelism:
-            bundles = parallelism
-        if bundles < 0:
-            bundles = 0
-        out[t] = bundles // gang
+        out[t] = room_at(free[:, t], demand, gang, parallelism)
     return out
 
 

@@ -20,6 +20,7 @@ from typing import Any as AnyType
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from planner.api import server as server_module
 from planner.api.server import MISSED_CHECKS, Supervisor, sweep_stale_folders
@@ -240,6 +241,12 @@ def test_one_worker_with_a_deciding_process_of_its_own_serves_the_plan_and_sigte
         with Store.open(state) as store:
             assert {r.name for r in store.list(state="accepted")} == {name for name, ok in answers.items() if ok}
         assert stored_violations(state) == []
+        scraped = {(s.name): s.value for family in text_string_to_metric_families(httpx.get(server.url + "/metrics")
+                                                                                  .text) for s in family.samples}
+        # The lone worker shows its own process_* figures (the same process answers every scrape), and the server's
+        # processes together hold more than it alone: the decider holds the plan too.
+        assert scraped["rayon_server_processes"] >= 3  # the server, its worker, its decider
+        assert scraped["rayon_server_resident_memory_bytes"] > scraped["process_resident_memory_bytes"] > 0
         assert_sigterm_ends_every_process(server)
     finally:
         if server.process.poll() is None:

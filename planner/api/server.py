@@ -131,6 +131,16 @@ class Supervisor(Multiprocess):
     def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]):
         super().__init__(config, sockets)
         self._missed: dict[int | None, int] = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):  # the end begins at once, not at the loop's next half second
+            signal.signal(signum, lambda *_: self.should_exit.set())
+
+    def terminate_all(self) -> None:
+        """End the workers (each finishes its requests in flight), having let go of the listening socket first: once
+        the workers let go of theirs too, a new connection is refused at once instead of waiting unanswered in the
+        queue of a socket this process would otherwise hold open until every worker has ended."""
+        for sock in self.sockets:
+            sock.close()
+        super().terminate_all()
 
     def keep_subprocess_alive(self) -> None:
         if self.should_exit.is_set():

@@ -126,6 +126,28 @@ def test_skip_existing_submits_only_the_rest(remote: Run) -> None:
     assert "skipped 1 the server holds already: etl_nightly" in again.stderr
 
 
+def test_files_go_as_one_request_and_one_the_server_refuses_submits_none_of_them(remote: Run,
+                                                                                  tmp_path: Path) -> None:
+    bad = tmp_path / "bad.rdl"  # well-formed: only the server, knowing the cluster, finds the resource it lacks
+    bad.write_text("reservation fine { atom(b={vcores: 1}, w=30m) }\n"
+                   "reservation bad {\n  atom(b={vcores: 1, gpus: 2}, w=30m)\n}\n")
+    result = remote("submit", FILES[0], str(bad))
+    assert result.exit_code == 2 and f"{bad}:3:" in result.stderr
+    assert result.stderr.count("nothing was submitted") == 1
+    assert json.loads(remote("list", "--json").stdout) == []  # etl_nightly, first and fine, was not committed
+
+
+def test_skip_existing_sends_a_file_that_lost_one_in_canonical_rdl(remote: Run, tmp_path: Path) -> None:
+    both = tmp_path / "both.rdl"
+    both.write_text(Path(FILES[0]).read_text() + "\n" + Path(FILES[1]).read_text())
+    assert remote("submit", FILES[0]).exit_code == 0
+    again = remote("submit", "--skip-existing", "--json", str(both))
+    assert again.exit_code == 0, again.stderr
+    assert [d["reservation"] for d in json.loads(again.stdout)["decisions"]] == ["urgent_retrain"]
+    assert sorted(r["reservation"] for r in json.loads(remote("list", "--json").stdout)) == [
+        "etl_nightly", "urgent_retrain"]
+
+
 def test_a_user_token_sees_its_own_and_no_token_is_told_how_to_get_one(server: Server, remote: Run) -> None:
     assert remote("submit", *FILES).exit_code == 0
     bob = runner({"RAYON_SERVER": server.url, "RAYON_TOKEN": server.tokens["bob"]})

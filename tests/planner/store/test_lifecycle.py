@@ -615,7 +615,7 @@ def test_capacity_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-unt
     assert report["change"] == {"at": at(0), "capacity": {"vcores": 4}}
     assert [d["reservation"] for d in report["dropped"]] == ["low"] and report["kept"] == ["high"]
     assert report["dropped"][0]["reason"]["code"] == "capacity"
-    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)}
+    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)["items"]}
     assert listed == {"low": "dropped", "high": "accepted"}
     log = rayon("log").stdout
     assert "capacity  low          dropped (capacity)" in log
@@ -646,7 +646,7 @@ def test_replan_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyp
     assert result.exit_code == 0, result.stderr
     outcome = json.loads(result.stdout)
     assert outcome["status"] in ("optimal", "feasible", "timeout") and outcome["solver"] == "highs"
-    assert {r["state"] for r in json.loads(rayon("list", "--json").stdout)} == {"accepted"}
+    assert {r["state"] for r in json.loads(rayon("list", "--json").stdout)["items"]} == {"accepted"}
     text = rayon("replan", "--time-limit", "5")
     assert text.exit_code == 0 and "solver highs" in text.stdout
     assert rayon("replan", "--solver", "nope").exit_code == 2

@@ -26,7 +26,7 @@ from planner.replan.optimise import ReplanReport
 from planner.store.facade import Store, StoreError
 from rdl import parse_cluster
 from rdl.errors import RDLErrors
-from tests.planner.store.consistency import archived_instances
+from tests.planner.store.consistency import archived_instances, missed_instances
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
 SMALL = cluster_text({"vcores": 8}, steps=60)
@@ -65,10 +65,7 @@ def violations(store: Store) -> list[str]:
     archived = archived_instances(store, {r.name: r for r in records})
     records = [replace(r, allocations=[*r.allocations, *archived.get(r.name, [])]) for r in records]
     clock = store.clock()
-    missed: dict[str, list[int]] = {}  # instances rejected as decisions of their own, as the log has them
-    for entry in store.log():
-        if entry.accepted is False and entry.reservation and entry.decision and "instance" in entry.decision:
-            missed.setdefault(entry.reservation, []).append(int(entry.decision["instance"]))
+    missed = missed_instances(store.log())  # instances rejected as decisions of their own, as the log has them
     decisions = [{**r.decision().to_json(clock), "missed_instances": missed.get(r.name, [])} for r in records]
     return check_plan(cluster, [r.reservation() for r in records], decisions,
                       submitted={r.name: r.submitted for r in records}, rolled_to=store.now())

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -253,10 +252,14 @@ def test_one_worker_with_a_deciding_process_of_its_own_serves_the_plan_and_sigte
             stop(server)
 
 
-def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_path: Path) -> None:
+def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     state = tmp_path / "plan.db"
     with Store.open(state) as store:
         store.init(cluster_text({"vcores": 8}, steps=60), "cluster.yaml")
+    temporary = tmp_path / "tmp"  # its own: another server starting on this machine would sweep the folders
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
     server = start(state, tmp_path / "tokens.yaml", make_tokens(tmp_path / "tokens.yaml"), "--decider", "process")
     processes: list[int] = []
     try:
@@ -267,9 +270,9 @@ def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_pa
         while any(running_spawned(pid) for pid in processes):
             assert time.monotonic() < deadline, "a worker or the decider outlived the killed server"
             time.sleep(0.1)
-        left = sorted(Path(tempfile.gettempdir()).glob(f"rayon-*-{server.process.pid}-*"))
+        left = sorted(temporary.glob(f"rayon-*-{server.process.pid}-*"))
         assert len(left) == 2  # the killed server's folders (the decider's key in one), named after it
-        assert sorted(sweep_stale_folders(Path(tempfile.gettempdir()))) >= left  # the next server removes them
+        assert sorted(sweep_stale_folders(temporary)) >= left  # the next server removes them
         assert not any(folder.exists() for folder in left)
     finally:
         for pid in filter(running_spawned, processes):  # after a failure: no process left behind by the test

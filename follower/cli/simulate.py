@@ -314,8 +314,9 @@ class PeerRows:
 @click.option("--spark/--no-spark", default=True, show_default=True,
               help="The UWFQ section on the task-level Spark model (`rayon spark`, as many seeds; a few minutes).")
 @click.option("--render", is_flag=True, help="Write the report in --out again from its results.json, simulating "
-              "nothing but the Spark section, whose runs results.json does not keep (about 100 s on two cores; "
-              "--no-spark leaves the section out): for a change in how the report is written.")
+              "nothing: the Spark section's runs are kept there too (a results.json written before they were has "
+              "them simulated again, about 100 s on two cores; --no-spark leaves the section out): for a change in "
+              "how the report is written.")
 @click.option("--quick", is_flag=True, help="A small grid, about 4 minutes on two busy cores (options still win): "
               f"{QUICK_FLAGS}.")
 @click.pass_context

@@ -221,15 +221,60 @@ def _grouped(runs: Sequence[dict[str, Any]]) -> list[Cell]:
             for (study, scenario, agent, policy, slack, load), members in grouped.items()]
 
 
-def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing) -> dict[str, Any]:
-    """The machine-readable results (`results.json`): the grid, how long it took, and every run at every seed."""
+def results_document(grid: Grid, outcomes: Sequence[Outcome], timing: Timing, spark: SparkRuns | None = None,
+                     shapes: PlanShapes | None = None) -> dict[str, Any]:
+    """The machine-readable results (`results.json`): the grid, how long it took, every run at every seed, and what
+    the report simulates besides (the UWFQ section's task-level runs, the plan-shape figure's two runs), so that
+    `render` simulates nothing."""
     return {
         "seeds": grid.seeds, "seeds_for": dict(grid.seeds_for), "milp_time_limit_s": grid.milp_time_limit,
         **asdict(timing),
         "peers_left_out": [{"scenario": label, "agent": agent, "why": why}
                            for label, agent, why in grid.peers_left_out],
         "runs": run_records(outcomes),
+        **({} if spark is None else {"spark": spark.to_json()}),
+        "plan_shapes": None if shapes is None else {"planned": [[agent, [list(lease) for lease in leases]]
+                                                                for agent, leases in shapes.planned],
+                                                    "title": shapes.title, "command": shapes.command},
     }
+
+
+def shapes_of(data: dict[str, Any]) -> PlanShapes:
+    """The plan-shape figure's runs as `results_document` wrote them."""
+    return PlanShapes(tuple((str(agent), [(float(a), float(b), float(c)) for a, b, c in leases])
+                            for agent, leases in data["planned"]), str(data["title"]), str(data["command"]))
+
+
+@dataclass(frozen=True)
+class SparkRuns:
+    """The UWFQ section's runs on the task-level Spark model: its scenario files, seeds, cells and wall time."""
+
+    files: tuple[str, ...]
+    seeds: int
+    cells: tuple[spark_table.Cell, ...]
+    wall_s: float = 0.0
+
+    @classmethod
+    def run(cls, files: Sequence[str], seeds: int) -> SparkRuns:
+        """Every scenario × policy × partitioning at seeds 1..`seeds`."""
+        began = time.perf_counter()
+        cells = spark_table.run_grid(files, seeds=tuple(range(1, seeds + 1)))
+        return cls(tuple(files), seeds, tuple(cells), time.perf_counter() - began)
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> SparkRuns:
+        """The runs as `to_json` wrote them."""
+        return cls(tuple(str(f) for f in data["files"]), int(data["seeds"]),
+                   tuple(spark_table.Cell(**cell) for cell in data["cells"]), float(data.get("wall_s", 0.0)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": list(self.files), "seeds": self.seeds, "wall_s": round(self.wall_s, 3),
+                "cells": [asdict(cell) for cell in self.cells]}
+
+    def section(self) -> str:
+        """The report's UWFQ section, and the command that gives its table."""
+        chosen = "" if self.files == Grid.spark else " " + " ".join(self.files)
+        return spark_table.markdown(list(self.cells), f"rayon spark{chosen} --seeds {self.seeds} --markdown")
 
 
 def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
@@ -250,8 +295,11 @@ def evaluate(folder: Path, grid: Grid | None = None, workers: int | None = None,
     earlier = sum(outcome.wall_s for index, outcome in enumerate(outcomes) if index in kept)
     wall = time.perf_counter() - began + earlier / pool_size(workers)
     timing = Timing(wall, pool_size(workers), os.cpu_count() or 1, os.getloadavg()[0])
+    spark = SparkRuns.run(chosen.spark, chosen.seeds) if chosen.spark else None
+    shapes = plan_shapes(chosen.reservations, chosen.slacks)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / RESULTS).write_text(json.dumps(results_document(chosen, outcomes, timing), indent=1) + "\n")
+    (folder / RESULTS).write_text(json.dumps(results_document(chosen, outcomes, timing, spark, shapes), indent=1)
+                                  + "\n")
     checkpoint.clear()
     return render(folder, chosen.spark, peers_note)
 
@@ -262,10 +310,11 @@ def grid_checkpoint(folder: Path, grid: Grid) -> Checkpoint:
 
 
 def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = "") -> Path:
-    """Write the report in `folder` from its `results.json` (every run's figures, as `evaluate` left them),
-    simulating nothing but the UWFQ section's task-level runs (`spark`: its scenarios; none: no section); returns
-    the report's path. `evaluate` ends here; `rayon evaluate --render` starts here, for a change in how the report
-    is written without the hours of its grid."""
+    """Write the report in `folder` from its `results.json` (every run's figures, as `evaluate` left them, the UWFQ
+    section's task-level runs and the plan-shape figure's too), simulating nothing; returns the report's path.
+    `spark` empty leaves the UWFQ section out; a results.json written before those runs were kept has them
+    simulated again (`spark`: the scenarios). `evaluate` ends here; `rayon evaluate --render` starts here, for a
+    change in how the report is written without the hours of its grid."""
     try:
         document = json.loads((folder / RESULTS).read_text())
         reservations, fairness = cells_of(document["runs"])
@@ -288,11 +337,13 @@ def render(folder: Path, spark: Sequence[str] = Grid.spark, peers_note: str = ""
                     load_agents=tuple(dict.fromkeys(c.agent for c in loaded)))
         timing = Timing(float(document["wall_s"]), int(document["workers"]), int(document["cores"]),
                         float(document["load"]))
+        kept = SparkRuns.of(document["spark"]) if document.get("spark") else None
+        shown_shapes = shapes_of(document["plan_shapes"]) if document.get("plan_shapes") else None
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise RayonError(f"cannot read the results of a grid: {error}", place=str(folder / RESULTS),
                          hint="render a folder `rayon evaluate` wrote (its results.json)") from error
-    spark_section = spark_study(grid.spark, grid.seeds) if grid.spark else ""
-    shapes = plan_shapes(grid.reservations, grid.slacks)
+    spark_section = "" if not grid.spark else (kept or SparkRuns.run(grid.spark, grid.seeds)).section()
+    shapes = shown_shapes if "plan_shapes" in document else plan_shapes(grid.reservations, grid.slacks)
     when = datetime.fromtimestamp((folder / RESULTS).stat().st_mtime, UTC).strftime("%Y-%m-%d")
     intro = preamble(grid, when, timing, [*reservations, *fairness], peers_note)
     return write_report(folder, reservations, fairness, intro, "\n".join(filter(None, [spark_section, PUBLISHED])),
@@ -326,11 +377,5 @@ def plan_shapes(reservations: Sequence[str], slacks: Sequence[float]) -> PlanSha
     return PlanShapes(tuple(planned), f"{label(path)}, seed {scenario.seed}",
                       f"`{label(path)}` at seed {scenario.seed}{slack}, agents gree and {REFERENCE_AGENT}")
 
-
-def spark_study(files: Sequence[str], seeds: int) -> str:
-    """The UWFQ section: the scenarios × every policy × partitioning on and off on the task-level model."""
-    cells = spark_table.run_grid(files, seeds=tuple(range(1, seeds + 1)))
-    chosen = "" if tuple(files) == Grid.spark else " " + " ".join(files)
-    return spark_table.markdown(cells, f"rayon spark{chosen} --seeds {seeds} --markdown")
 
 

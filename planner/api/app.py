@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from planner.api import dashboard, history, metrics, native, placement, reality, yarn
+from planner.api import batch, dashboard, history, metrics, native, placement, reality, yarn
 from planner.api.auth import TokenRegistry
 from planner.api.clockwork import ClockMode, WallClock
 from planner.api.context import Service
@@ -75,6 +75,7 @@ def create_app(state: str | Path | None, tokens: TokenRegistry, *, max_body: int
     app.state.service = service
     app.state.yarn_ids = yarn.YarnIds(cluster_timestamp)
     app.include_router(native.router)
+    app.include_router(batch.router)
     app.include_router(history.router)
     app.include_router(reality.router)
     app.include_router(placement.router)

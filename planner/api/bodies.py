@@ -60,19 +60,24 @@ def body_format(content_type: str | None, chosen: str | None, text: str) -> str:
 def parse_body(text: str, form: str, consequence: str) -> list[Reservation]:
     """Every reservation in the body; 400 with every positioned error when it does not parse."""
     try:
-        if form == "rdl":
-            return parse_text(text, SOURCE)
-        data = _json(text)
-        if form == "yarn" or (form == "json" and yarn.looks_like_yarn(data)):
-            return [yarn.from_yarn(data, SOURCE)]
-        return jsonform.from_json(data, SOURCE)
+        return parse_as(text, form, SOURCE)
     except RDLErrors as errors:
         raise ApiError.from_rdl(400, errors.with_sources({SOURCE: text}), consequence) from None
 
 
-def _json(text: str) -> AnyType:
+def parse_as(text: str, form: str, source: str) -> list[Reservation]:
+    """Every reservation in `text` of this form (rdl, json, yarn), its places named `source`; RDLErrors if not."""
+    if form == "rdl":
+        return parse_text(text, source)
+    data = _json(text, source)
+    if form == "yarn" or (form == "json" and yarn.looks_like_yarn(data)):
+        return [yarn.from_yarn(data, source)]
+    return jsonform.from_json(data, source)
+
+
+def _json(text: str, source: str = SOURCE) -> AnyType:
     """Decoded JSON; a syntax error, a repeated key or nesting too deep as the loaders report it, positioned."""
-    return jsonform.loads(text, SOURCE)
+    return jsonform.loads(text, source)
 
 
 def json_object(body: bytes, consequence: str) -> dict[str, AnyType]:
@@ -94,7 +99,7 @@ def only_one(found: list[Reservation], consequence: str) -> Reservation:
         return found[0]
     names = ", ".join(f"`{r.name}`" for r in found) or "no reservation"
     raise ApiError(422, "input", f"{SOURCE} holds {names}: send exactly one reservation per request\n{consequence}",
-                   "each request is decided and committed whole; send the others one by one")
+                   "send several in one request, decided together, with POST /v1/reservations/batch")
 
 
 def read_one(raw: bytes, content_type: str | None, form: str | None, consequence: str) -> tuple[Reservation, str]:

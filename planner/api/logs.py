@@ -52,7 +52,10 @@ def configure(form: str, level: str, access: bool) -> None:
         "root": {"handlers": ["stderr"], "level": "WARNING"},
         "loggers": {"uvicorn": {"level": level.upper()}, "rayon": {"level": level.upper()},
                     "rayon.serve": {"level": "INFO"},
-                    "rayon.access": {"level": level.upper() if access else "WARNING"}}})
+                    "rayon.access": {"level": level.upper() if access else "WARNING"},
+                    # the access lines are AccessLog's; uvicorn's own would repeat each (in a worker process this
+                    # runs after uvicorn silenced its logger, and dictConfig would otherwise make it propagate again)
+                    "uvicorn.access": {"handlers": [], "propagate": False}}})
     logging.captureWarnings(True)
 
 

@@ -6,8 +6,9 @@ Prometheus scrapes (`PlanCollector`), so the gauges are as fresh as the scrape. 
 servers on one PostgreSQL plan each count their own decisions and latencies (sum them in Prometheus),
 while their plan gauges all describe the one plan. The worker processes of one `rayon serve --workers N`
 are one server: they count into prometheus-client's shared files (its multiprocess mode, switched on by
-`PROMETHEUS_MULTIPROC_DIR`, which the parent sets), and any of them answers a scrape with the sums. No
-token is needed, as for /v1/ready: the metrics name no reservation and no user.
+`PROMETHEUS_MULTIPROC_DIR`, which the parent sets), and any of them answers a scrape with the sums, with the
+memory of all the server's processes (planner/api/processes.py) and, when one worker serves HTTP, that worker's
+own `process_*` figures. No token is needed, as for /v1/ready: the metrics name no reservation and no user.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from planner.api.jobs import ENDED, Jobs
+from planner.api.processes import ServerProcesses, lone_worker, server_pid
 from planner.core.decision import Decision
 from planner.store.facade import Store, StoreError
 from planner.store.records import AdvanceReport
@@ -88,12 +90,16 @@ class Metrics:
         self.advances = Counter("rayon_clock_advances", "Times this server moved the plan's clock on.",
                                 registry=self.registry)
         self.scraped = self.registry  # what a scrape reads
-        if os.environ.get(SHARED_DIR):  # one of several worker processes: a scrape sums them all
+        own = True  # whether this process's own figures (process_*, python_*) are shown
+        if os.environ.get(SHARED_DIR):  # one of the server's processes (workers, decider): a scrape sums them all
             self.scraped = CollectorRegistry()
             MultiProcessCollector(self.scraped)
-        else:  # the process's own figures describe the whole server only when it is the only process
+            if (root := server_pid()) is not None:
+                self.scraped.register(ServerProcesses(root))
+            own = lone_worker()  # with several workers, each scrape would show whichever worker answered it
+        if own:
             for standard in (ProcessCollector, PlatformCollector, GCCollector):
-                standard(registry=self.registry)
+                standard(registry=self.scraped)
 
     def watch(self, store: Store, jobs: Jobs) -> None:
         """Report the plan in this store and these jobs at every scrape, and time the store's commits."""

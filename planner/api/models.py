@@ -139,6 +139,28 @@ class SubmitAnswer(DecisionOut):
     previous: Literal["replaced", "kept"] | None = None
 
 
+class BatchFile(Strict):
+    """One file of a batch: its name (the errors' FILE), its text, and its form (by the text when left out)."""
+
+    name: str = Field(min_length=1, max_length=4096)
+    text: str
+    format: Literal["rdl", "json", "yarn"] | None = None
+
+
+class BatchFiles(Strict):
+    """A batch of several files, submitted whole: every reservation in them, in order."""
+
+    files: list[BatchFile] = Field(min_length=1)
+
+
+class BatchAnswer(BaseModel):
+    """The decisions on a batch, in order, all committed together (or, for a dry run, none)."""
+
+    agent: str
+    dry_run: bool
+    decisions: list[DecisionOut]
+
+
 class Holds(BaseModel):
     """What an accepted reservation's allocations add up to: first start, last end, how many."""
 
@@ -377,4 +399,5 @@ class YarnList(YarnModel):
                                     description="ours: the `offset` of the next page, when there is one")
 
 
-REQUEST_MODELS: tuple[type[BaseModel], ...] = (ReservationJSON, YarnSubmission, YarnUpdate, YarnDelete, ReplanRequest)
+REQUEST_MODELS: tuple[type[BaseModel], ...] = (ReservationJSON, YarnSubmission, YarnUpdate, YarnDelete, ReplanRequest,
+                                                BatchFiles)

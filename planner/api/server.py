@@ -37,11 +37,11 @@ from planner.api.decider import DeciderProcess
 from planner.api.guard import LIMITS, GuardedHttp
 from planner.api.limits import ConnectionLimits
 from planner.api.metrics import SHARED_DIR
+from planner.api.processes import ENV_SERVER, ENV_WORKERS
 from planner.store.forward import ENV_FOLDER, make_folder
 
 log = logging.getLogger("rayon.api")
 GRACE_SECONDS = 10  # for the requests in flight at a SIGTERM to finish; a decision takes milliseconds
-ENV_SERVER = "RAYON_SERVER_PID"  # the server process that started the workers and the decider
 METRICS_PREFIX, DECIDER_PREFIX = "rayon-metrics-", "rayon-decider-"  # then the server's pid: found again if killed
 MISSED_CHECKS = 6  # health checks in a row (uvicorn's, 5 s each) a live worker may miss before it is taken for hung
 ORPHAN_CHECK = 1.0  # seconds between two looks, in a worker or the decider, at whether the server is still there
@@ -131,6 +131,16 @@ class Supervisor(Multiprocess):
     def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]):
         super().__init__(config, sockets)
         self._missed: dict[int | None, int] = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):  # the end begins at once, not at the loop's next half second
+            signal.signal(signum, lambda *_: self.should_exit.set())
+
+    def terminate_all(self) -> None:
+        """End the workers (each finishes its requests in flight), having let go of the listening socket first: once
+        the workers let go of theirs too, a new connection is refused at once instead of waiting unanswered in the
+        queue of a socket this process would otherwise hold open until every worker has ended."""
+        for sock in self.sockets:
+            sock.close()
+        super().terminate_all()
 
     def keep_subprocess_alive(self) -> None:
         if self.should_exit.is_set():
@@ -205,6 +215,7 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
     os.environ[SHARED_DIR] = shared  # the workers inherit it, so their prometheus-client counts together
     os.environ[ENV_FOLDER] = deciding  # and this: each worker's store decides with the others (share_decisions)
     os.environ[ENV_SERVER] = str(os.getpid())  # and this: they end if this process goes (end_with_server)
+    os.environ[ENV_WORKERS] = str(count)  # and this: a lone worker shows its own process_* metrics
     deciding_process = DeciderProcess(decider, Path(deciding)) if decider is not None else None
     try:
         if deciding_process is not None:
@@ -216,6 +227,7 @@ def run_workers(factory: Callable[[], FastAPI], sock: socket.socket, log_level: 
         if deciding_process is not None:
             deciding_process.stop()  # last: the workers' requests in flight are answered
         os.environ.pop(ENV_SERVER, None)
+        os.environ.pop(ENV_WORKERS, None)
         for name, folder in ((SHARED_DIR, shared), (ENV_FOLDER, deciding)):
             os.environ.pop(name, None)
             shutil.rmtree(folder, ignore_errors=True)

@@ -1,15 +1,15 @@
 """The store commands in client mode: the same work through a running `rayon serve`'s HTTP API.
 
 Files are read and checked here as `rayon check` checks them without a cluster (their syntax and shape, with
-file positions); the server validates each reservation against its cluster and decides it. A file of one
-reservation is sent as it is written, so the server's positions are the file's; a file of several sends each
-in canonical RDL. The API decides one reservation per request: a batch is that many requests, each decision
-committed before the next is asked for.
+file positions); the server validates each reservation against its cluster and decides it. `submit` sends its
+files as one request (`POST /v1/reservations/batch`, each file as it is written and under its own name, so that
+the server's positions are the file's), decided in order and committed whole. `update` sends one reservation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any as AnyType
 
 import click
@@ -26,6 +26,7 @@ from rdl.tree import Reservation
 SOURCE = "<request>"  # what the server calls the body in its messages
 FAR = "8999-01-01T00:00:00Z"  # beyond any horizon, within the times the planner keeps
 CONTENT_TYPES = {"rdl": "text/plain", "json": "application/json", "yarn": "application/json"}
+MAX_BATCH = 1000  # reservations in one request, as the server takes them (planner/api/batch.py)
 
 Json = dict[str, AnyType]
 
@@ -56,38 +57,80 @@ def located(error: RayonError, source: str) -> RayonError:
     return error
 
 
+@dataclass
+class Batch:
+    """One request of a submission: its files (`{name, text, format}` each) and the names of its reservations."""
+
+    files: list[Json] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+
+def batches(paths: Sequence[str], skipped: set[str], consequence: str) -> tuple[list[Batch], list[str]]:
+    """The requests of `POST /v1/reservations/batch` that submit the files, leaving out the reservations named in
+    `skipped`, and the names left out. A file goes as it is written, so the server's positions are the file's;
+    one that lost a skipped reservation (or holds more than a request may) goes in canonical RDL, and says so."""
+    files: list[LoadedFile] = [f for f in load(paths) if f.cluster is None]
+    errors = all_errors(files)
+    if errors is not None:
+        raise errors.then(consequence)
+    echo_warnings(files)
+    require_reservations([r for f in files for r in f.reservations], paths, consequence)
+    pieces: list[tuple[list[str], Json]] = []
+    left_out: list[str] = []
+    for loaded in files:
+        kept = [r for r in loaded.reservations if r.name not in skipped]
+        left_out += [r.name for r in loaded.reservations if r.name in skipped]
+        if kept and len(kept) == len(loaded.reservations) and loaded.text != "" and len(kept) <= MAX_BATCH:
+            pieces.append(([r.name for r in kept], {"name": loaded.path, "text": loaded.text,
+                                                    "format": loaded.format}))
+            continue
+        for start in range(0, len(kept), MAX_BATCH):
+            part = kept[start:start + MAX_BATCH]
+            split = f", from `{part[0].name}` on" if len(kept) > MAX_BATCH else ""
+            pieces.append(([r.name for r in part], {"name": f"{loaded.path} (in canonical RDL{split})",
+                                                    "text": "\n".join(format_reservation(r) for r in part),
+                                                    "format": "rdl"}))
+    sent: list[Batch] = []
+    for names, piece in pieces:
+        if not sent or len(sent[-1].names) + len(names) > MAX_BATCH:
+            sent.append(Batch())
+        sent[-1].files.append(piece)
+        sent[-1].names += names
+    return sent, left_out
+
+
 def submit(client: Client, paths: Sequence[str], agent: str, dry_run: bool, skip_existing: bool) -> list[Json]:
-    """Each reservation's decision record, in the files' order."""
-    found = bodies(paths, "nothing was submitted")
-    held = {r.name for r, *_ in found if client.exists(r.name)}
-    skipped = held if skip_existing else set()
-    if skipped:
-        click.echo(f"skipped {len(skipped)} the server holds already: {', '.join(sorted(skipped)[:10])}"
-                   f"{' ...' if len(skipped) > 10 else ''}", err=True)
-    wanted = [item for item in found if item[0].name not in skipped]
+    """Each reservation's decision record, in the files' order. The files go to the server as one request (up to
+    MAX_BATCH reservations; more take several), decided in order and committed whole: bad input anywhere in a
+    request submits nothing of it."""
+    sent, held = batches(paths, client.names() if skip_existing else set(), "nothing was submitted")
+    if held:
+        click.echo(f"skipped {len(held)} the server holds already: {', '.join(sorted(held)[:10])}"
+                   f"{' ...' if len(held) > 10 else ''}", err=True)
+    total = sum(len(batch.names) for batch in sent)
     decisions: list[Json] = []
-    try:
-        for _, body, content_type, source in wanted:
-            try:
-                decisions.append(client.submit(body, content_type, agent, dry_run))
-            except RayonError as error:
-                raise stopped(located(error, source), len(decisions), len(wanted), dry_run) from None
-    except KeyboardInterrupt:
-        done = len(decisions)
-        if not dry_run and len(decisions) < len(wanted) and client.exists(wanted[len(decisions)][0].name):
-            done += 1  # the request under way when Ctrl-C came was answered and committed
-        raise interrupted(done, len(wanted), dry_run) from None
+    for batch in sent:
+        try:
+            answered = client.submit_batch(batch.files, agent, dry_run)
+        except RayonError as error:
+            raise stopped(error, len(decisions), total, dry_run) from None
+        except KeyboardInterrupt:
+            done = len(decisions)
+            if not dry_run and client.exists(batch.names[0]):
+                done += len(batch.names)  # the request under way was answered and committed, whole
+            raise interrupted(done, total, dry_run) from None
+        decisions.extend({**decision, "dry_run": dry_run} for decision in answered)
     return decisions
 
 
 def stopped(error: RayonError, done: int, total: int, dry_run: bool) -> RayonError:
-    """An error after some of a batch was decided: what was done, and how to go on."""
-    if total == 1 or dry_run:
+    """An error answering a request of a submission (`done`: the decisions the requests before it committed)."""
+    error.message = error.message.removesuffix("\nnothing was submitted")  # the server's words, said below
+    if done == 0 or dry_run:
         return error.then("nothing was submitted" if not dry_run or done == 0 else f"{done} of {total} answered")
-    if done == 0:
-        return error.then("nothing was submitted")
     error.hint = error.hint or "fix it and run the same command with --skip-existing to submit the rest"
-    return error.then(f"{done} of {total} submitted before it (each committed with its decision); the rest were not")
+    return error.then(f"{done} of {total} submitted before it, in earlier requests (each committed whole); the rest "
+                      "were not")
 
 
 def interrupted(done: int, total: int, dry_run: bool) -> Interrupted:

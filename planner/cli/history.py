@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from planner.cli import client as remote_mode
-from planner.cli.options import clock_line, json_option, opened, record_json, state_option
+from planner.cli.options import clock_line, opened, record_json, state_option
 from planner.cli.remote import Client
 from planner.cli.render import from_api
-from planner.cli.shaping import coloured, emit_document, output_options, page, without_headers
+from planner.cli.shaping import coloured, emit_document, listing_json_option, output_options, page, without_headers
 from planner.cli.target import remote_target, server_option
 from planner.store.facade import STATES
 from rdl import units
@@ -26,7 +24,7 @@ from rdl.table import format_table
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Skip the latest N first.")
 @state_option
 @server_option
-@json_option
+@listing_json_option
 @output_options
 def history_command(name: str | None, user: str | None, wanted: str | None, limit: int, offset: int,
                     state_path: str | None, server: str | None, as_json: bool, output: str,
@@ -50,13 +48,10 @@ def history_command(name: str | None, user: str | None, wanted: str | None, limi
             records = [{**record_json(a.record, store, clock), "archived": units.format_instant(a.archived)}
                        for a in found]
             line = clock_line(store)
-    if as_json:  # the shape it always had: `-o json` is the API's list shape
-        click.echo(json.dumps({"total": total, "reservations": records}, indent=2))
-        return
-    if output in ("json", "yaml"):
+    if as_json or output in ("json", "yaml"):  # the API's list shape, as every listing's
         following = offset + len(records)  # `next`: what to ask for the next page (the API: its URL)
         emit_document({**page(records, total, offset, limit), "next": None if following >= total
-                       else f"--offset {following} --limit {limit}"}, output)
+                       else f"--offset {following} --limit {limit}"}, "json" if as_json else output)
         return
     if output == "name":
         for record in records:

@@ -110,6 +110,9 @@ def echo_capacity(report: CapacityReport, clock: Clock) -> None:
         if name in moves.moved:
             rows.append([name, "moved", priority, f"{holds(moves.previous[name], clock)} -> "
                          f"{holds(moves.moved[name], clock)}"])
+            for index in moves.missed.get(name, ()):
+                lost = [a for a in moves.previous[name] if a.instance == index]
+                rows.append([f"{name}#{index}", "dropped", priority, holds(lost, clock) if lost else "-"])
         elif name in moves.dropped:
             rows.append([name, "dropped", priority, holds(moves.previous[name], clock)])
         else:
@@ -117,8 +120,12 @@ def echo_capacity(report: CapacityReport, clock: Clock) -> None:
     click.echo(format_table(["RESERVATION", "OUTCOME", "PRIORITY", "HOLDS"], rows))
     for name in moves.dropped:
         click.echo(f"{name}: {report.reasons[name].message}")
+    for (name, index), reason in report.missed.items():
+        click.echo(f"{name}#{index}: {reason.message}")
+    alone = f", and {len(report.missed)} instance{'' if len(report.missed) == 1 else 's'} of series dropped " \
+        "alone" if report.missed else ""
     click.echo(f"{len(moves.affected)} over the new capacity: {len(moves.kept)} kept, {len(moves.moved)} moved, "
-               f"{len(moves.dropped)} dropped")
+               f"{len(moves.dropped)} dropped{alone}")
 
 
 @click.command("replan", cls=RayonCommand)

@@ -3,7 +3,6 @@ running `rayon serve` (planner/cli/target.py), printing the same for the same pl
 
 from __future__ import annotations
 
-import json
 from typing import Any as AnyType
 
 import click
@@ -15,6 +14,7 @@ from planner.cli.render import from_api, log_json, log_table, records_table, sho
 from planner.cli.shaping import (
     coloured,
     emit_document,
+    listing_json_option,
     output_options,
     page,
     watch_option,
@@ -38,7 +38,7 @@ Json = dict[str, AnyType]
 @click.option("--to", "end", type=TimeParam(), help=time_help("Only those holding capacity before this time."))
 @state_option
 @server_option
-@json_option
+@listing_json_option
 @output_options
 @watch_option
 def list_command(user: str | None, wanted: str | None, start: TimeValue | None, end: TimeValue | None,
@@ -105,7 +105,7 @@ def show_command(name: str, state_path: str | None, server: str | None, as_json:
 @click.option("--limit", type=click.IntRange(min=1), help="Only the latest N entries.")
 @state_option
 @server_option
-@json_option
+@listing_json_option
 @output_options
 def log_command(limit: int | None, state_path: str | None, server: str | None, as_json: bool, output: str,
                 no_headers: bool) -> None:
@@ -125,12 +125,10 @@ def log_command(limit: int | None, state_path: str | None, server: str | None, a
 
 
 def emitted(items: list[Json], as_json: bool, output: str, name_key: str) -> bool:
-    """Print a whole listing as a document, if asked for one: `--json` the array it always was, `-o json|yaml` the
-    API's list shape, `-o name` each item's `name_key`; False when a table is wanted (the caller's)."""
-    if as_json:
-        click.echo(json.dumps(items, indent=2))
-    elif output in ("json", "yaml"):
-        emit_document(page(items), output)
+    """Print a whole listing as a document, if asked for one: `--json` (or `-o json|yaml`) in the API's list shape,
+    `-o name` each item's `name_key`; False when a table is wanted (the caller's)."""
+    if as_json or output in ("json", "yaml"):
+        emit_document(page(items), "json" if as_json else output)
     elif output == "name":
         for item in items:
             click.echo(item[name_key])

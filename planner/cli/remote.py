@@ -150,6 +150,17 @@ class Client:
                                  headers={"Content-Type": content_type},
                                  params={"agent": agent, "dry_run": str(dry_run).lower()}))
 
+    def submit_batch(self, files: list[dict[str, AnyType]], agent: str, dry_run: bool) -> list[dict[str, AnyType]]:
+        """The decision records of a batch of files (`{name, text, format}` each), decided in order and committed
+        whole (unless `dry_run`)."""
+        answer = self.request("POST", "/v1/reservations/batch", json={"files": files},
+                              params={"agent": agent, "dry_run": str(dry_run).lower()})
+        return [dict(decision) for decision in answer["decisions"]]
+
+    def names(self) -> set[str]:
+        """The names of every reservation the plan holds that the token may see (any state)."""
+        return {item["reservation"] for item in self.pages("/v1/reservations", {})}
+
     def update(self, name: str, body: str, content_type: str, agent: str, dry_run: bool) -> dict[str, AnyType]:
         """The decision on a new version of `name`."""
         return dict(self.request("PUT", f"/v1/reservations/{name}", content=body.encode("utf-8"),

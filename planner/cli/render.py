@@ -136,8 +136,9 @@ def log_answer(entry: Mapping[str, AnyType]) -> str:
     if whole_plan and action == "advance" and "to" in decision:
         return f"clock to {decision['to']}, {len(decision.get('expired', []))} expired"
     if whole_plan and action == "capacity" and "change" in decision:
+        alone = len(decision.get("dropped_instances", []))
         return (f"capacity change: {len(decision.get('moved', []))} moved, "
-                f"{len(decision.get('dropped', []))} dropped")
+                f"{len(decision.get('dropped', []))} dropped" + (f", {alone} instances dropped alone" if alone else ""))
     if whole_plan and action == "replan" and "status" in decision:
         return f"{decision['status']}: {len(decision.get('moved', []))} moved"
     if action == "cancel":

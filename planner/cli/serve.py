@@ -141,7 +141,7 @@ class Options:
     replan_every: float | None
     replan_time_limit: float
     workers: int = 1
-    decider: str | None = None  # `inline` or `process`; None: `process` with several workers, else `inline`
+    decider: str | None = None  # `inline` or `process`; None: `default_decider` of the workers and the cores
     max_connections: int = ConnectionLimits.max_connections
     max_header_bytes: int = ConnectionLimits.header_bytes
     header_timeout: float = ConnectionLimits.header_seconds
@@ -251,9 +251,10 @@ def options(ctx: click.Context, config_path: str | None) -> Options:
               help="Worker processes serving the one plan on the one port, for more requests per second on "
               "several cores; one of them keeps the clock.")
 @click.option("--decider", type=click.Choice(DECIDERS), help="Where submissions are decided: `process`, a process of "
-              "its own beside the workers (the default with several workers; on two cores or more it answers the most "
-              "submissions a second, with one worker too); `inline`, in the serving process (the default with one "
-              "worker: a single process; with several, one of the workers decides for all).")
+              "its own beside the workers (the default on two cores or more, where it answers the most submissions "
+              "a second, and with several workers); `inline`, in the serving process (the default with one worker "
+              "on one core: a single process; with several workers, one of them decides for all). The cores counted "
+              "are those this process may run on (`taskset`, a container's cpuset).")
 @click.pass_context
 def serve(ctx: click.Context, config_path: str | None, **_: object) -> None:  # the options: `options(ctx)`
     """Serve the plan over HTTP: native endpoints under /v1, YARN's reservation REST API under /ws/v1.
@@ -277,7 +278,7 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_
 
     tokens = load_tokens(given.tokens_path)
     store = open_store(given.state_path)
-    apart = given.decider == "process" or (given.decider is None and given.workers > 1)
+    apart = (given.decider or default_decider(given.workers, cores())) == "process"
     app = None if given.workers > 1 or apart else build_app(given, extensions, tokens, store)
     sock = bind(given.host, given.port)
     where = sock.getsockname()
@@ -303,6 +304,21 @@ def run(given: Options, extensions: Callable[[Store], Sequence[Extension]] = no_
         return  # SIGHUP: the supervisor replaces the workers one by one, and the new ones read the token file
     signal.signal(signal.SIGHUP, lambda *_: tokens.refresh(force=True))  # re-read the token file now
     server.run(app, sock, given.log_level, limits(given))
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or `taskset` narrows)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform (macOS): every core counts
+        return os.cpu_count() or 1
+
+
+def default_decider(workers: int, cores: int) -> str:
+    """Where submissions are decided when `--decider` is not given: in a process of their own (`process`) with
+    several workers or on two cores or more, where it answers the most submissions a second; `inline` with one
+    worker on one core, where a second busy process would only share the one core with the first."""
+    return "process" if workers > 1 or cores >= 2 else "inline"
 
 
 def limits(given: Options) -> ConnectionLimits:

@@ -1,8 +1,8 @@
 """Output shaping of the listing commands: `-o table|wide|json|yaml|name`, `--no-headers`, `--watch`, colour.
 
-`-o json` and `-o yaml` print a listing in the one shape the API answers a list with, `{items, total, offset,
-limit, next}` (`GET /v1/reservations`, `GET /v1/history`); `--json` keeps the shape it always had (an array
-for `list` and `log`), for the scripts that read it. Colour only on a terminal, and never with `NO_COLOR` set
+`--json`, `-o json` and `-o yaml` print a listing in the one shape the API answers a list with, `{items, total,
+offset, limit, next}` (`GET /v1/reservations`, `GET /v1/history`), whichever listing it is (`list`, `log`,
+`history`). Colour only on a terminal, and never with `NO_COLOR` set
 (no-color.org); tables fit 100 columns with the default columns, `-o wide` shows every one.
 """
 
@@ -30,6 +30,12 @@ def output_options(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
     return click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True,
                         help="table; wide (every column); json or yaml (a list as the API answers one: items, total, "
                         "offset, limit, next); name (one name a line).")(command)
+
+
+def listing_json_option(command: Callable[..., AnyType]) -> Callable[..., AnyType]:
+    """`--json` of a listing: `-o json`'s document."""
+    return click.option("--json", "as_json", is_flag=True, help="The listing as one JSON document, as the API "
+                        "answers a list: items, total, offset, limit, next (the same as -o json).")(command)
 
 
 def page(items: Sequence[Mapping[str, AnyType]], total: int | None = None, offset: int = 0,

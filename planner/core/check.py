@@ -66,7 +66,8 @@ def check_plan(cluster: Cluster, reservations: Iterable[Reservation], decisions:
                submitted: datetime | Mapping[str, datetime] | None = None, now: datetime | None = None,
                rolled_to: datetime | None = None) -> list[str]:
     """Every violation found (empty when the plan keeps all its promises); `rolled_to`: a plan store's plan, rolled
-    with its clock to this time."""
+    with its clock to this time. A series' decision may list `missed_instances`: instances rejected as decisions of
+    their own (the log's), which must hold nothing."""
     by_name = {r.name: r for r in reservations}
     decisions = list(decisions)
     horizon = cluster.horizon // cluster.step
@@ -149,7 +150,12 @@ def _check_reservation(reservation: Reservation, decision: Mapping[str, AnyType]
     for key in leases:
         if key[0] >= len(instances):
             problems.append(f"{reservation.name}: allocations for instance {key[0]}, beyond the horizon")
+    missed = {int(i) for i in decision.get("missed_instances", ())}  # decided apart, each its own rejection
     for index, (arrival, shift) in enumerate(instances):
+        if index in missed:
+            if any(key[0] == index for key in leases):
+                problems.append(f"{reservation.name}: instance {index} was rejected but holds allocations")
+            continue
         if index >= required and not any(key[0] == index for key in leases):
             continue
         walker = _Walker(reservation.name, index, leases, grid, arrival, shift, cluster.step, reservation.tz)

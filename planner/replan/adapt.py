@@ -19,9 +19,12 @@ change is appended to its `changes:` list), and the plan adapts to it:
    most important first, so none is dropped that could stay: never more drops than needed.
 
 A reservation already running (a lease that started before the plan's clock) is never moved: it
-stays where it is if it fits, or is dropped. The instances of a recurring one are apart: those that
-began stay where they are, and those yet to begin are re-placed one by one, each in its own period,
-so a running (or ended) instance does not pin the rest of the series. YARN, for comparison, deletes the most recently
+stays where it is if it fits, or is dropped. The instances of a recurring one are apart (rdl.md: each
+instance in the horizon is its own decision): those that began stay where they are, and those yet to
+begin that no longer fit are re-placed one by one, each in its own period; one that finds no place is
+dropped alone, as its own rejected decision, and the series goes on (`missed`). Lowest priority first
+holds here too: while a more important series misses an instance, a less important reservation is
+dropped first if that lets the instance stay. YARN, for comparison, deletes the most recently
 accepted reservations active at an overloaded instant until it fits, whatever their priority,
 and never tries to move them.
 """
@@ -169,6 +172,7 @@ class Adaptation:
     moved: dict[str, tuple[Allocation, ...]] = field(default_factory=dict)  # re-placed: their new allocations
     dropped: list[str] = field(default_factory=list)  # in the order they were dropped
     previous: dict[str, tuple[Allocation, ...]] = field(default_factory=dict)  # what moved or dropped ones held
+    missed: dict[str, list[int]] = field(default_factory=dict)  # a kept series' instances dropped alone, by series
 
     @property
     def changed(self) -> bool:
@@ -227,17 +231,22 @@ def adapt(plan: Plan, acceptance: Sequence[str], agent: Agent) -> Adaptation:
     remaining, dropped = list(order), []
     while True:
         trial = base.copy()
-        placed = _place_all(trial, [originals[n] for n in remaining], agent)
+        placed, missed = _place_all(trial, [originals[n] for n in remaining], agent)
         while remaining and remaining[-1] not in placed:  # holds nothing: dropping it changes nothing else
             dropped.append(remaining.pop())
-        if all(name in placed for name in remaining):
+        short = [name for name in remaining if name not in placed or missed.get(name)]
+        if not short or short == remaining[-1:]:  # all placed, or only the least important misses instances
             break
         dropped.append(remaining.pop())  # the least important one frees what it holds; try the rest again
     for name in sorted(dropped, key=importance):  # never more than needed: take back what fits now
-        allocations = _place(trial, originals[name], agent)
+        allocations, lost = _place(trial, originals[name], agent)
         if allocations is not None:
             dropped.remove(name)
             placed[name] = allocations
+            missed[name] = lost
+    for name in sorted(missed, key=importance):  # and the instances dropped alone, where they fit now
+        if missed[name] and name in placed:
+            placed[name], missed[name] = _take_back(trial, originals[name], missed[name], agent)
     for name in order:
         if name in placed:
             plan.add(Accepted(originals[name].reservation, originals[name].submitted, list(placed[name])))
@@ -248,12 +257,20 @@ def adapt(plan: Plan, acceptance: Sequence[str], agent: Agent) -> Adaptation:
                 report.previous[name] = tuple(originals[name].allocations)
     report.dropped = dropped
     report.previous.update({name: tuple(originals[name].allocations) for name in dropped})
+    report.missed = {name: sorted(lost) for name, lost in missed.items() if lost and name in placed}
+    for name in report.missed:
+        report.previous.setdefault(name, tuple(originals[name].allocations))
     return report
 
 
-def _place_all(plan: Plan, reservations: Sequence[Accepted], agent: Agent) -> dict[str, tuple[Allocation, ...]]:
-    """Put each back where it was if it fits (in order), then re-place the others (in order)."""
-    placed: dict[str, tuple[Allocation, ...]] = {}
+Placed = dict[str, tuple[Allocation, ...]]
+
+
+def _place_all(plan: Plan, reservations: Sequence[Accepted], agent: Agent) -> tuple[Placed, dict[str, list[int]]]:
+    """Put each back where it was if it fits (in order), then re-place the others (in order); where each went,
+    and the instances of the series placed that found no place (dropped alone)."""
+    placed: Placed = {}
+    missed: dict[str, list[int]] = {}
     for accepted in reservations:
         if _fits(plan, accepted.allocations, accepted):
             placed[accepted.reservation.name] = tuple(accepted.allocations)
@@ -262,51 +279,92 @@ def _place_all(plan: Plan, reservations: Sequence[Accepted], agent: Agent) -> di
         name = accepted.reservation.name
         if name in placed:
             continue
-        allocations = _elsewhere(plan, accepted, agent)
+        allocations, lost = _elsewhere(plan, accepted, agent)
         if allocations is not None:
-            placed[name] = allocations
+            placed[name], missed[name] = allocations, lost
             plan.add(Accepted(accepted.reservation, accepted.submitted, list(allocations)))
-    return placed
+    return placed, missed
 
 
-def _place(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[Allocation, ...] | None:
-    """Where one reservation goes back on `plan` (added to it): its old place if it fits, else a new one."""
-    allocations: tuple[Allocation, ...] | None = tuple(accepted.allocations)
-    if not _fits(plan, accepted.allocations, accepted):
-        allocations = _elsewhere(plan, accepted, agent)
+def _place(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[tuple[Allocation, ...] | None, list[int]]:
+    """Where one reservation goes back on `plan` (added to it): its old place if it fits, else a new one; and the
+    instances of a series that found none."""
+    if _fits(plan, accepted.allocations, accepted):
+        allocations: tuple[Allocation, ...] | None = tuple(accepted.allocations)
+        lost: list[int] = []
+    else:
+        allocations, lost = _elsewhere(plan, accepted, agent)
     if allocations is not None:
         plan.add(Accepted(accepted.reservation, accepted.submitted, list(allocations)))
-    return allocations
+    return allocations, lost
 
 
-def _elsewhere(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[Allocation, ...] | None:
+def _elsewhere(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[tuple[Allocation, ...] | None, list[int]]:
     """A new place for a reservation on `plan` (not added to it), or None: a running one cannot move, except the
-    instances of a recurring one that have not begun."""
+    instances of a recurring one that have not begun (those finding no place are listed, the series kept)."""
+    if accepted.reservation.every is not None:
+        return _series_elsewhere(plan, accepted, agent)
     if not started(plan, accepted):
-        return agent.place(plan, accepted.reservation, accepted.submitted).allocations
-    if accepted.reservation.every is None:
-        return None
-    return _series_elsewhere(plan, accepted, agent)
+        return agent.place(plan, accepted.reservation, accepted.submitted).allocations, []
+    return None, []
 
 
-def _series_elsewhere(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[Allocation, ...] | None:
-    """A running series with its begun instances where they are and the others re-placed one by one, each in its
-    own period (as the series places an instance entering the horizon); None if one of them finds no place."""
+def _series_elsewhere(plan: Plan, accepted: Accepted, agent: Agent) -> tuple[tuple[Allocation, ...] | None,
+                                                                            list[int]]:
+    """A series with its begun instances where they are, the others where they are if they still fit there, else
+    re-placed one by one, each in its own period (as the series places an instance entering the horizon); and the
+    instances that found no place, dropped alone. None if the begun instances themselves no longer fit."""
     begun = {a.instance for a in accepted.allocations if a.start < plan.now_step}
     kept = [a for a in accepted.allocations if a.instance in begun]
     if not _fits(plan, kept, accepted):
-        return None
+        return None, []
     scratch, name = plan.copy(), accepted.reservation.name
     scratch.add(Accepted(accepted.reservation, accepted.submitted, kept))
-    for index in sorted({a.instance for a in accepted.allocations} - begun):
-        one = series_instance(accepted.reservation, accepted.submitted, index)
-        outcome = agent.place(scratch, replace(one, name=f"{name}#{index}"), plan.now)
-        if outcome.allocations is None:
-            return None
-        current = scratch.remove(name)
-        placed = [replace(a, instance=index) for a in outcome.allocations]
-        scratch.add(Accepted(current.reservation, current.submitted, [*current.allocations, *placed]))
-    return tuple(scratch.accepted[name].allocations)
+    later = sorted({a.instance for a in accepted.allocations} - begun)
+    for index in later:  # first those that still fit where they are: they keep their place
+        own = [a for a in accepted.allocations if a.instance == index]
+        if _fits(scratch, own, accepted):
+            _add_instance(scratch, name, own)
+    lost = []
+    for index in later:
+        if any(a.instance == index for a in scratch.accepted[name].allocations):
+            continue
+        placed = _instance_elsewhere(scratch, accepted, index, agent)
+        if placed is None:
+            lost.append(index)
+        else:
+            _add_instance(scratch, name, placed)
+    return tuple(scratch.accepted[name].allocations), lost
+
+
+def _instance_elsewhere(plan: Plan, accepted: Accepted, index: int, agent: Agent) -> list[Allocation] | None:
+    """A place for one instance of a series in its own period on `plan` (not added to it), or None."""
+    one = series_instance(accepted.reservation, accepted.submitted, index)
+    outcome = agent.place(plan, replace(one, name=f"{accepted.reservation.name}#{index}"), plan.now)
+    if outcome.allocations is None:
+        return None
+    return [replace(a, instance=index) for a in outcome.allocations]
+
+
+def _add_instance(plan: Plan, name: str, allocations: Sequence[Allocation]) -> None:
+    """Add an instance's allocations to a series already in `plan`."""
+    current = plan.remove(name)
+    plan.add(Accepted(current.reservation, current.submitted, [*current.allocations, *allocations]))
+
+
+def _take_back(plan: Plan, accepted: Accepted, lost: list[int], agent: Agent) -> tuple[tuple[Allocation, ...],
+                                                                                       list[int]]:
+    """A series on `plan` with the instances it lost placed again where they fit now (its old place first); its
+    allocations and the instances still lost."""
+    name, still = accepted.reservation.name, []
+    for index in lost:
+        own = [a for a in accepted.allocations if a.instance == index]
+        placed = own if _fits(plan, own, accepted) else _instance_elsewhere(plan, accepted, index, agent)
+        if placed is None:
+            still.append(index)
+        else:
+            _add_instance(plan, name, placed)
+    return tuple(plan.accepted[name].allocations), still
 
 
 def _fits(plan: Plan, allocations: Sequence[Allocation], accepted: Accepted) -> bool:

@@ -40,7 +40,8 @@ def capacity_on_store(report: CapacityReport, steps: int) -> CapacityReport:
         return report
     moves = report.adaptation
     return replace(report, adaptation=Adaptation(list(moves.affected), list(moves.kept), _moved(moves.moved, steps),
-                                                 list(moves.dropped), _moved(moves.previous, steps)))
+                                                 list(moves.dropped), _moved(moves.previous, steps),
+                                                 dict(moves.missed)))
 
 
 def replan_on_store(outcome: ReplanOutcome, steps: int) -> ReplanOutcome:

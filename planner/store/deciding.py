@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ from rdl.tree import Reservation
 # that finds another writer's change, the next batches read the plan before deciding: a guess on a plan that
 # others change would be decided twice.
 DISTRUST_BATCHES = 100
+WITHDRAWN = "withdrawn"  # the code of a submission refused because another of its group was (submit_all)
 DECIDE_ATTEMPTS = 5  # decisions made again when another writer changed the plan under them, before giving up
 
 
@@ -94,6 +96,28 @@ class Deciding(StoreBase):
                 return decision
         return await self._submissions.run_async(ticket)
 
+    def submit_all(self, reservations: Sequence[Reservation], agent: str | Agent = DEFAULT_AGENT,
+                   actor: str | None = None, dry_run: bool = False, explain: bool = True, validated: bool = False,
+                   owner: str | None = None, validated_on: tuple[str, str, str] | None = None,
+                   ) -> builtins.list[Decision]:
+        """Decide reservations in order, each on the plan the earlier ones left, and commit all their decisions
+        in one transaction, or none: when one of them is refused (another user's name, input that no longer
+        holds up against the plan), nothing of the others is written and its error is raised. A dry run decides
+        them the same way and commits nothing. The options are `submit`'s, for each reservation."""
+        group = uuid.uuid4().hex
+        tickets = [_Ticket(r, agent, actor, None, explain, validated, owner, validated_on, group) for r in reservations]
+        if dry_run:
+            _, planner, window, key = self._snapshot()
+            outcomes: Sequence[Decision | BaseException] = [
+                outcome if isinstance(outcome, BaseException) else axis.decision_on_store(outcome[0], window)
+                for outcome in (_attempt(planner, ticket, key) for ticket in tickets)]
+        else:
+            outcomes = self._submissions.run_many(tickets)
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors:
+            raise next((e for e in errors if getattr(e, "code", None) != WITHDRAWN), errors[0])
+        return [o for o in outcomes if isinstance(o, Decision)]
+
     def share_decisions(self, folder: Path) -> None:
         """Decide submissions together with the other worker processes of one server, which share `folder`: one
         of them decides every batch, the others forward theirs to it (planner/store/forward.py)."""
@@ -125,7 +149,8 @@ class Deciding(StoreBase):
     def _submit_batch(self, tickets: Sequence[_Ticket]) -> builtins.list[Decision | BaseException]:
         """Decide submissions in order, each on the plan the earlier ones left, and commit them in one transaction;
         each one's stored decision, or the error that refused it."""
-        refused: dict[int, StoreError] = {}  # tickets whose name another user holds: left out of the decisions
+        refused: dict[int, BaseException] = {}  # tickets left out of the decisions: another user holds the name, or
+        # another of their group (submit_all) was refused
         self._distrust = max(0, self._distrust - 1)
         if self._on_batch is not None:
             self._on_batch(len(tickets))
@@ -134,7 +159,7 @@ class Deciding(StoreBase):
             if not last:
                 trusted = attempt == 0 and self._distrust == 0
                 version, planner, _, key = self._snapshot(trusted)
-                decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
+                planner, decided = _decide_batch(planner, tickets, key, refused)
             with self._lock:
                 with self._db.session(write=True) as (connection, meta):
                     if last:  # decided holding the writer's lock, on the cache's plan (it learns once committed)
@@ -144,14 +169,14 @@ class Deciding(StoreBase):
                             self._distrust = DISTRUST_BATCHES
                         continue  # another writer changed the plan meanwhile: decide again on the new one
                     stored_rows = queries.named(connection, [ticket.reservation.name for ticket in tickets])
-                    found = _others_names(tickets, stored_rows)
+                    found = _withdrawn_with(tickets, _others_names(tickets, stored_rows))
                     if any(i not in refused for i in found):
                         refused.update(found)
                         if not last:
                             continue  # decided beside names it may not take: decide again without them
                     if last:
                         key = plan_key(meta)
-                        decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
+                        planner, decided = _decide_batch(planner, tickets, key, refused)
                     rows, stored = self._commit(connection, meta, planner, tickets, decided, stored_rows)
                 self._cache.committed(meta["plan_id"], rows.version, planner, key)
                 return stored
@@ -206,6 +231,36 @@ class _Ticket:
     validated: bool
     owner: str | None = None  # refuse the name if another user's reservation holds it
     validated_on: tuple[str, str, str] | None = None  # the plan_key it was validated against
+    group: str | None = None  # tickets of one group are committed all together or none (submit_all)
+
+
+def _decide_batch(planner: Planner, tickets: Sequence[_Ticket], key: tuple[str, str, str],
+                  refused: dict[int, BaseException]) -> tuple[Planner, builtins.list[tuple[Decision, datetime] |
+                                                                         BaseException]]:
+    """The tickets decided in order on `planner`'s plan (`refused`: those refused already, by index), and the
+    planner holding the accepted ones. When a ticket of a group is refused, its whole group is (added to
+    `refused`) and the batch is decided again on a copy of the plan as it was, without the group's others."""
+    original = Planner.over(planner.plan.copy()) if any(t.group is not None for t in tickets) else None
+    while True:
+        decided = [refused.get(i) or _attempt(planner, t, key) for i, t in enumerate(tickets)]
+        failed = {i: o for i, o in enumerate(decided) if isinstance(o, BaseException) and tickets[i].group is not None}
+        withdrawn = _withdrawn_with(tickets, failed)
+        if original is None or all(i in refused or i in failed for i in withdrawn):
+            return planner, decided
+        refused.update(withdrawn)  # the failed ones too: decided again without their group, one might pass
+        planner = Planner.over(original.plan.copy())
+
+
+def _withdrawn_with(tickets: Sequence[_Ticket], failed: Mapping[int, BaseException]) -> dict[int, BaseException]:
+    """`failed` (tickets refused, by index), and every other ticket of a group one of them is in, refused with it
+    (`withdrawn`: none of a group is written when one of it is refused)."""
+    groups = {tickets[i].group: tickets[i].reservation.name for i in failed if tickets[i].group is not None}
+    found = dict(failed)
+    for index, ticket in enumerate(tickets):
+        if index not in found and ticket.group in groups:
+            found[index] = StoreError(WITHDRAWN, f"`{ticket.reservation.name}` was not submitted: "
+                                      f"`{groups[ticket.group]}`, in the same batch, was refused")
+    return found
 
 
 def _others_names(tickets: Sequence[_Ticket], named: dict[str, queries.Named]) -> dict[int, StoreError]:

@@ -131,7 +131,9 @@ def adapt_to(connection: Connection, planner: Planner, change: CheckedChange, ag
     reasons = {name: _dropped_reason(name, change.at, vector, priorities[name],
                                      adapt.started(planner.plan, planner.plan.accepted[name]))
                for name in moves.dropped}
-    return Adapted(CapacityReport(change.at, change.capacity, moves, reasons, priorities, dry_run), trial)
+    missed = {(name, index): _missed_reason(name, index, change.at, vector, priorities[name])
+              for name, lost in moves.missed.items() for index in lost}
+    return Adapted(CapacityReport(change.at, change.capacity, moves, reasons, priorities, dry_run, missed), trial)
 
 
 def _changed_cluster(text: str, source: str, cluster: Cluster, change: CapacityChange) -> tuple[str, Cluster]:
@@ -192,6 +194,14 @@ def _dropped_reason(name: str, at: datetime, vector: str, priority: int, running
                   f"leases no longer fit under the new capacity and {where} (reservations are dropped lowest "
                   f"priority first, the most recently accepted first among equals, and only as many as needed; "
                   f"`{name}` has priority {priority})")
+
+
+def _missed_reason(name: str, index: int, at: datetime, vector: str, priority: int) -> Reason:
+    """Why adapting to a capacity change dropped one instance of a series, and not the series."""
+    return Reason("capacity", f"instance {index} of `{name}` dropped by the capacity change at "
+                  f"{units.format_instant(at)} to {{{vector}}}: no place in its own period fits beside the "
+                  f"reservations kept (lowest priority first; `{name}` has priority {priority}); the series goes on, "
+                  "each instance its own decision")
 
 
 # -- re-planning --------------------------------------------------------------------------------------------------

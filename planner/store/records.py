@@ -98,6 +98,15 @@ class CapacityReport:
     reasons: dict[str, Reason] = field(default_factory=dict)  # why each dropped one was dropped
     priorities: dict[str, int] = field(default_factory=dict)  # of every affected reservation
     dry_run: bool = False
+    missed: dict[tuple[str, int], Reason] = field(default_factory=dict)  # why each instance dropped alone was
+
+    def dropped_instances(self, clock: Clock) -> list[dict[str, AnyType]]:
+        """The instances of series dropped alone (the series goes on), each a rejected decision of its own."""
+        previous = self.adaptation.previous
+        return [{"reservation": name, "instance": index, "priority": self.priorities.get(name),
+                 "reason": reason.to_json(),
+                 "previous": [allocation_json(a, clock) for a in previous.get(name, ()) if a.instance == index]}
+                for (name, index), reason in self.missed.items()]
 
     def to_json(self, clock: Clock) -> dict[str, AnyType]:
         moves = self.adaptation
@@ -114,6 +123,7 @@ class CapacityReport:
                          "reason": self.reasons[name].to_json(),
                          "previous": [allocation_json(a, clock) for a in moves.previous.get(name, ())]}
                         for name in moves.dropped],
+            "dropped_instances": self.dropped_instances(clock),
         }
 
 

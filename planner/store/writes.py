@@ -170,6 +170,10 @@ class Rows:
                 state="dropped", updated=now, reason_code=reason.code, reason=reason.to_json(), version=version))
             self.log("capacity", actor, name, None, False, reason.to_json(),
                      {"reservation": name, "accepted": False, "dropped": True, "reason": reason.to_json()})
+        for (name, index), reason in report.missed.items():  # the series goes on: each instance its own decision
+            self.log("capacity", actor, name, None, False, reason.to_json(),
+                     {"reservation": name, "instance": index, "accepted": False, "dropped": True,
+                      "reason": reason.to_json()})
         change = adapt.change_entry(report.at, report.capacity)
         self.log("capacity", actor, None, change, None, None, report.to_json(clock))
 

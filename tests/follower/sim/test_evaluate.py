@@ -11,10 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from follower.cli import main
+from follower.sim import evaluate as evaluate_module
 from follower.sim.evaluate import cells, evaluate, run_grid, run_order, with_slack
 from follower.sim.grid import RESULTS, Grid
 from follower.sim.metrics import JobRecord, fairness_against
 from follower.sim.scenario import load_scenario
+from follower.sim.spark import table as spark_table
 from planner.admission import Planner
 from planner.agents.base import Agent
 from rdl.cluster import Cluster
@@ -239,6 +241,29 @@ def test_the_report_has_the_task_level_uwfq_section_at_the_grid_s_seeds(small: s
     assert f"`rayon spark {SPARK} --seeds 2 --markdown`" in section
     assert section.count("| 4_super_small |") == 2  # partitioning on and off
     assert text.index("## UWFQ on the task-level") < text.index("## Published figures")
+    kept = json.loads((tmp_path / "r" / "results.json").read_text())["spark"]
+    assert kept["files"] == [SPARK] and kept["seeds"] == 2
+    assert {(c["scenario"], c["partitioning"]) for c in kept["cells"]} == {("4_super_small", True),
+                                                                          ("4_super_small", False)}
+
+
+def test_render_takes_the_spark_section_from_the_results_and_simulates_nothing(
+        small: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    grid = Grid(load_scenarios=(),
+                reservations=(small,), agents=("none",), slacks=(3.0,), fairness=(), seeds=1, spark=(SPARK,))
+    first = evaluate(tmp_path / "r", grid, workers=1).read_text()
+
+    def no_simulation(*_: object, **__: object) -> None:
+        raise AssertionError("render simulated")
+
+    monkeypatch.setattr(spark_table, "run_grid", no_simulation)
+    monkeypatch.setattr(evaluate_module, "Simulation", no_simulation)
+    monkeypatch.setattr(evaluate_module, "run_grid", no_simulation)
+    result = CliRunner().invoke(main, ["evaluate", "--render", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    again = (tmp_path / "r" / "report.md").read_text()
+    assert again[again.index("## UWFQ"):] == first[first.index("## UWFQ"):]
+    assert f"`rayon spark {SPARK} --seeds 1 --markdown`" in again
 
 
 def test_another_system_s_agent_is_replayed_from_its_source_and_named_in_the_report(small: str,

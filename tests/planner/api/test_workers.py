@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any as AnyType
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from planner.api import server as server_module
 from planner.api.server import MISSED_CHECKS, Supervisor, sweep_stale_folders
@@ -240,16 +240,26 @@ def test_one_worker_with_a_deciding_process_of_its_own_serves_the_plan_and_sigte
         with Store.open(state) as store:
             assert {r.name for r in store.list(state="accepted")} == {name for name, ok in answers.items() if ok}
         assert stored_violations(state) == []
+        scraped = {(s.name): s.value for family in text_string_to_metric_families(httpx.get(server.url + "/metrics")
+                                                                                  .text) for s in family.samples}
+        # The lone worker shows its own process_* figures (the same process answers every scrape), and the server's
+        # processes together hold more than it alone: the decider holds the plan too.
+        assert scraped["rayon_server_processes"] >= 3  # the server, its worker, its decider
+        assert scraped["rayon_server_resident_memory_bytes"] > scraped["process_resident_memory_bytes"] > 0
         assert_sigterm_ends_every_process(server)
     finally:
         if server.process.poll() is None:
             stop(server)
 
 
-def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_path: Path) -> None:
+def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     state = tmp_path / "plan.db"
     with Store.open(state) as store:
         store.init(cluster_text({"vcores": 8}, steps=60), "cluster.yaml")
+    temporary = tmp_path / "tmp"  # its own: another server starting on this machine would sweep the folders
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
     server = start(state, tmp_path / "tokens.yaml", make_tokens(tmp_path / "tokens.yaml"), "--decider", "process")
     processes: list[int] = []
     try:
@@ -260,9 +270,9 @@ def test_when_the_server_process_is_killed_its_worker_and_decider_end_too(tmp_pa
         while any(running_spawned(pid) for pid in processes):
             assert time.monotonic() < deadline, "a worker or the decider outlived the killed server"
             time.sleep(0.1)
-        left = sorted(Path(tempfile.gettempdir()).glob(f"rayon-*-{server.process.pid}-*"))
+        left = sorted(temporary.glob(f"rayon-*-{server.process.pid}-*"))
         assert len(left) == 2  # the killed server's folders (the decider's key in one), named after it
-        assert sorted(sweep_stale_folders(Path(tempfile.gettempdir()))) >= left  # the next server removes them
+        assert sorted(sweep_stale_folders(temporary)) >= left  # the next server removes them
         assert not any(folder.exists() for folder in left)
     finally:
         for pid in filter(running_spawned, processes):  # after a failure: no process left behind by the test

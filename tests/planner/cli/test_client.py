@@ -89,7 +89,7 @@ def test_the_same_commands_print_the_same_in_both_modes(local: Run, remote: Run)
                 json.loads(mine.stdout), "actor", "updated", "decided", "time"), command
         else:
             assert told(theirs.stdout) == told(mine.stdout), command
-    logs = [without(json.loads(run("log", "--json").stdout), "actor", "id", "time") for run in (local, remote)]
+    logs = [without(json.loads(run("log", "--json").stdout)["items"], "actor", "id", "time") for run in (local, remote)]
     assert logs[0] == logs[1] and [e["action"] for e in logs[0]] == ["submit"] * 4 + ["cancel"]
     answers = [line.split()[-1] for line in remote("log").stdout.splitlines()[2:]]
     assert answers == ["accepted", "(capacity)", "accepted", "(invalid)", "cancelled"]  # a cancel is not "accepted"
@@ -99,7 +99,7 @@ def test_a_dry_run_commits_nothing_on_the_server(remote: Run) -> None:
     answered = remote("submit", "--dry-run", "--json", FILES[2])
     assert answered.exit_code == 0, answered.stderr
     assert json.loads(answered.stdout)["decisions"][0]["accepted"]
-    assert json.loads(remote("list", "--json").stdout) == []
+    assert json.loads(remote("list", "--json").stdout)["items"] == []
 
 
 def test_bad_input_exits_2_naming_the_file_and_submits_nothing(remote: Run, tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_bad_input_exits_2_naming_the_file_and_submits_nothing(remote: Run, tmp_
     unknown = remote("show", "nope")
     assert unknown.exit_code == 2 and "nope" in unknown.stderr
     assert remote("cancel", "nope").exit_code == 2
-    assert json.loads(remote("log", "--json").stdout) == []
+    assert json.loads(remote("log", "--json").stdout)["items"] == []
 
 
 def test_a_rejection_fails_the_command_only_with_fail_on_reject(remote: Run) -> None:
@@ -126,10 +126,32 @@ def test_skip_existing_submits_only_the_rest(remote: Run) -> None:
     assert "skipped 1 the server holds already: etl_nightly" in again.stderr
 
 
+def test_files_go_as_one_request_and_one_the_server_refuses_submits_none_of_them(remote: Run,
+                                                                                  tmp_path: Path) -> None:
+    bad = tmp_path / "bad.rdl"  # well-formed: only the server, knowing the cluster, finds the resource it lacks
+    bad.write_text("reservation fine { atom(b={vcores: 1}, w=30m) }\n"
+                   "reservation bad {\n  atom(b={vcores: 1, gpus: 2}, w=30m)\n}\n")
+    result = remote("submit", FILES[0], str(bad))
+    assert result.exit_code == 2 and f"{bad}:3:" in result.stderr
+    assert result.stderr.count("nothing was submitted") == 1
+    assert json.loads(remote("list", "--json").stdout)["items"] == []  # etl_nightly, first and fine, was not committed
+
+
+def test_skip_existing_sends_a_file_that_lost_one_in_canonical_rdl(remote: Run, tmp_path: Path) -> None:
+    both = tmp_path / "both.rdl"
+    both.write_text(Path(FILES[0]).read_text() + "\n" + Path(FILES[1]).read_text())
+    assert remote("submit", FILES[0]).exit_code == 0
+    again = remote("submit", "--skip-existing", "--json", str(both))
+    assert again.exit_code == 0, again.stderr
+    assert [d["reservation"] for d in json.loads(again.stdout)["decisions"]] == ["urgent_retrain"]
+    assert sorted(r["reservation"] for r in json.loads(remote("list", "--json").stdout)["items"]) == [
+        "etl_nightly", "urgent_retrain"]
+
+
 def test_a_user_token_sees_its_own_and_no_token_is_told_how_to_get_one(server: Server, remote: Run) -> None:
     assert remote("submit", *FILES).exit_code == 0
     bob = runner({"RAYON_SERVER": server.url, "RAYON_TOKEN": server.tokens["bob"]})
-    assert [r["reservation"] for r in json.loads(bob("list", "--json").stdout)] == ["mpi_solver"]
+    assert [r["reservation"] for r in json.loads(bob("list", "--json").stdout)["items"]] == ["mpi_solver"]
     refused = bob("cancel", "etl_nightly")
     assert refused.exit_code == 2
     nobody = runner({"RAYON_SERVER": server.url})("list")
@@ -166,7 +188,7 @@ def test_a_context_file_names_the_server_and_its_token(server: Server, remote: R
     monkeypatch.setenv("RAYON_CONFIG", str(config))
     shown = CliRunner().invoke(main, ["list", "--json"])
     assert shown.exit_code == 0, shown.stderr
-    assert [r["reservation"] for r in json.loads(shown.stdout)] == ["mpi_solver"]
+    assert [r["reservation"] for r in json.loads(shown.stdout)["items"]] == ["mpi_solver"]
     elsewhere = CliRunner().invoke(main, ["--context", "other", "list"])
     assert elsewhere.exit_code == 1 and "http://127.0.0.1:9" in elsewhere.stderr
     typo = CliRunner().invoke(main, ["--context", "lib", "list"])

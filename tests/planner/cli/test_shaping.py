@@ -32,14 +32,16 @@ def test_json_and_yaml_give_the_api_s_list_shape(rayon) -> None:  # type: ignore
     shaped = json.loads(rayon("list", "-o", "json").stdout)
     assert set(shaped) == {"items", "total", "offset", "limit", "next"}
     assert shaped["total"] == 2 and shaped["next"] is None
-    assert shaped["items"] == json.loads(rayon("list", "--json").stdout)  # --json keeps its array
+    assert json.loads(rayon("list", "--json").stdout) == shaped  # --json is -o json: one shape for a list
     assert yaml.safe_load(rayon("list", "-o", "yaml").stdout) == shaped
     assert {i["reservation"]: i["accepted"] for i in shaped["items"]} == {"etl_nightly": True,
                                                                            "urgent_retrain": False}
     log = json.loads(rayon("log", "-o", "json").stdout)
     assert log["total"] == 2 and [e["action"] for e in log["items"]] == ["submit", "submit"]
+    assert json.loads(rayon("log", "--json").stdout) == log
     history = json.loads(rayon("history", "-o", "json").stdout)
     assert set(history) == {"items", "total", "offset", "limit", "next"} and history["total"] == 0
+    assert json.loads(rayon("history", "--json").stdout) == history
 
 
 def test_names_and_tables_without_headers(rayon) -> None:  # type: ignore[no-untyped-def]

@@ -33,15 +33,15 @@ def test_init_submit_list_show_cancel_log(rayon) -> None:  # type: ignore[no-unt
     assert result.exit_code == 0, result.stderr
     decisions = {d["reservation"]: d for d in json.loads(result.stdout)["decisions"]}
     assert decisions["etl_nightly"]["accepted"] and not decisions["urgent_retrain"]["accepted"]
-    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)}
+    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)["items"]}
     assert listed == {"etl_nightly": "accepted", "urgent_retrain": "rejected"}
-    assert [r["reservation"] for r in json.loads(rayon("list", "--json", "--status", "rejected").stdout)] == [
+    assert [r["reservation"] for r in json.loads(rayon("list", "--json", "--status", "rejected").stdout)["items"]] == [
         "urgent_retrain"]
     shown = json.loads(rayon("show", "etl_nightly", "--json").stdout)
     assert shown["allocations"] and "reservation etl_nightly" in shown["rdl"]
     assert rayon("cancel", "etl_nightly").exit_code == 0
     assert json.loads(rayon("show", "etl_nightly", "--json").stdout)["state"] == "cancelled"
-    actions = [e["action"] for e in json.loads(rayon("log", "--json").stdout)]
+    actions = [e["action"] for e in json.loads(rayon("log", "--json").stdout)["items"]]
     assert actions == ["submit", "submit", "cancel"]
 
 
@@ -49,8 +49,8 @@ def test_dry_run_commits_nothing(rayon) -> None:  # type: ignore[no-untyped-def]
     rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml"))
     result = rayon("submit", "--dry-run", "--json", str(EXAMPLES / "mpi_solver.rdl"))
     assert json.loads(result.stdout)["decisions"][0]["accepted"]
-    assert json.loads(rayon("list", "--json").stdout) == []
-    assert json.loads(rayon("log", "--json").stdout) == []
+    assert json.loads(rayon("list", "--json").stdout)["items"] == []
+    assert json.loads(rayon("log", "--json").stdout)["items"] == []
 
 
 def test_bad_input_and_unknown_names_exit_2_and_change_nothing(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -63,7 +63,7 @@ def test_bad_input_and_unknown_names_exit_2_and_change_nothing(rayon, tmp_path: 
     assert rayon("show", "nope").exit_code == 2
     assert rayon("cancel", "nope").exit_code == 2
     assert rayon("init", "--cluster", str(EXAMPLES / "cluster.yaml")).exit_code == 2  # already initialised
-    assert json.loads(rayon("log", "--json").stdout) == []
+    assert json.loads(rayon("log", "--json").stdout)["items"] == []
 
 
 @pytest.mark.parametrize("command", [["list"], ["show", "etl_nightly"], ["log"], ["follow"], ["plot"],
@@ -107,10 +107,10 @@ def test_store_times_may_be_relative_to_the_plan_clock(rayon) -> None:  # type: 
     assert rayon("advance", "--to", "+1h").exit_code == 0  # the clock: 01:00
     submitted = rayon("submit", "--now", "+30m", "--json", str(EXAMPLES / "etl_nightly.rdl"))
     assert submitted.exit_code == 0, submitted.stderr
-    listed = json.loads(rayon("list", "--json").stdout)
+    listed = json.loads(rayon("list", "--json").stdout)["items"]
     assert listed[0]["submitted"] == "2026-11-23T01:30:00Z"
-    assert json.loads(rayon("list", "--json", "--from", "+1d").stdout) == []
-    assert len(json.loads(rayon("list", "--json", "--from", "+0s", "--to", "+1d").stdout)) == 1
+    assert json.loads(rayon("list", "--json", "--from", "+1d").stdout)["items"] == []
+    assert len(json.loads(rayon("list", "--json", "--from", "+0s", "--to", "+1d").stdout)["items"]) == 1
     changed = json.loads(rayon("capacity", "--at", "+2h", "--set", "{vcores: 1000}", "--dry-run", "--json").stdout)
     assert changed["change"]["at"] == "2026-11-23T03:00:00Z"
     moved = json.loads(rayon("advance", "--to", "+1h", "--json").stdout)
@@ -225,7 +225,7 @@ def test_an_interrupted_submit_says_what_was_done_exits_130_and_resumes(  # type
     assert "interrupted: 2 of 3 submitted" in stopped.stderr and "--skip-existing" in stopped.stderr
     assert "2 of 2 accepted" in stopped.stdout and "Aborted!" not in stopped.output
     monkeypatch.undo()
-    assert {r["reservation"] for r in json.loads(rayon("list", "--json").stdout)} == {"a", "b"}
+    assert {r["reservation"] for r in json.loads(rayon("list", "--json").stdout)["items"]} == {"a", "b"}
     resumed = rayon("submit", "--skip-existing", "--json", str(batch))
     assert resumed.exit_code == 0, resumed.output
     assert [d["reservation"] for d in json.loads(resumed.stdout)["decisions"]] == ["c"]

@@ -89,6 +89,16 @@ def archived_instances(store: Store, records: dict[str, AnyType]) -> dict[str, l
     return found
 
 
+def missed_instances(log: Sequence[LogEntry]) -> dict[str, list[int]]:
+    """The instances of each series rejected as decisions of their own (missed as the plan rolled, or dropped alone
+    by a capacity change), as the log has them."""
+    missed: dict[str, list[int]] = {}
+    for entry in log:
+        if entry.accepted is False and entry.reservation and entry.decision and "instance" in entry.decision:
+            missed.setdefault(entry.reservation, []).append(int(entry.decision["instance"]))
+    return missed
+
+
 def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock: AnyType,
                     archived: dict[str, list[Allocation]] | None = None) -> list[str]:
     """The log replayed from the start must give every reservation its stored state and leases: a live series
@@ -125,6 +135,8 @@ def replay_problems(log: Sequence[LogEntry], records: dict[str, AnyType], clock:
             if allocations_json(decision.get("allocations", []), clock) != previous[1]:
                 problems.append(f"log {entry.id}: cancelling `{name}` freed other leases than it held")
             state[name] = ("cancelled", previous[1])
+        elif decision.get("dropped") and "instance" in decision:  # one instance dropped alone: the series goes on
+            pass  # its leases left with the move row of the series (beside it), or it held none
         elif decision.get("dropped"):
             state[name] = ("dropped", previous[1])
         elif decision.get("moved"):
@@ -186,9 +198,13 @@ def group_problems(log: Sequence[LogEntry], cluster: AnyType, now: AnyType) -> l
         if entry.action == "capacity":
             moved = {m["reservation"] for m in summary.get("moved", [])}
             dropped = {d["reservation"] for d in summary.get("dropped", [])}
+            alone = [(d["reservation"], d["instance"]) for d in summary.get("dropped_instances", [])]
             logged = {p.reservation for p in pending if (p.decision or {}).get("moved")}
-            gone = {p.reservation for p in pending if (p.decision or {}).get("dropped")}
-            if (logged, gone) != (moved, dropped) or len(names) != len(moved) + len(dropped):
+            dropping = [(p.reservation, p.decision or {}) for p in pending if (p.decision or {}).get("dropped")]
+            gone = {name for name, row in dropping if "instance" not in row}
+            instances = [(name, row["instance"]) for name, row in dropping if "instance" in row]
+            if (logged, gone, instances) != (moved, dropped, alone) or \
+                    len(names) != len(moved) + len(dropped) + len(alone):
                 problems.append(f"log {entry.id}: capacity change moved {sorted(moved)} and dropped {sorted(dropped)}, "
                                 f"but the rows before it say {sorted(logged)} and {sorted(gone)}")
             changes.append((units.parse_instant(summary["change"]["at"]), summary["change"]["capacity"]))
@@ -244,8 +260,10 @@ def store_problems(path: Path | str) -> list[str]:
     if (plan.used > plan.capacity + 1e-9).any():
         problems.append("load_plan uses more than the capacity")
     whole = [replace(r, allocations=[*r.allocations, *archived.get(r.name, [])]) for r in records]  # series whole
+    missed = missed_instances(log)
     problems += [f"check_plan: {p}" for p in check_plan(
-        cluster, [r.reservation() for r in whole], [r.decision().to_json(clock) for r in whole],
+        cluster, [r.reservation() for r in whole],
+        [{**r.decision().to_json(clock), "missed_instances": missed.get(r.name, [])} for r in whole],
         submitted={r.name: r.submitted for r in whole}, rolled_to=now)]
     problems += replay_problems(log, {r.name: r for r in records}, clock, archived)
     problems += group_problems(log, cluster, now)

@@ -168,7 +168,8 @@ class Worker:
                     capacity["memory"] = rng.choice(("24GiB", "64GiB", "96GiB"))
                 self.write(begin=actor, op=op, at=at(when), capacity=capacity)
                 report = store.set_capacity(START + timedelta(minutes=when), capacity, actor=actor, agent=agent)
-                entry.update(moved=sorted(report.adaptation.moved), dropped=sorted(report.adaptation.dropped))
+                entry.update(moved=sorted(report.adaptation.moved), dropped=sorted(report.adaptation.dropped),
+                             series=sorted(name for name, _ in report.missed))  # instances dropped alone
             elif op == "advance":
                 to = START + timedelta(minutes=max(now, min(now + rng.randint(0, 2), LAST_CLOCK)))  # may stay put
                 self.write(begin=actor, op=op, to=units.format_instant(to))

@@ -129,7 +129,7 @@ def test_rayon_history_and_retention_commands(tmp_path: Path) -> None:
     rayon("advance", "--to", at(HORIZON + 15))
     table = rayon("history")
     assert "a" in table and "expired" in table and at(HORIZON + 15) in table
-    assert json.loads(rayon("history", "a", "--json"))["reservations"][0]["reservation"] == "a"
+    assert json.loads(rayon("history", "a", "--json"))["items"][0]["reservation"] == "a"
     assert "expired" in rayon("show", "a")
     assert rayon("retention").strip().startswith("90d")
     assert "30d" in rayon("retention", "30d")

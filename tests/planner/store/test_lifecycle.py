@@ -26,7 +26,7 @@ from planner.replan.optimise import ReplanReport
 from planner.store.facade import Store, StoreError
 from rdl import parse_cluster
 from rdl.errors import RDLErrors
-from tests.planner.store.consistency import archived_instances
+from tests.planner.store.consistency import archived_instances, missed_instances
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
 SMALL = cluster_text({"vcores": 8}, steps=60)
@@ -65,7 +65,9 @@ def violations(store: Store) -> list[str]:
     archived = archived_instances(store, {r.name: r for r in records})
     records = [replace(r, allocations=[*r.allocations, *archived.get(r.name, [])]) for r in records]
     clock = store.clock()
-    return check_plan(cluster, [r.reservation() for r in records], [r.decision().to_json(clock) for r in records],
+    missed = missed_instances(store.log())  # instances rejected as decisions of their own, as the log has them
+    decisions = [{**r.decision().to_json(clock), "missed_instances": missed.get(r.name, [])} for r in records]
+    return check_plan(cluster, [r.reservation() for r in records], decisions,
                       submitted={r.name: r.submitted for r in records}, rolled_to=store.now())
 
 
@@ -615,7 +617,7 @@ def test_capacity_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-unt
     assert report["change"] == {"at": at(0), "capacity": {"vcores": 4}}
     assert [d["reservation"] for d in report["dropped"]] == ["low"] and report["kept"] == ["high"]
     assert report["dropped"][0]["reason"]["code"] == "capacity"
-    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)}
+    listed = {r["reservation"]: r["state"] for r in json.loads(rayon("list", "--json").stdout)["items"]}
     assert listed == {"low": "dropped", "high": "accepted"}
     log = rayon("log").stdout
     assert "capacity  low          dropped (capacity)" in log
@@ -646,7 +648,7 @@ def test_replan_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-untyp
     assert result.exit_code == 0, result.stderr
     outcome = json.loads(result.stdout)
     assert outcome["status"] in ("optimal", "feasible", "timeout") and outcome["solver"] == "highs"
-    assert {r["state"] for r in json.loads(rayon("list", "--json").stdout)} == {"accepted"}
+    assert {r["state"] for r in json.loads(rayon("list", "--json").stdout)["items"]} == {"accepted"}
     text = rayon("replan", "--time-limit", "5")
     assert text.exit_code == 0 and "solver highs" in text.stdout
     assert rayon("replan", "--solver", "nope").exit_code == 2
@@ -749,3 +751,62 @@ def test_a_running_series_moves_the_instances_that_have_not_begun(store: Store) 
     assert steps(store, "series") == [(15, 20, 4), (25, 30, 4), (55, 60, 4)]
     assert store.get("series").state == "accepted"
     assert violations(store) == []
+
+
+def test_an_instance_that_cannot_fit_is_dropped_alone_and_the_series_goes_on(store: Store) -> None:
+    """rdl.md: each instance in the horizon is its own decision, and one that cannot fit is its own rejected
+    decision while the series goes on (issue #30 item 5: a capacity drop dropped a whole series)."""
+    series = "reservation series every=20m deadline=+20m { atom(b={vcores: 1}, g=4, h=4, l=5m, w=20m) }"
+    assert store.submit(one(series), "gree").accepted
+    store.submit(one(with_priority(pinned("other", 20, 20, 4), "other", 1)))  # holds the second period whole
+    store.advance(instant(17))  # the first instance is running
+    report = store.set_capacity(instant(20), {"vcores": 4})
+    assert report.adaptation.dropped == [] and report.adaptation.missed == {"series": [1]}
+    assert list(report.missed) == [("series", 1)] and "the series goes on" in report.missed[("series", 1)].message
+    assert steps(store, "series") == [(15, 20, 4), (55, 60, 4)]  # the running one and the third, where they were
+    assert store.get("series").state == "accepted" and store.get("other").state == "accepted"
+    (entry,) = [e for e in store.log() if e.action == "capacity" and e.reservation == "series"
+                and e.accepted is False]
+    assert entry.decision is not None and entry.decision["instance"] == 1 and entry.reason["code"] == "capacity"
+    assert report.to_json(store.clock())["dropped_instances"][0]["instance"] == 1
+    assert violations(store) == []
+    store.advance(instant(40))  # the series goes on: the next instance entering the horizon is placed
+    assert store.get("series").state == "accepted" and (75, 80, 4) in steps(store, "series")
+    assert violations(store) == []
+
+
+def test_a_less_important_reservation_is_dropped_before_an_instance_of_a_more_important_series(
+        store: Store) -> None:
+    series = with_priority("reservation series every=20m deadline=+20m { atom(b={vcores: 1}, g=4, h=4, l=5m, "
+                           "w=20m) }", "series", 2)
+    assert store.submit(one(series), "gree").accepted
+    store.submit(one(pinned("other", 20, 20, 4)))  # priority 0
+    store.advance(instant(17))
+    report = store.set_capacity(instant(20), {"vcores": 4})
+    assert report.adaptation.dropped == ["other"] and report.adaptation.missed == {}
+    assert steps(store, "series") == [(15, 20, 4), (35, 40, 4), (55, 60, 4)]
+    assert violations(store) == []
+
+
+def test_the_issue_s_capacity_drop_keeps_the_spark_series_and_drops_only_instances(tmp_path: Path) -> None:
+    """Issue #30's reproducer on the examples: after `advance --to +7h`, `capacity --at +5h --set '{vcores: 200}'
+    --dry-run` no longer drops `spark-etl-nightly` whole (its running instance ended at the clock)."""
+    examples = Path(__file__).resolve().parents[3] / "examples"
+
+    def rayon(*args: str) -> AnyType:
+        return CliRunner().invoke(main, [*args, "--state", str(tmp_path / "examples.db")], prog_name="rayon")
+
+    assert rayon("init", "--cluster", str(examples / "cluster.yaml")).exit_code == 0
+    assert rayon("submit", str(examples)).exit_code == 0
+    assert rayon("advance", "--to", "+7h").exit_code == 0
+    result = rayon("capacity", "--at", "+5h", "--set", "{vcores: 200}", "--dry-run", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert "spark-etl-nightly" in report["affected"]
+    assert "spark-etl-nightly" not in [d["reservation"] for d in report["dropped"]]
+    lost = [d["instance"] for d in report["dropped_instances"] if d["reservation"] == "spark-etl-nightly"]
+    kept_instances = {a.get("instance", 0) for m in report["moved"] if m["reservation"] == "spark-etl-nightly"
+                      for a in m["allocations"]}
+    assert lost and not set(lost) & kept_instances and len(kept_instances) > len(lost)  # the series goes on
+    table = rayon("capacity", "--at", "+5h", "--set", "{vcores: 200}", "--dry-run").stdout
+    assert f"spark-etl-nightly#{lost[0]}" in table and "instance of series dropped alone" in table

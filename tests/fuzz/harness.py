@@ -10,7 +10,9 @@ as a line of text, an empty list when the product behaved:
 - `check` and `plan` agree: a file `check` calls valid (and holding a reservation) is planned with exit 0; a file
   it calls invalid is refused by `plan` with exit 2; for a cluster file, an invalid one is refused by `plan` and a
   valid one plans a known-good reservation (or refuses it for the reservation's sake, never the cluster's);
-- every plan `plan --json` prints passes the independent checker, `planner.core.check.check_plan`.
+- every plan `plan --json` prints passes the independent checker, `planner.core.check.check_plan`;
+- `rayon serve --config FILE` or `--tokens FILE` over a store that does not exist exits 2 (it never serves), and a
+  token file that does not load (TokenError, never another exception) leaves the tokens read before in force.
 """
 
 from __future__ import annotations
@@ -30,13 +32,16 @@ from types import FrameType
 from click.testing import CliRunner, Result
 
 from follower.cli import main
+from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, TokenError, TokenRegistry, append_token
 from planner.core.check import check_plan
 from rdl.cluster import parse_cluster
 from rdl.load import load
 
 TIME_LIMIT = 20  # seconds per command
 MEMORY_LIMIT = 3 * 1024**3  # bytes of address space beyond what the process already maps
-SUFFIX = {"rdl": ".rdl", "json": ".json", "yarn": ".json", "cluster": ".yaml", "scenario": ".yaml"}
+SUFFIX = {"rdl": ".rdl", "json": ".json", "yarn": ".json", "cluster": ".yaml", "scenario": ".yaml",
+          "config": ".yaml", "tokens": ".yaml"}
+SERVE_ENV: dict[str, str | None] = {ENV_TOKENS: None, ENV_TOKEN_FILE: None, "RAYON_STATE": None}
 KINDS = tuple(SUFFIX)
 
 # The cluster every reservation input is checked and planned against: small and short, so plans are quick;
@@ -114,12 +119,12 @@ class Run:
         return "" if self.result is None else self.result.stderr
 
 
-def rayon(*args: str | Path, seconds: int = TIME_LIMIT) -> Run:
+def rayon(*args: str | Path, seconds: int = TIME_LIMIT, env: dict[str, str | None] | None = None) -> Run:
     """`rayon ARGS` in-process under the limits; an escaping exception is recorded, not raised."""
     run = Run([str(a) for a in args])
     try:
         with limits(seconds):
-            run.result = make_runner().invoke(main, run.args, catch_exceptions=False, prog_name="rayon")
+            run.result = make_runner().invoke(main, run.args, catch_exceptions=False, prog_name="rayon", env=env)
     except Exception as error:
         frames = traceback.extract_tb(error.__traceback__)
         where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
@@ -159,6 +164,11 @@ def examine(kind: str, data: bytes, seconds: int = TIME_LIMIT) -> Verdict:
         path.write_bytes(data)
         if kind == "scenario":
             return _scenario(path, seconds)
+        if kind == "config":
+            append_token(tmp / "tokens.yaml", "alice", "user")  # for a configuration naming `tokens: tokens.yaml`
+            return _serve(path, "--config", tmp)
+        if kind == "tokens":
+            return _tokens(path, tmp)
         cluster = tmp / "cluster.yaml"
         if kind == "cluster":
             good = tmp / "good.rdl"
@@ -234,6 +244,41 @@ def _scenario(path: Path, seconds: int) -> Verdict:
     run = rayon("simulate", path, seconds=seconds)
     verdict.runs.append(run)
     verdict.problems += _basic(run)
+    return verdict
+
+
+def _serve(path: Path, flag: str, tmp: Path) -> Verdict:
+    """`rayon serve FLAG FILE` over a store that does not exist: refused with exit 2, whatever the file says."""
+    verdict = Verdict()
+    run = rayon("serve", flag, path, "--state", tmp / "missing.db", env=SERVE_ENV)
+    verdict.runs.append(run)
+    verdict.problems += _basic(run)
+    if not verdict.problems and run.code != 2:
+        verdict.problems.append(f"`rayon serve {flag}` exited {run.code} without a plan store")
+    return verdict
+
+
+def _tokens(path: Path, tmp: Path) -> Verdict:
+    """The token file at start (`rayon serve --tokens`), and as a reload over a good one: one that does not load is
+    a TokenError and leaves the tokens read before in force."""
+    verdict = _serve(path, "--tokens", tmp)
+    good = tmp / "reloaded.yaml"
+    token = append_token(good, "alice", "user")
+    registry = TokenRegistry.load(good, {})
+    good.write_bytes(path.read_bytes())
+    try:
+        with limits():
+            TokenRegistry.load(good, {})
+        loads = True
+    except TokenError:
+        loads = False
+    except Exception as error:
+        verdict.problems.append(f"loading the token file raised {type(error).__name__}: {str(error)[:200]}")
+        return verdict
+    with limits():
+        registry.refresh(force=True)
+    if not loads and registry.authenticate(token) is None:
+        verdict.problems.append("a token file that does not load dropped the tokens read before")
     return verdict
 
 

@@ -5,8 +5,10 @@ file's bytes and its kind (`rdl`, `json`, `yarn`, `cluster`, `scenario`); `exami
 as a line of text, an empty list when the product behaved:
 
 - every command ends with exit status 0 or 2 (a product error rendered as a message), never 1, never an exception
-  escaping the command, never a traceback on standard error, and within a time limit (`TIME_LIMIT` seconds,
-  by SIGALRM) and a memory bound (`MEMORY_LIMIT` bytes more address space, by RLIMIT_AS);
+  escaping the command, never a traceback on standard error, and within a time limit (`TIME_LIMIT` seconds of
+  CPU time, by SIGPROF: the measure of the work, whatever else the machine runs; and `WALL_LIMIT` times that of
+  wall time, by SIGALRM, for a command that waits on nothing) and a memory bound (`MEMORY_LIMIT` bytes more
+  address space, by RLIMIT_AS);
 - `check` and `plan` agree: a file `check` calls valid (and holding a reservation) is planned with exit 0; a file
   it calls invalid is refused by `plan` with exit 2; for a cluster file, an invalid one is refused by `plan` and a
   valid one plans a known-good reservation (or refuses it for the reservation's sake, never the cluster's);
@@ -37,7 +39,8 @@ from planner.core.check import check_plan
 from rdl.cluster import parse_cluster
 from rdl.load import load
 
-TIME_LIMIT = 20  # seconds per command
+TIME_LIMIT = 20  # seconds of CPU time per command
+WALL_LIMIT = 15  # times TIME_LIMIT of wall time per command (a shared machine under load is slow, not stuck)
 MEMORY_LIMIT = 3 * 1024**3  # bytes of address space beyond what the process already maps
 SUFFIX = {"rdl": ".rdl", "json": ".json", "yarn": ".json", "cluster": ".yaml", "scenario": ".yaml",
           "config": ".yaml", "tokens": ".yaml"}
@@ -70,24 +73,30 @@ def make_runner() -> CliRunner:
 
 @contextlib.contextmanager
 def limits(seconds: int = TIME_LIMIT, memory: int = MEMORY_LIMIT) -> Iterator[None]:
-    """Raise Timeout after `seconds`, MemoryError beyond `memory` more bytes of address space."""
+    """Raise Timeout after `seconds` of CPU time (or WALL_LIMIT times that of wall time), MemoryError beyond
+    `memory` more bytes of address space."""
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise Timeout(f"ran longer than {seconds} s")
+        if signum == signal.SIGPROF:
+            raise Timeout(f"ran longer than {seconds} s of CPU time")
+        raise Timeout(f"waited longer than {seconds * WALL_LIMIT} s")
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     mapped = _mapped_bytes()
     bounded = mapped is not None and hard == resource.RLIM_INFINITY
-    previous = signal.signal(signal.SIGALRM, expire)
+    previous = {number: signal.signal(number, expire) for number in (signal.SIGPROF, signal.SIGALRM)}
     # Every second after the limit too: a Timeout raised where Python swallows it (a gc callback) comes again.
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    signal.setitimer(signal.ITIMER_PROF, seconds, 1.0)
+    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_LIMIT, 1.0)
     if bounded:
         assert mapped is not None
         resource.setrlimit(resource.RLIMIT_AS, (mapped + memory, hard))
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         if bounded:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 

@@ -3,7 +3,8 @@
 Four client threads, each its own user, submit a share of an over-full day: two in RDL (`POST /v1/reservations`,
 each reservation once), two in YARN's dialect (an id from `new-reservation`, then `submit`, retried with the
 same id and definition until an answer arrives, as YARN's clients do). A killer thread kills a server with
-SIGKILL at seeded random moments and starts it again. On SQLite: one server over one file. On PostgreSQL: two
+SIGKILL at seeded random moments (every 1 to 12 answers the servers give, so that a busy machine sees as many
+kills per decision as an idle one) and starts it again. On SQLite: one server over one file. On PostgreSQL: two
 servers over one plan, the killer picking either, the clients spread over both. With processes (issue #29 found
 the worst of its 503s there): servers of `--workers 2` (and, on PostgreSQL, a second one of `--decider process`),
 the killer picking a server, one of its workers or its deciding process; a server replaces a killed worker or
@@ -62,7 +63,10 @@ ROUNDS = int(os.environ.get("RAYON_CHAOS_ROUNDS", "1"))
 CLIENTS = 4
 PER_CLIENT = int(os.environ.get("RAYON_CHAOS_PER_CLIENT", "60"))
 KILLS = 4  # at least this many kills land while the clients run (the killer goes on until they end)
-PAUSE = (0.3, 1.5)  # seconds between a server's (re)start and its next kill
+# Answers the servers give between two kills: the killer follows the servers' progress, not the wall clock, so that
+# a busy machine (where a server takes many seconds to start) sees as many kills per decision as an idle one.
+BETWEEN = (1, 12)
+LAND = 0.3  # at most this many seconds more before a kill: it lands inside a request as often as between two
 YARN = "/ws/v1/cluster/reservation"
 
 
@@ -79,6 +83,7 @@ class Cluster:
     unanswered: set[str] = field(default_factory=set)  # sent, no answer arrived
     failures: list[str] = field(default_factory=list)
     kills: int = 0
+    responses: int = 0  # answers of any kind the servers gave
     arguments: list[tuple[str, ...]] = field(default_factory=list)  # each server's own flags (`--workers 2`)
     killed: dict[str, int] = field(default_factory=dict)  # kills by what was killed: server, worker, decider
 
@@ -202,7 +207,10 @@ def attempt(cluster: Cluster, index: int, user: str, send: Callable[[httpx.Clien
     until a server answers again (so that the clients keep loading the servers rather than running dry)."""
     try:
         with cluster.client(user, index) as client:
-            return send(client)
+            answer = send(client)
+        with cluster.lock:
+            cluster.responses += 1
+        return answer
     except httpx.TransportError:
         await_a_server(cluster, index)
         return None
@@ -265,7 +273,10 @@ def killer(cluster: Cluster, rng: random.Random, running: threading.Event) -> No
     """Kill a server (and start it again), or, where servers run processes, one of its workers or its decider (if
     it has none at the moment, being still at its start, nobody is killed this turn)."""
     while running.is_set():
-        time.sleep(rng.uniform(*PAUSE))
+        target = cluster.responses + rng.randint(*BETWEEN)
+        while running.is_set() and cluster.responses < target:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, LAND))
         if not running.is_set():
             break
         index = rng.randrange(len(cluster.servers))

@@ -20,8 +20,8 @@ server gone) says nothing, so the reservation may be stored or not. Afterwards:
 
 Slow tier: `pytest -m slow tests/planner/api/test_chaos.py` (a few minutes). RAYON_CHAOS_SEED=N replays a
 run; every failure names its seed. At full strength: `RAYON_CHAOS_ROUNDS=R` storms of each kind (seeds SEED,
-SEED+10, ...), `RAYON_CHAOS_PER_CLIENT=N` reservations per client (default 60); each storm prints its kills
-and decisions (`pytest -s`). PostgreSQL's storms need RAYON_TEST_POSTGRES_URL (.ci/run starts one).
+SEED+10, ...), `RAYON_CHAOS_PER_CLIENT=N` reservations per client (60, the default, or more); each storm prints its
+kills and decisions (`pytest -s`). PostgreSQL's storms need RAYON_TEST_POSTGRES_URL (.ci/run starts one).
 """
 
 from __future__ import annotations
@@ -137,6 +137,8 @@ class Cluster:
 
 @pytest.fixture
 def load() -> Load:
+    if PER_CLIENT < 60:  # the cluster is sized to the load: a smaller one cannot hold its largest gangs at all
+        pytest.fail(f"RAYON_CHAOS_PER_CLIENT={PER_CLIENT}: give 60 or more (the cluster is sized to the load)")
     return Load.make(CLIENTS, PER_CLIENT, seed=SEED % 1000)
 
 

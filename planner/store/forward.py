@@ -365,7 +365,14 @@ class SharedDecider:
         return self._desk is not None
 
     def _elect(self) -> None:
-        if self._desk is None and self._lock.holds():
+        try:
+            elected = self._desk is None and self._lock.holds()
+        except OSError as error:
+            # The folder is gone: its server was killed and the next one swept it. This worker decides for itself,
+            # as without a decider, until it notices that its server is gone and ends (a 500 before: issue #29).
+            log.warning("cannot take the decider's lock (%s): this process decides for itself", error)
+            return
+        if elected:
             self._forwarder.close()
             self._desk = Desk(self._folder, self._decide)
             log.info("this process (pid %d) decides the submissions of every worker", os.getpid())

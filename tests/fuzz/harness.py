@@ -5,12 +5,16 @@ file's bytes and its kind (`rdl`, `json`, `yarn`, `cluster`, `scenario`); `exami
 as a line of text, an empty list when the product behaved:
 
 - every command ends with exit status 0 or 2 (a product error rendered as a message), never 1, never an exception
-  escaping the command, never a traceback on standard error, and within a time limit (`TIME_LIMIT` seconds,
-  by SIGALRM) and a memory bound (`MEMORY_LIMIT` bytes more address space, by RLIMIT_AS);
+  escaping the command, never a traceback on standard error, and within a time limit (`TIME_LIMIT` seconds of
+  CPU time, by SIGPROF: the measure of the work, whatever else the machine runs; and `WALL_LIMIT` times that of
+  wall time, by SIGALRM, for a command that waits on nothing) and a memory bound (`MEMORY_LIMIT` bytes more
+  address space, by RLIMIT_AS);
 - `check` and `plan` agree: a file `check` calls valid (and holding a reservation) is planned with exit 0; a file
   it calls invalid is refused by `plan` with exit 2; for a cluster file, an invalid one is refused by `plan` and a
   valid one plans a known-good reservation (or refuses it for the reservation's sake, never the cluster's);
-- every plan `plan --json` prints passes the independent checker, `planner.core.check.check_plan`.
+- every plan `plan --json` prints passes the independent checker, `planner.core.check.check_plan`;
+- `rayon serve --config FILE` or `--tokens FILE` over a store that does not exist exits 2 (it never serves), and a
+  token file that does not load (TokenError, never another exception) leaves the tokens read before in force.
 """
 
 from __future__ import annotations
@@ -30,13 +34,17 @@ from types import FrameType
 from click.testing import CliRunner, Result
 
 from follower.cli import main
+from planner.api.auth import ENV_TOKEN_FILE, ENV_TOKENS, TokenError, TokenRegistry, append_token
 from planner.core.check import check_plan
 from rdl.cluster import parse_cluster
 from rdl.load import load
 
-TIME_LIMIT = 20  # seconds per command
+TIME_LIMIT = 20  # seconds of CPU time per command
+WALL_LIMIT = 15  # times TIME_LIMIT of wall time per command (a shared machine under load is slow, not stuck)
 MEMORY_LIMIT = 3 * 1024**3  # bytes of address space beyond what the process already maps
-SUFFIX = {"rdl": ".rdl", "json": ".json", "yarn": ".json", "cluster": ".yaml", "scenario": ".yaml"}
+SUFFIX = {"rdl": ".rdl", "json": ".json", "yarn": ".json", "cluster": ".yaml", "scenario": ".yaml",
+          "config": ".yaml", "tokens": ".yaml"}
+SERVE_ENV: dict[str, str | None] = {ENV_TOKENS: None, ENV_TOKEN_FILE: None, "RAYON_STATE": None}
 KINDS = tuple(SUFFIX)
 
 # The cluster every reservation input is checked and planned against: small and short, so plans are quick;
@@ -65,24 +73,30 @@ def make_runner() -> CliRunner:
 
 @contextlib.contextmanager
 def limits(seconds: int = TIME_LIMIT, memory: int = MEMORY_LIMIT) -> Iterator[None]:
-    """Raise Timeout after `seconds`, MemoryError beyond `memory` more bytes of address space."""
+    """Raise Timeout after `seconds` of CPU time (or WALL_LIMIT times that of wall time), MemoryError beyond
+    `memory` more bytes of address space."""
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise Timeout(f"ran longer than {seconds} s")
+        if signum == signal.SIGPROF:
+            raise Timeout(f"ran longer than {seconds} s of CPU time")
+        raise Timeout(f"waited longer than {seconds * WALL_LIMIT} s")
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     mapped = _mapped_bytes()
     bounded = mapped is not None and hard == resource.RLIM_INFINITY
-    previous = signal.signal(signal.SIGALRM, expire)
+    previous = {number: signal.signal(number, expire) for number in (signal.SIGPROF, signal.SIGALRM)}
     # Every second after the limit too: a Timeout raised where Python swallows it (a gc callback) comes again.
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    signal.setitimer(signal.ITIMER_PROF, seconds, 1.0)
+    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_LIMIT, 1.0)
     if bounded:
         assert mapped is not None
         resource.setrlimit(resource.RLIMIT_AS, (mapped + memory, hard))
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         if bounded:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
@@ -114,12 +128,12 @@ class Run:
         return "" if self.result is None else self.result.stderr
 
 
-def rayon(*args: str | Path, seconds: int = TIME_LIMIT) -> Run:
+def rayon(*args: str | Path, seconds: int = TIME_LIMIT, env: dict[str, str | None] | None = None) -> Run:
     """`rayon ARGS` in-process under the limits; an escaping exception is recorded, not raised."""
     run = Run([str(a) for a in args])
     try:
         with limits(seconds):
-            run.result = make_runner().invoke(main, run.args, catch_exceptions=False, prog_name="rayon")
+            run.result = make_runner().invoke(main, run.args, catch_exceptions=False, prog_name="rayon", env=env)
     except Exception as error:
         frames = traceback.extract_tb(error.__traceback__)
         where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
@@ -159,6 +173,11 @@ def examine(kind: str, data: bytes, seconds: int = TIME_LIMIT) -> Verdict:
         path.write_bytes(data)
         if kind == "scenario":
             return _scenario(path, seconds)
+        if kind == "config":
+            append_token(tmp / "tokens.yaml", "alice", "user")  # for a configuration naming `tokens: tokens.yaml`
+            return _serve(path, "--config", tmp)
+        if kind == "tokens":
+            return _tokens(path, tmp)
         cluster = tmp / "cluster.yaml"
         if kind == "cluster":
             good = tmp / "good.rdl"
@@ -234,6 +253,41 @@ def _scenario(path: Path, seconds: int) -> Verdict:
     run = rayon("simulate", path, seconds=seconds)
     verdict.runs.append(run)
     verdict.problems += _basic(run)
+    return verdict
+
+
+def _serve(path: Path, flag: str, tmp: Path) -> Verdict:
+    """`rayon serve FLAG FILE` over a store that does not exist: refused with exit 2, whatever the file says."""
+    verdict = Verdict()
+    run = rayon("serve", flag, path, "--state", tmp / "missing.db", env=SERVE_ENV)
+    verdict.runs.append(run)
+    verdict.problems += _basic(run)
+    if not verdict.problems and run.code != 2:
+        verdict.problems.append(f"`rayon serve {flag}` exited {run.code} without a plan store")
+    return verdict
+
+
+def _tokens(path: Path, tmp: Path) -> Verdict:
+    """The token file at start (`rayon serve --tokens`), and as a reload over a good one: one that does not load is
+    a TokenError and leaves the tokens read before in force."""
+    verdict = _serve(path, "--tokens", tmp)
+    good = tmp / "reloaded.yaml"
+    token = append_token(good, "alice", "user")
+    registry = TokenRegistry.load(good, {})
+    good.write_bytes(path.read_bytes())
+    try:
+        with limits():
+            TokenRegistry.load(good, {})
+        loads = True
+    except TokenError:
+        loads = False
+    except Exception as error:
+        verdict.problems.append(f"loading the token file raised {type(error).__name__}: {str(error)[:200]}")
+        return verdict
+    with limits():
+        registry.refresh(force=True)
+    if not loads and registry.authenticate(token) is None:
+        verdict.problems.append("a token file that does not load dropped the tokens read before")
     return verdict
 
 

@@ -13,14 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fuzz import serving, strategies
 from tests.fuzz.harness import describe, examine, signature
-from tests.fuzz.strategies import INPUTS
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
 
 EXAMPLES = int(os.environ.get("RAYON_FUZZ_EXAMPLES", "40"))
 COLLECT = os.environ.get("RAYON_FUZZ_COLLECT")
 SEEN: set[str] = set()
+INPUTS = strategies.INPUTS | serving.INPUTS
 
 fuzz_settings = settings(max_examples=EXAMPLES, deadline=None, database=None if COLLECT else settings().database,
                          suppress_health_check=list(HealthCheck), print_blob=True)

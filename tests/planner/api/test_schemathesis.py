@@ -4,8 +4,11 @@ headers, and the negative-data checks: input outside the schema must be refused 
 
 Slow and marked `fuzz`: `pytest -m fuzz tests/planner/api/test_schemathesis.py`. The server is `rayon serve`
 on a fresh one-day plan, as in conftest.py. The budget is `RAYON_FUZZ_EXAMPLES` generated cases per
-operation and phase (default 50: a few minutes); `RAYON_FUZZ_SEED` repeats a run. Skipped, saying so,
-without schemathesis (`pip install -e '.[dev]'`).
+operation and phase (default 50: a few minutes); `RAYON_FUZZ_SECONDS` gives each role's run a wall-clock
+budget instead (schemathesis's `--max-time`: its fuzzing phase repeats until the time is spent, whatever the
+count), for a long run such as `RAYON_FUZZ_SECONDS=1500 nice -n 15 pytest -m fuzz -s
+tests/planner/api/test_schemathesis.py`. `RAYON_FUZZ_SEED` repeats a run. Skipped, saying so, without
+schemathesis (`pip install -e '.[dev]'`).
 
 The run goes through schemathesis's own command (`schemathesis run`), its stateless phases over positive
 and negative data: its pytest plugin's fixture loader does not work with pytest 9.2 (it sets
@@ -33,6 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.fuzz]
 
 EXAMPLES = int(os.environ.get("RAYON_FUZZ_EXAMPLES", "50"))
 SEED = os.environ.get("RAYON_FUZZ_SEED")
+SECONDS = os.environ.get("RAYON_FUZZ_SECONDS")
 ROLES = {"user": "alice", "admin": "ops"}
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 CONFIG = Path(__file__).with_name("schemathesis.toml")
@@ -50,6 +54,8 @@ def test_every_operation_answers_as_documented(server: Server, role: str, tmp_pa
                "--report", "junit", "--report-dir", str(tmp_path)]
     if SEED is not None:
         command += ["--seed", SEED]
+    if SECONDS is not None:
+        command += ["--max-time", SECONDS]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "120"})
     print(done.stdout[-20000:], done.stderr[-5000:], sep="\n")
     assert done.returncode == 0, f"schemathesis found failures as {role} ({ROLES[role]}): see the report above"

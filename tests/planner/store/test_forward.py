@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from multiprocessing import AuthenticationError
@@ -19,7 +22,7 @@ import uvloop
 
 from planner.store.errors import StoreError
 from planner.store.facade import Store
-from planner.store.forward import KEY, SOCKET, Desk, Forwarder, LoopForwarder, make_folder
+from planner.store.forward import KEY, LOCK, SOCKET, Desk, Forwarder, LoopForwarder, SharedDecider, make_folder
 from rdl import parse_text
 from rdl.errors import RayonError
 from tests.planner.support import cluster_text, pinned
@@ -279,3 +282,27 @@ def test_an_answer_larger_than_the_socket_s_buffer_is_read_whole_on_the_event_lo
         forwarder.close()
         desk.close()
     assert [answer[0] == big + ticket * 1_000_000 for answer, ticket in zip(answers, "abc", strict=True)] == [True] * 3
+
+
+HOLD_LOCK = ("import fcntl, os, sys, time; d = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+             "fcntl.flock(d, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)")
+
+
+def test_a_worker_whose_folder_was_swept_decides_for_itself_instead_of_failing(tmp_path: Path) -> None:
+    """Chaos (#29): a worker outliving its killed server, whose folder the next server swept, answered 500
+    (FileNotFoundError on the decider's lock) where it can decide itself, as without a decider."""
+    folder = tmp_path / "decider"
+    folder.mkdir()
+    make_folder(folder)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(folder / LOCK)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        shared = SharedDecider(folder, lambda tickets: pytest.fail("nothing is decided here"))
+        assert not shared.deciding
+        shutil.rmtree(folder)
+        assert shared.forward(["a ticket"]) is None  # no decider answers: this process decides it itself
+        assert not shared.deciding
+        shared.close()
+    finally:
+        holder.kill()
+        holder.wait()

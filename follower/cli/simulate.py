@@ -339,7 +339,7 @@ def evaluate_command(ctx: click.Context, out: str, force: bool, scenarios_dir: s
     \b
     Examples:
       rayon evaluate                                   # the default grid, into evaluation/
-      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (about an hour)
+      rayon evaluate --out docs/evaluation --force     # regenerate the committed report (about 15 min)
       rayon evaluate --quick --out /tmp/report         # about 4 minutes: the point, not the whole grid
       rayon evaluate --scheduler tcp://10.0.0.5:8786   # on your Dask cluster
       rayon evaluate --seeds 1 --milp-time-limit 1     # one seed per cell, a faster MILP: no intervals

@@ -146,7 +146,7 @@ def test_an_admin_sees_every_reservation_and_a_bad_token_nothing(driver: AnyType
     with examples.client("ops") as ops:
         every = [r["reservation"] for r in ops.get("/v1/reservations").json()["items"]]
         accepted = ops.get("/v1/reservations", params={"state": "accepted"}).json()["total"]
-    assert len(every) == 8 and accepted == 7  # the examples' RDL files and the YARN one, one rejected
+    assert len(every) == 9 and accepted == 8  # the examples' RDL files and the YARN one, one rejected
     log_in(driver, examples, "ops")
     until(driver, lambda d: rows(d) == every[::-1], "every reservation of the examples, the latest first")
     until(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"canvas[data-rendered='{accepted}']"), "the accepted")

@@ -2,7 +2,7 @@
 
     python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,mixed@1s] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
-                                           [--calculator dominant|default]
+                                           [--calculator dominant|default] [--ours gree,gree-l,gree@early,gree-l@early]
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
@@ -21,6 +21,9 @@ decisions and over accepted ones (YARN's: the agent's createReservation inside t
 the stream; ours: Planner.submit in this process, which also validates and, on rejection, searches the earliest
 deadline unless --no-explain; on both sides each decision's least time over --repeat passes), and a few
 reservations one side accepts and the other rejects. Then the goals.
+
+`--ours` names our agents; `AGENT@early` is that agent with every reservation of the stream asking
+`placement=early` (the same trees with the header attribute set: each piece as early as it fits, as YARN's greedy).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import argparse
 import os
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +49,7 @@ from tests.peers.yarn import agent_harness as harness  # noqa: E402
 from tests.peers.yarn import streams  # noqa: E402
 
 OURS = ("gree", "gree-l")
+PLACED = ("early", "late")  # the placements `AGENT@PLACEMENT` can ask for (rdl.tree.PLACEMENTS)
 FULL_WEEK = 10_000  # the admission benchmark's count, for which its cluster is sized
 
 
@@ -87,8 +91,21 @@ def mixed(count: int, seed: int, step: str = "1m") -> tuple[Cluster, harness.Str
     return cluster, harness.Stream.of(reservations)
 
 
+def placed(stream: harness.Stream, placement: str) -> harness.Stream:
+    """The same stream with every reservation asking `placement=` (the trees otherwise unchanged)."""
+    return replace(stream, reservations=tuple(replace(r, placement=placement) for r in stream.reservations))
+
+
+def ours_agent(name: str) -> tuple[str, str | None]:
+    """`gree` or `gree@early`: our agent's name and the placement every reservation asks for (None: as written)."""
+    agent, _, placement = name.partition("@")
+    if agent not in OURS or (placement and placement not in PLACED):
+        raise SystemExit(f"--ours: `{name}` is not one of {', '.join(OURS)}, optionally @{' or @'.join(PLACED)}")
+    return agent, placement or None
+
+
 def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
-               calculator: str = "dominant", repeat: int = 1) -> list[Outcome]:
+               calculator: str = "dominant", repeat: int = 1, ours: tuple[str, ...] = OURS) -> list[Outcome]:
     """Every agent on the stream, YARN's first, each checked by our checker."""
     outcomes = []
     rejections = {}
@@ -100,10 +117,11 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
         crashed += [f"{a.name}: YARN decided it differently on another pass" for a in answers if not a.deterministic]
         violations = problems + crashed + check_plan(cluster, stream.reservations, records)
         outcomes.append(Outcome(f"yarn-{agent}", records, [a.seconds for a in answers], violations))
-    for agent in OURS:
-        ours = harness.run_ours(cluster, stream, agent, explain=explain, repeat=repeat)
-        outcomes.append(Outcome(agent, ours.records, ours.seconds,
-                                check_plan(cluster, stream.reservations, ours.records)))
+    for name in ours:
+        agent, placement = ours_agent(name)
+        asked = placed(stream, placement) if placement else stream
+        run = harness.run_ours(cluster, asked, agent, explain=explain, repeat=repeat)
+        outcomes.append(Outcome(name, run.records, run.seconds, check_plan(cluster, asked.reservations, run.records)))
     print(f"\n== {label}: {len(stream.reservations)} reservations; cluster {cluster.capacity['vcores']:g} vcores, "
           f"{cluster.capacity['memory'] / 1024:g} GiB, {cluster.step} s steps, {cluster.horizon / 3600:g} h")
     print(f"  {'agent':<18}{'accepted':>9}{'value':>9}{'bundle-h':>11}{'violations':>11}"
@@ -187,7 +205,13 @@ def main() -> None:
     parser.add_argument("--no-explain", action="store_true", help="ours: skip the earliest-deadline search")
     parser.add_argument("--calculator", choices=("dominant", "default"), default="dominant",
                         help="YARN's resource calculator: dominant (memory and vcores) or default (memory only)")
+    parser.add_argument("--ours", default=",".join(OURS),
+                        help="our agents; AGENT@early: every reservation asks placement=early "
+                             "(e.g. gree,gree-l,gree@early,gree-l@early)")
     args = parser.parse_args()
+    ours = tuple(name.strip() for name in args.ours.split(","))
+    for name in ours:
+        ours_agent(name)  # a bad name stops the run before anything runs
     makers = {
         "mixed": lambda: mixed(args.mixed_count, args.seed),
         "yarn": lambda: streams.yarn_shaped(args.count, args.seed + 4),
@@ -202,7 +226,7 @@ def main() -> None:
         else:
             cluster, stream = makers[label]()
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
-                                                args.calculator, args.repeat))
+                                                args.calculator, args.repeat, ours))
     goals(results)
 
 

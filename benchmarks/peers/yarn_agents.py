@@ -43,6 +43,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 import admission  # noqa: E402  (benchmarks/admission.py: the mixed week)
 
 from planner.core.check import check_plan  # noqa: E402
+from planner.core.plan import Plan  # noqa: E402
 from rdl import parse_cluster, units  # noqa: E402
 from rdl.cluster import Cluster  # noqa: E402
 from tests.peers.yarn import agent_harness as harness  # noqa: E402
@@ -138,22 +139,55 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
     for o in outcomes:
         for violation in o.violations[:3]:
             print(f"  ! {o.agent}: {violation}")
-    _differences(outcomes)
+    _differences(cluster, outcomes)
     return outcomes
 
 
-def _differences(outcomes: list[Outcome], shown: int = 3) -> None:
-    """A few reservations each of ours accepts and the best YARN agent rejects, and the reverse."""
+def _differences(cluster: Cluster, outcomes: list[Outcome], shown: int = 3) -> None:
+    """A few reservations each of ours accepts and the best YARN agent rejects, and the reverse; how big they are,
+    and how many of YARN's would not fit in what our plan had left free when it was their turn."""
     yarn = max((o for o in outcomes if o.agent.startswith("yarn-")), key=lambda o: sum(o.accepted()))
     for ours in (o for o in outcomes if not o.agent.startswith("yarn-")):
         pairs = list(zip(ours.records, yarn.records, strict=True))
         only_ours = [(m, y) for m, y in pairs if m["accepted"] and not y["accepted"]]
         only_yarn = [(m, y) for m, y in pairs if y["accepted"] and not m["accepted"]]
+        hours = [sum(_bundle_hours(r, cluster.step) for r in side) for side in
+                 ([m for m, _ in only_ours], [y for _, y in only_yarn])]
+        print(f"  {ours.agent} only: {len(only_ours)} holding {hours[0]:,.0f} bundle-h; {yarn.agent} only: "
+              f"{len(only_yarn)} holding {hours[1]:,.0f} bundle-h, {_no_room(cluster, ours, yarn)} of them "
+              f"with no room left in {ours.agent}'s plan at their turn")
         print(f"  {ours.agent} accepts {len(only_ours)} that {yarn.agent} rejects"
               + "".join(f"; {y['reservation']} ({y['reason']['message']})" for _, y in only_ours[:shown]))
         print(f"  {yarn.agent} accepts {len(only_yarn)} that {ours.agent} rejects"
               + "".join(f"; {m['reservation']} ({m['reason']['code']}: {m['reason']['message'][:90]})"
                         for m, _ in only_yarn[:shown]))
+
+
+def _bundle_hours(record: dict, step: int) -> float:
+    return sum(a["bundles"] * _steps(a, step) for a in record["allocations"]) * step / 3600
+
+
+def _no_room(cluster: Cluster, ours: Outcome, yarn: Outcome) -> int:
+    """Reservations `yarn` accepts and `ours` rejects whose YARN allocation goes over the capacity `ours` had left
+    free at their turn (so no placement of ours could have taken them: its plan was fuller, not its search worse)."""
+    plan = Plan(cluster)
+    used = np.zeros_like(plan.capacity)
+    blocked = 0
+    for mine, theirs in zip(ours.records, yarn.records, strict=True):
+        if theirs["accepted"] and not mine["accepted"]:
+            trial = used.copy()
+            _book(trial, theirs, plan)
+            blocked += bool((trial > plan.capacity + 1e-9).any())
+        if mine["accepted"]:
+            _book(used, mine, plan)
+    return blocked
+
+
+def _book(used: np.ndarray, record: dict, plan: Plan) -> None:
+    for allocation in record["allocations"]:
+        lo = round((units.parse_instant(allocation["start"]) - plan.clock.origin).total_seconds() / plan.clock.step)
+        for row, name in enumerate(plan.resources):
+            used[row, lo:lo + _steps(allocation, plan.clock.step)] += allocation["resources"].get(name, 0.0)
 
 
 def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from planner.core.check import check_plan
-from rdl import units
+from rdl import parse_cluster, units
 from tests.peers.yarn import agent_harness as harness
 from tests.peers.yarn import streams
 
@@ -55,3 +55,25 @@ def test_early_stream_starts_the_first_reservation_no_later_and_passes_the_check
         return min(units.parse_instant(a["start"]).timestamp() for a in record["allocations"])
 
     assert begin(first_early) < begin(first_late)
+
+
+def _record(name: str, accepted: bool, start: str = "", end: str = "", vcores: float = 0.0) -> dict:
+    allocations = [{"atom": "a", "start": start, "end": end, "bundles": int(vcores),
+                    "resources": {"memory": vcores * 1024, "vcores": vcores}}] if accepted else []
+    return {"reservation": name, "accepted": accepted, "allocations": allocations}
+
+
+def test_no_room_counts_only_yarn_accepts_that_go_over_what_our_plan_left_free():
+    cluster = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1h\n"
+                            "capacity: {memory: 10GiB, vcores: 10}\n", "c.yaml")
+    at = "2026-11-23T00:{:02d}:00Z".format
+    ours = yarn_agents.Outcome("gree", [
+        _record("big", True, at(0), at(10), 8),
+        _record("blocked", False), _record("roomy", False), _record("both", True, at(40), at(45), 2)], [], [])
+    yarn = yarn_agents.Outcome("yarn-greedy", [
+        _record("big", False),
+        _record("blocked", True, at(5), at(8), 4),  # 8 + 4 > 10 vcores where ours holds `big`
+        _record("roomy", True, at(20), at(25), 4),  # fits what ours left free
+        _record("both", True, at(40), at(45), 2)], [], [])
+    assert yarn_agents._no_room(cluster, ours, yarn) == 1
+    assert yarn_agents._bundle_hours(ours.records[0], 60) == pytest.approx(8 * 10 / 60)

@@ -20,7 +20,8 @@ the whole plan, plus anything YARN answered that is no lease of whole gangs), de
 decisions and over accepted ones (YARN's: the agent's createReservation inside the JVM, after --warmup passes of
 the stream; ours: Planner.submit in this process, which also validates and, on rejection, searches the earliest
 deadline unless --no-explain; on both sides each decision's least time over --repeat passes), and a few
-reservations one side accepts and the other rejects. Then the goals.
+reservations one side accepts and the other rejects (how many, their bundle-hours, and how many of YARN's had no
+room left in our plan at their turn). Then the goals.
 
 `--ours` names our agents; `AGENT@early` is that agent with every reservation of the stream asking
 `placement=early` (the same trees with the header attribute set: each piece as early as it fits, as YARN's greedy).

@@ -2,7 +2,7 @@
 
     python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,mixed@1s] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
-                                           [--calculator dominant|default]
+                                           [--calculator dominant|default] [--ours gree,gree-l,gree@early,gree-l@early]
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
@@ -20,7 +20,11 @@ the whole plan, plus anything YARN answered that is no lease of whole gangs), de
 decisions and over accepted ones (YARN's: the agent's createReservation inside the JVM, after --warmup passes of
 the stream; ours: Planner.submit in this process, which also validates and, on rejection, searches the earliest
 deadline unless --no-explain; on both sides each decision's least time over --repeat passes), and a few
-reservations one side accepts and the other rejects. Then the goals.
+reservations one side accepts and the other rejects (how many, their bundle-hours, and how many of YARN's had no
+room left in our plan at their turn). Then the goals.
+
+`--ours` names our agents; `AGENT@early` is that agent with every reservation of the stream asking
+`placement=early` (the same trees with the header attribute set: each piece as early as it fits, as YARN's greedy).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import argparse
 import os
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,12 +44,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 import admission  # noqa: E402  (benchmarks/admission.py: the mixed week)
 
 from planner.core.check import check_plan  # noqa: E402
+from planner.core.plan import Plan  # noqa: E402
 from rdl import parse_cluster, units  # noqa: E402
 from rdl.cluster import Cluster  # noqa: E402
 from tests.peers.yarn import agent_harness as harness  # noqa: E402
 from tests.peers.yarn import streams  # noqa: E402
 
 OURS = ("gree", "gree-l")
+PLACED = ("early", "late")  # the placements `AGENT@PLACEMENT` can ask for (rdl.tree.PLACEMENTS)
 FULL_WEEK = 10_000  # the admission benchmark's count, for which its cluster is sized
 
 
@@ -87,8 +93,21 @@ def mixed(count: int, seed: int, step: str = "1m") -> tuple[Cluster, harness.Str
     return cluster, harness.Stream.of(reservations)
 
 
+def placed(stream: harness.Stream, placement: str) -> harness.Stream:
+    """The same stream with every reservation asking `placement=` (the trees otherwise unchanged)."""
+    return replace(stream, reservations=tuple(replace(r, placement=placement) for r in stream.reservations))
+
+
+def ours_agent(name: str) -> tuple[str, str | None]:
+    """`gree` or `gree@early`: our agent's name and the placement every reservation asks for (None: as written)."""
+    agent, _, placement = name.partition("@")
+    if agent not in OURS or (placement and placement not in PLACED):
+        raise SystemExit(f"--ours: `{name}` is not one of {', '.join(OURS)}, optionally @{' or @'.join(PLACED)}")
+    return agent, placement or None
+
+
 def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
-               calculator: str = "dominant", repeat: int = 1) -> list[Outcome]:
+               calculator: str = "dominant", repeat: int = 1, ours: tuple[str, ...] = OURS) -> list[Outcome]:
     """Every agent on the stream, YARN's first, each checked by our checker."""
     outcomes = []
     rejections = {}
@@ -100,10 +119,11 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
         crashed += [f"{a.name}: YARN decided it differently on another pass" for a in answers if not a.deterministic]
         violations = problems + crashed + check_plan(cluster, stream.reservations, records)
         outcomes.append(Outcome(f"yarn-{agent}", records, [a.seconds for a in answers], violations))
-    for agent in OURS:
-        ours = harness.run_ours(cluster, stream, agent, explain=explain, repeat=repeat)
-        outcomes.append(Outcome(agent, ours.records, ours.seconds,
-                                check_plan(cluster, stream.reservations, ours.records)))
+    for name in ours:
+        agent, placement = ours_agent(name)
+        asked = placed(stream, placement) if placement else stream
+        run = harness.run_ours(cluster, asked, agent, explain=explain, repeat=repeat)
+        outcomes.append(Outcome(name, run.records, run.seconds, check_plan(cluster, asked.reservations, run.records)))
     print(f"\n== {label}: {len(stream.reservations)} reservations; cluster {cluster.capacity['vcores']:g} vcores, "
           f"{cluster.capacity['memory'] / 1024:g} GiB, {cluster.step} s steps, {cluster.horizon / 3600:g} h")
     print(f"  {'agent':<18}{'accepted':>9}{'value':>9}{'bundle-h':>11}{'violations':>11}"
@@ -120,22 +140,55 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
     for o in outcomes:
         for violation in o.violations[:3]:
             print(f"  ! {o.agent}: {violation}")
-    _differences(outcomes)
+    _differences(cluster, outcomes)
     return outcomes
 
 
-def _differences(outcomes: list[Outcome], shown: int = 3) -> None:
-    """A few reservations each of ours accepts and the best YARN agent rejects, and the reverse."""
+def _differences(cluster: Cluster, outcomes: list[Outcome], shown: int = 3) -> None:
+    """A few reservations each of ours accepts and the best YARN agent rejects, and the reverse; how big they are,
+    and how many of YARN's would not fit in what our plan had left free when it was their turn."""
     yarn = max((o for o in outcomes if o.agent.startswith("yarn-")), key=lambda o: sum(o.accepted()))
     for ours in (o for o in outcomes if not o.agent.startswith("yarn-")):
         pairs = list(zip(ours.records, yarn.records, strict=True))
         only_ours = [(m, y) for m, y in pairs if m["accepted"] and not y["accepted"]]
         only_yarn = [(m, y) for m, y in pairs if y["accepted"] and not m["accepted"]]
+        hours = [sum(_bundle_hours(r, cluster.step) for r in side) for side in
+                 ([m for m, _ in only_ours], [y for _, y in only_yarn])]
+        print(f"  {ours.agent} only: {len(only_ours)} holding {hours[0]:,.0f} bundle-h; {yarn.agent} only: "
+              f"{len(only_yarn)} holding {hours[1]:,.0f} bundle-h, {_no_room(cluster, ours, yarn)} of them "
+              f"with no room left in {ours.agent}'s plan at their turn")
         print(f"  {ours.agent} accepts {len(only_ours)} that {yarn.agent} rejects"
               + "".join(f"; {y['reservation']} ({y['reason']['message']})" for _, y in only_ours[:shown]))
         print(f"  {yarn.agent} accepts {len(only_yarn)} that {ours.agent} rejects"
               + "".join(f"; {m['reservation']} ({m['reason']['code']}: {m['reason']['message'][:90]})"
                         for m, _ in only_yarn[:shown]))
+
+
+def _bundle_hours(record: dict, step: int) -> float:
+    return sum(a["bundles"] * _steps(a, step) for a in record["allocations"]) * step / 3600
+
+
+def _no_room(cluster: Cluster, ours: Outcome, yarn: Outcome) -> int:
+    """Reservations `yarn` accepts and `ours` rejects whose YARN allocation goes over the capacity `ours` had left
+    free at their turn (so no placement of ours could have taken them: its plan was fuller, not its search worse)."""
+    plan = Plan(cluster)
+    used = np.zeros_like(plan.capacity)
+    blocked = 0
+    for mine, theirs in zip(ours.records, yarn.records, strict=True):
+        if theirs["accepted"] and not mine["accepted"]:
+            trial = used.copy()
+            _book(trial, theirs, plan)
+            blocked += bool((trial > plan.capacity + 1e-9).any())
+        if mine["accepted"]:
+            _book(used, mine, plan)
+    return blocked
+
+
+def _book(used: np.ndarray, record: dict, plan: Plan) -> None:
+    for allocation in record["allocations"]:
+        lo = round((units.parse_instant(allocation["start"]) - plan.clock.origin).total_seconds() / plan.clock.step)
+        for row, name in enumerate(plan.resources):
+            used[row, lo:lo + _steps(allocation, plan.clock.step)] += allocation["resources"].get(name, 0.0)
 
 
 def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:
@@ -187,7 +240,13 @@ def main() -> None:
     parser.add_argument("--no-explain", action="store_true", help="ours: skip the earliest-deadline search")
     parser.add_argument("--calculator", choices=("dominant", "default"), default="dominant",
                         help="YARN's resource calculator: dominant (memory and vcores) or default (memory only)")
+    parser.add_argument("--ours", default=",".join(OURS),
+                        help="our agents; AGENT@early: every reservation asks placement=early "
+                             "(e.g. gree,gree-l,gree@early,gree-l@early)")
     args = parser.parse_args()
+    ours = tuple(name.strip() for name in args.ours.split(","))
+    for name in ours:
+        ours_agent(name)  # a bad name stops the run before anything runs
     makers = {
         "mixed": lambda: mixed(args.mixed_count, args.seed),
         "yarn": lambda: streams.yarn_shaped(args.count, args.seed + 4),
@@ -202,7 +261,7 @@ def main() -> None:
         else:
             cluster, stream = makers[label]()
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
-                                                args.calculator, args.repeat))
+                                                args.calculator, args.repeat, ours))
     goals(results)
 
 

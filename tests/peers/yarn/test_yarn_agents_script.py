@@ -1,0 +1,79 @@
+"""benchmarks/peers/yarn_agents.py's own Python: `AGENT@early` names and the stream it asks early (no Java needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from planner.core.check import check_plan
+from rdl import parse_cluster, units
+from tests.peers.yarn import agent_harness as harness
+from tests.peers.yarn import streams
+
+SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "peers" / "yarn_agents.py"
+spec = importlib.util.spec_from_file_location("yarn_agents", SCRIPT)
+assert spec is not None and spec.loader is not None
+yarn_agents = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = yarn_agents  # its dataclasses look their module up there
+spec.loader.exec_module(yarn_agents)
+
+
+def test_agent_names_carry_a_placement():
+    assert yarn_agents.ours_agent("gree") == ("gree", None)
+    assert yarn_agents.ours_agent("gree-l@early") == ("gree-l", "early")
+    assert yarn_agents.ours_agent("gree@late") == ("gree", "late")
+
+
+@pytest.mark.parametrize("name", ["gree@first", "milp@early", "yarn-greedy"])
+def test_unknown_agent_names_stop_the_run_naming_them(name):
+    with pytest.raises(SystemExit, match=f"`{name}`"):
+        yarn_agents.ours_agent(name)
+
+
+def test_placed_stream_asks_early_and_changes_nothing_else():
+    _, stream = streams.yarn_shaped(12, 11)
+    early = yarn_agents.placed(stream, "early")
+    assert all(r.placement == "early" for r in early.reservations)
+    assert tuple(replace(r, placement="late") for r in early.reservations) == stream.reservations
+    assert early.bodies == stream.bodies and early.users == stream.users and early.values == stream.values
+
+
+def test_early_stream_starts_the_first_reservation_no_later_and_passes_the_checker():
+    cluster, stream = streams.yarn_shaped(12, 11)
+    early = yarn_agents.placed(stream, "early")
+    late_run = harness.run_ours(cluster, stream, "gree", explain=False)
+    early_run = harness.run_ours(cluster, early, "gree", explain=False)
+    assert check_plan(cluster, early.reservations, early_run.records) == []
+    first_late, first_early = late_run.records[0], early_run.records[0]
+    assert first_late["accepted"] and first_early["accepted"]  # an empty plan has room for it
+
+    def begin(record: dict) -> float:
+        return min(units.parse_instant(a["start"]).timestamp() for a in record["allocations"])
+
+    assert begin(first_early) < begin(first_late)
+
+
+def _record(name: str, accepted: bool, start: str = "", end: str = "", vcores: float = 0.0) -> dict:
+    allocations = [{"atom": "a", "start": start, "end": end, "bundles": int(vcores),
+                    "resources": {"memory": vcores * 1024, "vcores": vcores}}] if accepted else []
+    return {"reservation": name, "accepted": accepted, "allocations": allocations}
+
+
+def test_no_room_counts_only_yarn_accepts_that_go_over_what_our_plan_left_free():
+    cluster = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1h\n"
+                            "capacity: {memory: 10GiB, vcores: 10}\n", "c.yaml")
+    at = "2026-11-23T00:{:02d}:00Z".format
+    ours = yarn_agents.Outcome("gree", [
+        _record("big", True, at(0), at(10), 8),
+        _record("blocked", False), _record("roomy", False), _record("both", True, at(40), at(45), 2)], [], [])
+    yarn = yarn_agents.Outcome("yarn-greedy", [
+        _record("big", False),
+        _record("blocked", True, at(5), at(8), 4),  # 8 + 4 > 10 vcores where ours holds `big`
+        _record("roomy", True, at(20), at(25), 4),  # fits what ours left free
+        _record("both", True, at(40), at(45), 2)], [], [])
+    assert yarn_agents._no_room(cluster, ours, yarn) == 1
+    assert yarn_agents._bundle_hours(ours.records[0], 60) == pytest.approx(8 * 10 / 60)

@@ -31,14 +31,21 @@ MAX_BATCH = 1000  # reservations in one request, as the server takes them (plann
 Json = dict[str, AnyType]
 
 
-def bodies(paths: Sequence[str], consequence: str) -> list[tuple[Reservation, str, str, str]]:
-    """Each reservation of the files: itself, the body to send, its content type, and the file it came from."""
+def reservation_files(paths: Sequence[str], consequence: str) -> list[LoadedFile]:
+    """The files of reservations among `paths`, checked whole before anything is sent: any error raises, with
+    `consequence` (what was not done) said after it; warnings are printed."""
     files: list[LoadedFile] = [f for f in load(paths) if f.cluster is None]
     errors = all_errors(files)
     if errors is not None:
         raise errors.then(consequence)
     echo_warnings(files)
     require_reservations([r for f in files for r in f.reservations], paths, consequence)
+    return files
+
+
+def bodies(paths: Sequence[str], consequence: str) -> list[tuple[Reservation, str, str, str]]:
+    """Each reservation of the files: itself, the body to send, its content type, and the file it came from."""
+    files = reservation_files(paths, consequence)
     found = []
     for loaded in files:
         whole = len(loaded.reservations) == 1 and loaded.text != ""
@@ -69,12 +76,7 @@ def batches(paths: Sequence[str], skipped: set[str], consequence: str) -> tuple[
     """The requests of `POST /v1/reservations/batch` that submit the files, leaving out the reservations named in
     `skipped`, and the names left out. A file goes as it is written, so the server's positions are the file's;
     one that lost a skipped reservation (or holds more than a request may) goes in canonical RDL, and says so."""
-    files: list[LoadedFile] = [f for f in load(paths) if f.cluster is None]
-    errors = all_errors(files)
-    if errors is not None:
-        raise errors.then(consequence)
-    echo_warnings(files)
-    require_reservations([r for f in files for r in f.reservations], paths, consequence)
+    files = reservation_files(paths, consequence)
     pieces: list[tuple[list[str], Json]] = []
     left_out: list[str] = []
     for loaded in files:

@@ -368,11 +368,13 @@ def _take_back(plan: Plan, accepted: Accepted, lost: list[int], agent: Agent) ->
 
 
 def _fits(plan: Plan, allocations: Sequence[Allocation], accepted: Accepted) -> bool:
-    """Whether the allocations fit the plan's free capacity (and the user's share, where limited)."""
+    """Whether the allocations fit the plan's free capacity (and the user's share, where limited), read over the
+    steps they hold only: adapt's plans are within capacity wherever nothing is being put back (`affected_by`)."""
     if not allocations:
         return True
-    added = plan.use_of(list(allocations))
-    if (plan.used + added > plan.capacity + TOLERANCE).any():
+    added, lo = plan.use_over(list(allocations))
+    hi = lo + added.shape[1]
+    if (plan.used[:, lo:hi] + added > plan.capacity[:, lo:hi] + TOLERANCE).any():
         return False
     return plan.within_policy(accepted.reservation, list(allocations))
 

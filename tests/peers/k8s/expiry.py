@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from tests.peers.k8s.controlplane import ControlPlane
+from tests.peers.k8s.controlplane import ControlPlane, wait
 from tests.peers.k8s.scenario import (
     RAYON,
     STEP,
@@ -153,3 +153,40 @@ def _restore_base(api: Any) -> None:
     plan's queues gone (emptied above, so YuniKorn removes them)."""
     api.patch_namespaced_config_map("yunikorn-configs", "yunikorn", {"data": {"queues.yaml": BASE.read_text()}})
 
+
+
+def probe(plane: ControlPlane, before: dict[str, Any], after: dict[str, Any], watch: float = 10.0) -> list[str]:
+    """YuniKorn's quota preemption alone, without the follower: a queue `root.plan.probe` with max `before` runs
+    gamma's two pods (one application); its max becomes `after` with `quota.preemption.delay: 1s` (the partition's
+    quota preemption on). The pods still running `watch` seconds later (five times the lag test_on_expiry measures)."""
+    api = plane.client()
+    space = NAMESPACE.format("probe")
+    clear(api, (space,))
+    namespace(api, space)
+    probed = dataclasses.replace(GAMMA, name="probe")
+    try:
+        _write_probe(api, before, {})
+        wait(lambda: queue_state(api, "probe") != "absent", 30, what="the probe queue in the ConfigMap")
+        time.sleep(2)  # YuniKorn reloads its queues within a second of the change (docs/yunikorn.md)
+        submit(api, probed, space)
+        wait(lambda: _running(api, space) == probed.pod_names(), 60, what="the probe's pods running")
+        _write_probe(api, after, {"quota.preemption.delay": "1s"})
+        time.sleep(watch)
+        return _running(api, space)
+    finally:
+        clear(api, (space,))
+        _restore_base(api)
+
+
+def _write_probe(api: Any, maximum: dict[str, Any], properties: dict[str, str]) -> None:
+    document = yaml.safe_load(BASE.read_text())
+    (partition,) = document["partitions"]
+    partition["preemption"]["quotapreemptionenabled"] = True
+    (plan_queue,) = [q for q in partition["queues"][0]["queues"] if q["name"] == "plan"]
+    plan_queue["queues"] = [{"name": "probe", "resources": {"max": maximum}, "properties": properties}]
+    api.patch_namespaced_config_map("yunikorn-configs", "yunikorn", {"data": {"queues.yaml": yaml.safe_dump(document)}})
+
+
+def _running(api: Any, space: str) -> list[str]:
+    return sorted(p.metadata.name for p in api.list_namespaced_pod(space).items
+                  if p.status.phase == "Running" and p.metadata.deletion_timestamp is None)

@@ -12,7 +12,7 @@ import pytest
 
 from follower.follow.service import KEEP_ENDED
 from tests.peers.k8s.controlplane import ControlPlane
-from tests.peers.k8s.expiry import AFTER, GAMMA, Ending, play
+from tests.peers.k8s.expiry import AFTER, GAMMA, Ending, play, probe
 
 pytestmark = pytest.mark.cluster
 
@@ -59,3 +59,13 @@ def test_under_kill_the_ended_queue_is_closed_in_the_configmap_at_the_window_end
     assert states[0] == "absent" and states[1].startswith("open") and "ended" in states
     (closed,) = [t for t, state in killed.queue if state == "ended"]
     assert killed.window[1] - 0.5 <= closed <= min(killed.stopped.values()) + 0.5
+
+
+def test_why_the_mark_one_byte_leaves_a_pod_and_a_max_not_lowered_both(control_plane: ControlPlane) -> None:
+    """What the ended max must be (follower/follow/yunikorn.py): YuniKorn frees only what a queue holds above its max,
+    and starts only for a max lowered in every quantity (a name missing counts as 0)."""
+    opened = {"memory": "16Gi", "vcore": 8}
+    one_byte = probe(control_plane, opened, {"memory": 1, "vcore": 0, "pods": 0})
+    unmarked = probe(control_plane, opened, {"memory": 0, "vcore": 0, "pods": 0, "rayon.io/expiry": 1})
+    print(f"\nstill running: one byte {one_byte}, zero but not lowered {unmarked} (zero and lowered: none, above)")
+    assert len(one_byte) == 1 and len(unmarked) == 2

@@ -326,3 +326,14 @@ def test_serve_names_a_bad_on_expiry_with_a_near_miss(store: Store, tmp_path: Pa
         refused.output
     alone = CliRunner().invoke(main, ["serve", "--state", str(store.where), "--on-expiry", "kill"])
     assert alone.exit_code == 2 and "--on-expiry kill needs --follow-to" in alone.output, alone.output
+
+
+def test_under_kill_the_file_target_keeps_the_ended_queue_closed_too(store: Store, tmp_path: Path) -> None:
+    store.submit(one(pinned("a", 0, 5, 4)))
+    target = FollowTo.parse(f"yunikorn:{tmp_path / 'queues.yaml'}")
+    publisher = QueuePublisher(store, target, Follower(on_expiry="kill"))
+    publisher.tick()
+    store.advance(instant(5))
+    publisher.tick()
+    a = leaves((tmp_path / "queues.yaml").read_text())["a"]
+    assert a["resources"]["max"] == {"memory": 0, "vcore": 0, "pods": 0, "rayon.io/expiry": 1}

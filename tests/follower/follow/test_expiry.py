@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from follower.follow import yunikorn
-from follower.follow.follower import Follower
+from follower.follow.follower import Follower, FollowerError
 from tests.follower.fakes import minute, plan_of
 
 # a: window [10, 40) minutes, 20 bundles over [15, 25); b: window [20, 60), 5 bundles over [20, 60)
@@ -90,3 +90,12 @@ def test_the_partition_keeps_its_own_preemption_settings() -> None:
     text = yunikorn.document(round, base, ended=("a",))
     assert yaml.safe_load(text)["partitions"][0]["preemption"] == {"enabled": True, "quotapreemptionenabled": True}
     assert base["partitions"][0]["preemption"] == {"enabled": True}  # the base is untouched
+
+
+def test_a_base_whose_preemption_is_not_a_mapping_is_an_error_naming_it() -> None:
+    base = yunikorn.load_base("partitions:\n- name: default\n  preemption: true\n  queues: [{name: root}]\n",
+                              "base.yaml")
+    round = Follower().round(plan_of(*PLAN), minute(45))
+    with pytest.raises(FollowerError, match="partition `default` has a `preemption` that is not a mapping"):
+        yunikorn.document(round, base, ended=("a",))
+    assert yunikorn.document(round, base).count("preemption: true") == 1  # under move it is left as it is

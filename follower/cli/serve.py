@@ -15,12 +15,13 @@ import click
 
 from follower.follow import configmap
 from follower.follow.allocated import YuniKornAllocated
-from follower.follow.service import FollowTo, QueuePublisher, check_target
+from follower.follow.follower import ON_EXPIRY, Follower
+from follower.follow.service import KEEP_ENDED, FollowTo, QueuePublisher, check_target
 from planner.cli import serve as planner_serve
 from planner.store.facade import Store
 from planner.store.queuelog import DEFAULT_KEEP, QueueLog
 from rdl import units
-from rdl.cli import ParsedParam, RayonCommand
+from rdl.cli import Choice, ParsedParam, RayonCommand
 
 FOLLOW_TO = click.Option(["--follow-to", "follow_to"], type=ParsedParam("target", FollowTo.parse, FollowTo),
                          metavar="yunikorn:FILE|yunikorn-configmap[:NS/NAME]",
@@ -38,6 +39,15 @@ FOLLOW_ALLOCATED = click.Option(["--follow-allocated", "follow_allocated"], meta
                                 help="YuniKorn's REST API (http://HOST:9080): at every step, record what it reports "
                                 "each queue holds (partition `default`) beside the follower's round; the dashboard "
                                 "draws both (GET /v1/queues/history).")
+ON_EXPIRY_OPTION = click.Option(["--on-expiry", "on_expiry"], type=Choice(ON_EXPIRY), default="move",
+                                show_default=True,
+                                help="What becomes of a reservation's pods still running when its window closes, "
+                                "with --follow-to: `move`, its queue leaves the document and YuniKorn drains it "
+                                "(they run on); `kill`, its queue stays closed in the document for "
+                                f"{KEEP_ENDED} s and YuniKorn's quota preemption (1.9) ends them within seconds "
+                                "(docs/kubernetes.md).")
+
+
 def _keep(text: str) -> str:
     """`off`, or a duration (checked here, read again by `publishers`)."""
     if text.strip() != "off":
@@ -60,26 +70,31 @@ def _serve(ctx: click.Context, config_path: str | None, **_: AnyType) -> None:
         target = replace(target, replace=True)
     if target is not None:
         check_target(target)  # another file given by mistake is refused before anything starts
+    on_expiry = str(given.extra.get("on_expiry") or "move")
+    if on_expiry == "kill" and target is None:
+        raise click.UsageError("--on-expiry kill needs --follow-to: without a YuniKorn document nothing would end "
+                               "a reservation's pods", ctx)
     if target is not None and target.configmap:
         # credentials are looked for now: a server that could never write its ConfigMap does not start
         configmap.connect(target.configmap)
     keep = str(given.extra.get("queue_log") or "off")
     allocated = given.extra.get("follow_allocated")
     assert allocated is None or isinstance(allocated, YuniKornAllocated)
-    planner_serve.run(given, partial(publishers, target, keep=keep, allocated=allocated))
+    planner_serve.run(given, partial(publishers, target, keep=keep, allocated=allocated, on_expiry=on_expiry))
 
 
 def publishers(target: FollowTo | None, store: Store, keep: str = "off",
-               allocated: YuniKornAllocated | None = None) -> list[QueuePublisher]:
+               allocated: YuniKornAllocated | None = None, on_expiry: str = "move") -> list[QueuePublisher]:
     """The follower's queues over the store, published to `target` (each worker process connects its own), and
-    recorded in the store's queue log for `keep` of plan time (`off`: not recorded), with what `allocated` says."""
+    recorded in the store's queue log for `keep` of plan time (`off`: not recorded), with what `allocated` says;
+    `on_expiry`: the follower's (`kill` keeps an ended queue closed in the document, service.py)."""
     applier = configmap.connect(target.configmap) if target is not None and target.configmap else None
     history = None if keep == "off" else QueueLog(store.engine, timedelta(seconds=units.parse_duration(keep, "d")))
-    return [QueuePublisher(store, target, applier=applier, history=history,
+    return [QueuePublisher(store, target, Follower(on_expiry=on_expiry), applier=applier, history=history,
                            allocated=allocated if history is not None else None)]
 
 
-serve = RayonCommand("serve", params=[*planner_serve.serve.params, FOLLOW_TO, FOLLOW_REPLACE,
+serve = RayonCommand("serve", params=[*planner_serve.serve.params, FOLLOW_TO, FOLLOW_REPLACE, ON_EXPIRY_OPTION,
                                                      FOLLOW_ALLOCATED, QUEUE_LOG], callback=_serve,
                      help=planner_serve.serve.help, short_help=planner_serve.serve.short_help)
 

@@ -9,6 +9,12 @@ settings change. A server that was stopped publishes the current round at once w
 that fails is logged and tried again at the next tick. With a queue log (planner/store/queuelog.py) each tick's
 round is recorded there too, and, with `--follow-allocated`, what YuniKorn reports each queue holds
 (follower/follow/allocated.py): the dashboard's plan against reality reads both (`GET /v1/queues/history`).
+
+With the follower's `on_expiry: kill` (`rayon serve --on-expiry kill`), a reservation whose queue left the round
+(its window closed, or it was cancelled) less than KEEP_ENDED ago (at least one step) stays in the document, closed,
+so that YuniKorn's quota preemption ends its pods (follower/follow/yunikorn.py); then it leaves the document, as
+under `move` at once. The publisher remembers which queues were open: a server started after a window closed does
+not know it was, and leaves the queue to drain.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any as AnyType
 
@@ -43,6 +49,7 @@ log = logging.getLogger("rayon.follow")
 TARGETS = ("yunikorn", CONFIGMAP)
 MAX_TARGET = 1024 * 1024  # bytes of a queues.yaml read to tell whether it is one
 MARKER = "# kept by `rayon serve --follow-to`: the plan's queues now, replaced whenever they change\n"
+KEEP_ENDED = 30  # seconds of plan time an ended queue stays closed in the document under kill (at least one step)
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,8 @@ class QueuePublisher:
         self._written: str | None = None
         self._applied: tuple[object, ...] | None = None  # the settings last in the ConfigMap
         self.history, self.allocated = history, allocated
+        self._open: set[str] = set()  # under kill: the reservations open at the last round published
+        self._ended: dict[str, datetime] = {}  # and those kept closed since: when each was first not open
 
     def install(self, app: FastAPI, service: Service) -> None:
         router = APIRouter()
@@ -144,10 +153,28 @@ class QueuePublisher:
         if self.applier is None and self.target is None:
             return
         current = self.current()
+        ended = self.ended(current)
         if self.applier is not None:
-            self.apply(current.round)
+            self.apply(current.round, ended)
         elif self.target is not None:
-            self.publish(yunikorn.document(current.round))
+            self.publish(yunikorn.document(current.round, ended=ended))
+
+    def ended(self, current: Current) -> tuple[str, ...] | None:
+        """Under `on_expiry: kill`, the reservations whose queue was open at an earlier round and is not now, for
+        KEEP_ENDED of plan time (at least one step) from the first round without it: the document keeps their queues,
+        closed, until YuniKorn has preempted their pods. None under `move`: an ended queue leaves the document at once.
+
+        Remembered from round to round: the plan drops a reservation once its window has passed."""
+        if self.follower.on_expiry != "kill":
+            return None
+        now = current.round.time
+        open_now = {target.reservation for target in current.round.reservations if target.reservation}
+        for name in self._open - open_now:
+            self._ended.setdefault(name, now)
+        keep = timedelta(seconds=max(KEEP_ENDED, current.view.plan.clock.step))
+        self._ended = {name: t for name, t in self._ended.items() if name not in open_now and now < t + keep}
+        self._open = open_now
+        return tuple(sorted(self._ended))
 
     def current(self) -> Current:
         """The round at the plan's clock, worked out again only when the plan or its clock changed."""
@@ -223,15 +250,16 @@ class QueuePublisher:
                  if self._current else "now")
         return True
 
-    def apply(self, round: Round) -> Applied | None:
-        """Put `round`'s document into the ConfigMap, unless its settings are the ones put there last; what was done
-        (None: nothing asked of the API server, or a failure, logged: the next tick tries again)."""
+    def apply(self, round: Round, ended: tuple[str, ...] | None = None) -> Applied | None:
+        """Put `round`'s document (with the `ended` queues kept closed: `ended`) into the ConfigMap, unless its
+        settings are the ones put there last; what was done (None: nothing asked of the API server, or a failure,
+        logged: the next tick tries again)."""
         assert self.applier is not None
-        settings = round.settings()
+        settings = (*round.settings(), ended)
         if settings == self._applied:
             return None
         try:
-            applied = self.applier.apply(lambda base: yunikorn.document(round, base))
+            applied = self.applier.apply(lambda base: yunikorn.document(round, base, ended=ended))
         except FollowerError as error:  # the API server's refusal, or a queues.yaml there that does not read
             log.warning("follow: %s; trying again at the next step", error)
             return None

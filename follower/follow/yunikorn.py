@@ -22,6 +22,16 @@ resource at zero, `pods: 0` (the Kubernetes shim asks one `pods` per pod, so eve
 nothing is refused) and `memory: 1` (one byte: the positive quantity that makes YuniKorn keep the max,
 and room for no pod). yunikorn-core 1.4.0 and 1.9.0's own queue objects confirm it keeps that max and
 refuses every ask under it, where it lets an all-zero max through (tests/peers/yunikorn/maxform).
+
+`on_expiry: kill` (given `ended`, the reservations whose window closed a moment ago) is YuniKorn 1.9's quota
+preemption: a queue whose max is lowered below what it holds, with the queue property `quota.preemption.delay`,
+has its pods preempted once the delay has passed (yunikorn-core `Queue.setPreemptionTime`, `quota_preemptor.go`;
+the partition's `preemption.quotapreemptionenabled`, which the document then sets). The ended queue stays in the
+document with the max `ENDED`: nothing of the plan's resources, `pods: 0`, and one `EXPIRY_MARK`, a resource no
+pod asks for. The mark is what lets the max reach zero: the closed form's one byte would leave one pod running
+(the preemptor frees only what is above the max), and an all-zero max is ignored. YuniKorn preempts only for a
+max that was lowered, every quantity at most what it was, so under `kill` every reservation's max carries the mark
+from its window's start (a pod never asks for it: it limits nothing).
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ from typing import Any as AnyType
 
 import yaml
 
-from follower.follow.follower import MEBIBYTE, FollowerError
+from follower.follow.follower import MEBIBYTE, FollowerError, queue_name
 from follower.follow.rounds import QueueTarget, Round
 from rdl import config, units
 
@@ -49,6 +59,10 @@ QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 SORT_POLICY = "application.sort.policy"
 PODS = "pods"  # what the Kubernetes shim adds to every pod's ask, one per pod
 CLOSED = {units.MEMORY: 1, PODS: 0}  # a max YuniKorn keeps that admits nothing (with the plan's resources at 0)
+EXPIRY_MARK = "rayon.io/expiry"  # under on_expiry kill: in every reservation's max, 1 (above)
+ENDED = {PODS: 0, EXPIRY_MARK: 1}  # an ended reservation's max under kill (with the plan's resources at 0)
+QUOTA_DELAY = "quota.preemption.delay"  # YuniKorn 1.9's queue property: how long a queue may stay over a lowered max
+KILL_DELAY = "1s"  # the shortest YuniKorn takes (a positive Go duration): its quota loop then acts within a second
 
 
 def quantities(resources: Mapping[str, float], names: Mapping[str, str] | None = None) -> dict[str, int | str]:
@@ -89,26 +103,42 @@ def sort_policy_for(policy: str, version: str = DEFAULT_VERSION) -> tuple[str, s
                     "documents say fifo; for a drip feed of one starting application at a time target 1.5 or older")
 
 
-def plan_queue_config(round: Round, sort_policy: str = DEFAULT_SORT_POLICY,
-                      names: Mapping[str, str] | None = None) -> dict[str, AnyType]:
-    """The plan queue's subtree at one round: the parent and its leaves (default queue first, then reservations)."""
+def plan_queue_config(round: Round, sort_policy: str = DEFAULT_SORT_POLICY, names: Mapping[str, str] | None = None,
+                      ended: Sequence[str] | None = None) -> dict[str, AnyType]:
+    """The plan queue's subtree at one round: the parent and its leaves (default queue first, then reservations);
+    `ended` (on_expiry kill): these ended reservations' queues too, closed, and every reservation's max marked."""
     if sort_policy not in SORT_POLICIES:
         raise FollowerError(f"YuniKorn has no application sort policy `{sort_policy}`; choose one of "
                             f"{', '.join(SORT_POLICIES)}")  # the policy as written (sort_policy_for chose it)
-    leaves = [_leaf(target, sort_policy, names) for target in (round.default, *round.reservations)]
-    return {"name": _name(round.plan.path.rsplit(".", 1)[1], round.plan), "parent": True,
+    kill = ended is not None
+    leaves = [_leaf(target, sort_policy, names, kill) for target in (round.default, *round.reservations)]
+    open_now = {target.reservation for target in round.reservations}
+    zeros = {key: 0 for key in quantities(round.plan.guaranteed, names)}
+    leaves += [{"name": _name(queue_name(name), f"reservation `{name}`'s queue"),
+                "resources": {"guaranteed": zeros, "max": {**zeros, **ENDED}},
+                "properties": {SORT_POLICY: sort_policy, QUOTA_DELAY: KILL_DELAY}}
+               for name in ended or () if name not in open_now]
+    return {"name": _name(round.plan.path.rsplit(".", 1)[1], f"queue {round.plan.path}"), "parent": True,
             "resources": {"guaranteed": quantities(round.plan.guaranteed, names)}, "queues": leaves}
 
 
 def configuration(round: Round, base: Mapping[str, AnyType] | None = None, partition: str = DEFAULT_PARTITION,
-                  sort_policy: str = DEFAULT_SORT_POLICY, names: Mapping[str, str] | None = None) -> dict[str, AnyType]:
-    """A whole `queues.yaml` document for one round: the base (or a bare root) with the plan queue's subtree in it."""
+                  sort_policy: str = DEFAULT_SORT_POLICY, names: Mapping[str, str] | None = None,
+                  ended: Sequence[str] | None = None) -> dict[str, AnyType]:
+    """A whole `queues.yaml` document for one round: the base (or a bare root) with the plan queue's subtree in it;
+    `ended` not None is on_expiry kill (`plan_queue_config`), with the partition's quota preemption turned on."""
     document: dict[str, AnyType] = copy.deepcopy(dict(base)) if base is not None else {
         "partitions": [{"name": partition, "queues": [{"name": "root", "submitacl": "*", "queues": []}]}]}
     parent = _root_of(document, partition)
+    if ended is not None:
+        preemption = _partition(document, partition).setdefault("preemption", {})
+        if not isinstance(preemption, dict):
+            raise FollowerError(f"the base configuration's partition `{partition}` has a `preemption` that is not "
+                                "a mapping", "write it as `preemption: {enabled: true}`")
+        preemption["quotapreemptionenabled"] = True
     for part in round.plan.path.split(".")[1:-1]:
         parent = _child(parent, part)
-    subtree = plan_queue_config(round, sort_policy, names)
+    subtree = plan_queue_config(round, sort_policy, names, ended)
     siblings = parent.setdefault("queues", [])
     kept = [q for q in siblings if q.get("name") != subtree["name"]]
     parent["queues"] = [*kept, subtree]
@@ -141,9 +171,11 @@ def render(rounds: Sequence[Round], end: datetime, base: Mapping[str, AnyType] |
 
 
 def document(round: Round, base: Mapping[str, AnyType] | None = None, partition: str = DEFAULT_PARTITION,
-             sort_policy: str = DEFAULT_SORT_POLICY, names: Mapping[str, str] | None = None) -> str:
-    """One `queues.yaml` for one round, as YAML text (the same text for the same queue settings)."""
-    return yaml.dump(_flowing(configuration(round, base, partition, sort_policy, names)), Dumper=_Dumper,
+             sort_policy: str = DEFAULT_SORT_POLICY, names: Mapping[str, str] | None = None,
+             ended: Sequence[str] | None = None) -> str:
+    """One `queues.yaml` for one round, as YAML text (the same text for the same queue settings); `ended`: None
+    under on_expiry move (an ended queue leaves the document), else the ended reservations kept closed (kill)."""
+    return yaml.dump(_flowing(configuration(round, base, partition, sort_policy, names, ended)), Dumper=_Dumper,
                      sort_keys=False)
 
 
@@ -182,34 +214,42 @@ def load_base(text: str, source: str) -> dict[str, AnyType]:
     return document
 
 
-def _leaf(target: QueueTarget, sort_policy: str, names: Mapping[str, str] | None) -> dict[str, AnyType]:
+def _leaf(target: QueueTarget, sort_policy: str, names: Mapping[str, str] | None,
+          mark: bool = False) -> dict[str, AnyType]:
     resources: dict[str, AnyType] = {"guaranteed": quantities(target.guaranteed, names)}
     maximum = None if target.maximum is None else quantities(target.maximum, names)
     if maximum is not None:  # YuniKorn ignores an all-zero max: a zero one is written in the closed form
         resources["max"] = maximum if any(_positive(v) for v in maximum.values()) else {**maximum, **CLOSED}
-    return {"name": _name(target.path.rsplit(".", 1)[1], target), "resources": resources,
+    if mark and target.kind == "reservation":  # on_expiry kill: ENDED is then a lowered max (module docstring)
+        resources["max"] = {**resources.get("max", {}), EXPIRY_MARK: 1}
+    whose = f"reservation `{target.reservation}`'s queue" if target.reservation else f"queue {target.path}"
+    return {"name": _name(target.path.rsplit(".", 1)[1], whose), "resources": resources,
             "properties": {SORT_POLICY: sort_policy}}
 
 
-def _name(name: str, target: QueueTarget) -> str:
+def _name(name: str, whose: str) -> str:
     if not QUEUE_NAME.match(name):
-        whose = f"reservation `{target.reservation}`'s queue" if target.reservation else f"queue {target.path}"
         raise FollowerError(f"{whose} is named `{name}`, which YuniKorn refuses",
                             "queue names are 1-64 characters: letters, digits, `_` and `-`")
     return name
 
 
-def _root_of(document: dict[str, AnyType], partition: str) -> dict[str, AnyType]:
+def _partition(document: dict[str, AnyType], partition: str) -> dict[str, AnyType]:
     found = [p for p in document["partitions"] if isinstance(p, dict) and p.get("name", "default") == partition]
     if not found:
         raise FollowerError(f"the base configuration has no partition `{partition}`",
                             "name one of its partitions")
-    queues = found[0].setdefault("queues", [])
+    return found[0]
+
+
+def _root_of(document: dict[str, AnyType], partition: str) -> dict[str, AnyType]:
+    found = _partition(document, partition)
+    queues = found.setdefault("queues", [])
     roots = [q for q in queues if isinstance(q, dict) and q.get("name") == "root"]
     if roots:
         return roots[0]
     root = {"name": "root", "queues": queues}  # YuniKorn puts top-level queues under an implicit root
-    found[0]["queues"] = [root]
+    found["queues"] = [root]
     return root
 
 

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from follower.cli import main
 from follower.follow.configmap import connect
-from follower.follow.follower import FollowerError, PlanView
+from follower.follow.follower import Follower, FollowerError, PlanView
 from follower.follow.service import MARKER, FollowTo, QueuePublisher, check_target
 from planner.api.app import create_app
 from planner.api.auth import Principal, TokenRegistry, hash_token
@@ -269,3 +269,71 @@ def test_a_queues_document_written_before_the_marker_is_still_replaced(store: St
     target.write_text("partitions:\n  - name: default\n    queues: [{name: root}]\n")
     check_target(FollowTo.parse(f"yunikorn:{target}"))
     assert QueuePublisher(store, FollowTo.parse(f"yunikorn:{target}")).publish("partitions: []\n")
+
+
+def test_under_kill_an_ended_queue_stays_closed_for_a_step_then_leaves(store: Store,
+                                                                       kube: tuple[FakeAPIServer, Path]) -> None:
+    fake, kubeconfig = kube
+    store.submit(one(pinned("a", 0, 5, 4)))  # its window and lease: [0, 5) one-minute steps
+    target = FollowTo.parse("yunikorn-configmap")
+    publisher = QueuePublisher(store, target, Follower(on_expiry="kill"), applier=connect(target.configmap,
+                                                                                          str(kubeconfig)))
+    seen = []
+    for step in (4, 5, 6):
+        store.advance(instant(step))
+        publisher.tick()
+        a = leaves(fake.data()["queues.yaml"]).get("a")
+        seen.append(None if a is None else (a["resources"]["max"], a["properties"].get("quota.preemption.delay")))
+    assert seen == [({"memory": 0, "vcore": 4, "rayon.io/expiry": 1}, None),
+                    ({"memory": 0, "vcore": 0, "pods": 0, "rayon.io/expiry": 1}, "1s"), None]
+    assert yaml.safe_load(fake.data()["queues.yaml"])["partitions"][0]["preemption"] == {
+        "quotapreemptionenabled": True}
+
+
+def test_under_move_an_ended_queue_leaves_at_once(store: Store, kube: tuple[FakeAPIServer, Path]) -> None:
+    fake, kubeconfig = kube
+    store.submit(one(pinned("a", 0, 5, 4)))
+    target = FollowTo.parse("yunikorn-configmap")
+    publisher = QueuePublisher(store, target, applier=connect(target.configmap, str(kubeconfig)))
+    store.advance(instant(5))
+    publisher.tick()
+    assert set(leaves(fake.data()["queues.yaml"])) == {"default"} and "rayon.io" not in fake.data()["queues.yaml"]
+
+
+def test_an_ended_queue_is_kept_for_keep_ended_of_plan_time_in_whole_steps(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "plan.db") as store:
+        store.init(f"start: {at(0)}\nstep: 10s\nhorizon: 60m\ncapacity: {{vcores: 8, memory: 16GiB}}\n",
+                   "cluster.yaml")
+        store.submit(one(pinned("a", 0, 5, 4)))  # its window closes at 300 s: step 30 of 10 s
+        publisher = QueuePublisher(store, follower=Follower(on_expiry="kill"))
+        kept = {}
+        for step in (29, 30, 32, 33):
+            store.advance(START + timedelta(seconds=10 * step))
+            kept[step] = publisher.ended(publisher.current())
+        assert kept == {29: (), 30: ("a",), 32: ("a",), 33: ()}  # KEEP_ENDED, 30 s: steps 30, 31 and 32
+        assert QueuePublisher(store).ended(publisher.current()) is None  # move: none kept
+
+
+def test_serve_names_a_bad_on_expiry_with_a_near_miss(store: Store, tmp_path: Path) -> None:
+    refused = CliRunner().invoke(main, ["serve", "--state", str(store.where), "--follow-to",
+                                        f"yunikorn:{tmp_path / 'q.yaml'}", "--on-expiry", "kil"])
+    assert refused.exit_code == 2 and "--on-expiry" in refused.output and "did you mean `kill`" in refused.output, \
+        refused.output
+    config = tmp_path / "serve.yaml"
+    config.write_text("on-expiry: moved\n")
+    refused = CliRunner().invoke(main, ["serve", "--state", str(store.where), "--config", str(config)])
+    assert refused.exit_code == 2 and "`on-expiry`" in refused.output and "did you mean `move`" in refused.output, \
+        refused.output
+    alone = CliRunner().invoke(main, ["serve", "--state", str(store.where), "--on-expiry", "kill"])
+    assert alone.exit_code == 2 and "--on-expiry kill needs --follow-to" in alone.output, alone.output
+
+
+def test_under_kill_the_file_target_keeps_the_ended_queue_closed_too(store: Store, tmp_path: Path) -> None:
+    store.submit(one(pinned("a", 0, 5, 4)))
+    target = FollowTo.parse(f"yunikorn:{tmp_path / 'queues.yaml'}")
+    publisher = QueuePublisher(store, target, Follower(on_expiry="kill"))
+    publisher.tick()
+    store.advance(instant(5))
+    publisher.tick()
+    a = leaves((tmp_path / "queues.yaml").read_text())["a"]
+    assert a["resources"]["max"] == {"memory": 0, "vcore": 0, "pods": 0, "rayon.io/expiry": 1}

@@ -232,7 +232,7 @@ def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: d
             # groups exceed its queue's max when it is submitted: docs/yunikorn.md, step 4); other pods at once
             wanted = names[name].pods * names[name].cpu if names[name].gang else 0
             if name in seen and name not in outcome.submitted and seen[name] >= wanted:
-                _submit(api, names[name])
+                submit(api, names[name])
                 outcome.submitted[name] = _since(start)
             elif name not in seen and first is not None and gone is None:
                 outcome.queue_seen[name] = (first, t)
@@ -263,8 +263,8 @@ def _watch(api: Any, outcome: Outcome, reservations: list[Reservation], start: d
         time.sleep(0.5)
 
 
-def _submit(api: Any, reservation: Reservation) -> None:
-    """The reservation's pods, labelled for its queue (docs/yunikorn.md, step 3), one application."""
+def submit(api: Any, reservation: Reservation, namespace: str = JOBS) -> None:
+    """The reservation's pods in `namespace`, labelled for its queue (docs/yunikorn.md, step 3), one application."""
     annotations = {RUN_FOR: f"{reservation.run_for}s"}
     if reservation.gang:
         group = {"name": "gang", "minMember": reservation.pods,
@@ -274,9 +274,9 @@ def _submit(api: Any, reservation: Reservation) -> None:
                         "yunikorn.apache.org/schedulingPolicyParameters":
                             "placeholderTimeoutInSeconds=600 gangSchedulingStyle=Hard"}
     for name in reservation.pod_names():
-        api.create_namespaced_pod(JOBS, pod(name, JOBS, str(reservation.cpu), f"{reservation.memory}Gi",
-                                            {APP_LABEL: f"{reservation.name}-job", QUEUE_LABEL: reservation.name},
-                                            annotations))
+        api.create_namespaced_pod(namespace, pod(name, namespace, str(reservation.cpu), f"{reservation.memory}Gi",
+                                                 {APP_LABEL: f"{reservation.name}-job", QUEUE_LABEL: reservation.name},
+                                                 annotations))
 
 
 def _records(api: Any, outcome: Outcome, reservations: list[Reservation], start: datetime) -> None:

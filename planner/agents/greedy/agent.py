@@ -77,15 +77,20 @@ class GreedyAgent:
         try:
             for instance in instances:
                 placer.budget, placer.failure = self.budget, None
-                search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
-                                          (instance.task.lo, instance.task.hi))
-                solution = next(search, None)
+                task = instance.task
+                search = None
+                if instance is instances[-1]:  # nothing reads the scratch after the last: its placement is not laid
+                    solution = placer.first(task, task.lo, task.hi, (task.lo, task.hi))
+                else:
+                    search = placer.solutions(task, task.lo, task.hi, (task.lo, task.hi))
+                    solution = next(search, None)
                 if solution is None:
                     if not self.reasons:
                         return Outcome(None, Reason("capacity", "no placement found"))
                     reason = clipped_reason(instance, plan, reservation)
                     return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
-                held.append(search)
+                if search is not None:
+                    held.append(search)
                 placed.append((instance, solution))
             return Outcome(tuple(to_allocations(placed)))
         finally:

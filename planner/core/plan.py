@@ -236,6 +236,11 @@ class Plan:
             if allocation.end > 0 and allocation.start < steps:
                 shapes.setdefault(allocation.bundle, []).append(allocation)
         for bundle, group in shapes.items():
+            if len(group) == 1:  # one allocation: the product the outer one below makes at each of its steps
+                only = group[0]
+                count = float(only.bundles)
+                into[:, max(only.start, 0):min(only.end, steps)] += (self.demand(bundle) * sign)[:, None] * count
+                continue
             starts = np.fromiter((max(a.start, 0) for a in group), dtype=np.int64, count=len(group))
             ends = np.fromiter((min(a.end, steps) for a in group), dtype=np.int64, count=len(group))
             counts = np.fromiter((a.bundles for a in group), dtype=np.int64, count=len(group))

@@ -118,12 +118,16 @@ class Placer:
             if self.tree is not None:
                 self.tree.lay(placement.starts - self.origin, placement.gangs, placement.task, sign)
                 continue
-            base, held = placement.held()
-            base -= self.origin
-            if placement.starts.shape[0] == 1:  # one block: the same product per step as the outer one, unrepeated
-                self.free[:, base:base + held.shape[0]] -= (placement.task.demand * sign)[:, None] * float(held[0])
-            else:
-                self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
+            task = placement.task
+            base = placement.first_start - self.origin
+            if placement.starts.shape[0] == 1:  # one block: the same product at each step, made once
+                count = float(int(placement.gangs[0]) * task.gang)
+                self.free[:, base:base + task.length] -= (task.demand * sign)[:, None] * count
+                continue
+            from planner.agents.greedy import compiled  # many blocks: `held` and its outer product, in one pass
+
+            compiled.lay_kernel(self.free, base, placement.starts - placement.first_start, placement.gangs,
+                                task.length, task.gang, task.demand * sign)
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
         self._apply(solution, +1)

@@ -117,9 +117,15 @@ def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
     """Placements as allocations: one per atom, instance and start, in time order."""
     allocations = []
     for instance, solution in placed:
+        index = instance.index
         for placement in solution:
             task = placement.task
-            for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(), strict=True):
-                allocations.append(Allocation(task.label, start, start + task.length, gangs * task.gang,
-                                              task.atom.bundle, instance.index))
-    return sorted(allocations, key=lambda a: (a.instance, a.start, a.atom))
+            label, length, gang, bundle = task.label, task.length, task.gang, task.atom.bundle
+            allocations.extend(Allocation(label, start, start + length, gangs * gang, bundle, index)
+                               for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(),
+                                                       strict=True))
+    return sorted(allocations, key=_in_time_order)
+
+
+def _in_time_order(allocation: Allocation) -> tuple[int, int, str]:
+    return allocation.instance, allocation.start, allocation.atom

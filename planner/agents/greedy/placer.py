@@ -144,9 +144,12 @@ class Placer:
             capacity = self.capacity[:, base:base + held.shape[0]]
             free = self.free[:, base - self.origin:base - self.origin + held.shape[0]]
             amount = np.outer(placement.task.demand, held)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(capacity > 0, amount / capacity, 0.0)
-                load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
+            if capacity.min() > 0:  # no step without capacity: the same quotients, without masking any
+                share, load = amount / capacity, 1.0 - free / capacity
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    share = np.where(capacity > 0, amount / capacity, 0.0)
+                    load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
             total += float((share * (1.0 + load)).sum())
         return total
 

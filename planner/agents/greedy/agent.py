@@ -115,7 +115,7 @@ def reach(instances: list[Instance], steps: int) -> tuple[int, int]:
 
 def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
     """Placements as allocations: one per atom, instance and start, in time order."""
-    allocations = []
+    allocations: list[Allocation] = []
     for instance, solution in placed:
         index = instance.index
         for placement in solution:

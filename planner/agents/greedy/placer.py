@@ -222,7 +222,7 @@ class Placer:
             yield from self._offer(candidate)
 
     def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
-                         preferred: tuple[int, int] | None) -> Iterator[tuple[Solution | None, bool]]:
+                         preferred: tuple[int, int] | None) -> Generator[tuple[Solution | None, bool], None, None]:
         """Candidates, each with whether it is GREE's latest-first kind (each one ends before the one before)."""
         room = _Room(self, task, lo, hi)
         if self.flat:

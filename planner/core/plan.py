@@ -232,7 +232,7 @@ class Plan:
         """Add (or take away) the use of allocations to `into`: the part of each inside the window.
 
         Per bundle shape, in the order the shapes first appear: the bundles held at each step summed as integers,
-        then one product per resource and step (one pass over the allocations gathers them)."""
+        then one product per resource and step (one pass over the allocations gathers them; laying.py lays them)."""
         shapes: dict[Resources, tuple[list[int], list[int], list[int]]] = {}
         steps = into.shape[1]
         last: Resources | None = None
@@ -249,14 +249,11 @@ class Plan:
             if len(begins) == 1:  # one allocation: the product the outer one below makes at each of its steps
                 into[:, begins[0]:finishes[0]] += (self.demand(bundle) * sign)[:, None] * float(bundles[0])
                 continue
-            starts = np.array(begins, dtype=np.int64)
-            ends = np.array(finishes, dtype=np.int64)
-            counts = np.array(bundles, dtype=np.int64)
-            base, top = int(starts.min()), int(ends.max())
-            held = np.zeros(top - base + 1, dtype=np.int64)
-            np.add.at(held, starts - base, counts)
-            np.add.at(held, ends - base, -counts)
-            into[:, base:top] += np.outer(self.demand(bundle) * sign, np.cumsum(held[:-1]))
+            from planner.core.laying import lay  # the counting pass, compiled (laying.py)
+
+            base = min(begins)
+            starts, ends = np.array(begins, dtype=np.int64) - base, np.array(finishes, dtype=np.int64) - base
+            lay(into, base, starts, ends, np.array(bundles, dtype=np.int64), -(self.demand(bundle) * sign))
 
 
 def _shift_left(values: np.ndarray, steps: int) -> np.ndarray:

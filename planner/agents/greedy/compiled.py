@@ -1,4 +1,4 @@
-"""The greedy kernels, compiled by numba: room per step, lease-by-lease latest, and laying a placement on free capacity.
+"""The greedy kernels, compiled by numba: room per step, and lease-by-lease latest.
 
 Each computes what its numpy formulation in pack.py computes (the same float operations in the same order), so a
 decision does not depend on which ran; tests/planner/agents/test_compiled.py compares them. Compiled on first use
@@ -14,7 +14,7 @@ from numba import njit
 
 from planner.core.treekernels import EPSILON, NO_CAP, UNBOUNDED
 
-__all__ = ["NO_CAP", "UNBOUNDED", "latest_kernel", "lay_kernel", "room_kernel"]
+__all__ = ["NO_CAP", "UNBOUNDED", "latest_kernel", "room_kernel"]
 
 
 @njit(cache=True, nogil=True)
@@ -83,23 +83,3 @@ def latest_kernel(room: np.ndarray, length: int, leases: int,
         start -= 1
     return -1
 
-
-@njit(cache=True, nogil=True)
-def lay_kernel(free: np.ndarray, base: int, offsets: np.ndarray, gangs: np.ndarray, length: int, gang: int,
-               demand: np.ndarray) -> None:  # pragma: no cover
-    """`free[:, base:]` less `demand` times the bundles held at each step by `gangs[i]` leases of `gang` bundles
-    starting `offsets[i]` steps after `base`, each `length` steps long (the placer's `np.outer` of the two, without
-    making it): the held counts are summed as integers first, then each step takes one product away."""
-    span = 0
-    for i in range(offsets.shape[0]):
-        span = max(span, offsets[i] + length)
-    held = np.zeros(span + 1, dtype=np.int64)
-    for i in range(offsets.shape[0]):
-        held[offsets[i]] += gangs[i]
-        held[offsets[i] + length] -= gangs[i]
-    running = 0
-    for t in range(span):
-        running += held[t]
-        bundles = running * gang
-        for r in range(free.shape[0]):
-            free[r, base + t] -= demand[r] * bundles

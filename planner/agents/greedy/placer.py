@@ -124,10 +124,10 @@ class Placer:
                 count = float(int(placement.gangs[0]) * task.gang)
                 self.free[:, base:base + task.length] -= (task.demand * sign)[:, None] * count
                 continue
-            from planner.agents.greedy import compiled  # many blocks: `held` and its outer product, in one pass
+            from planner.core.laying import lay  # many blocks: `held` and its outer product in one compiled pass
 
-            compiled.lay_kernel(self.free, base, placement.starts - placement.first_start, placement.gangs,
-                                task.length, task.gang, task.demand * sign)
+            offsets = placement.starts - placement.first_start
+            lay(self.free, base, offsets, offsets + task.length, placement.gangs * task.gang, task.demand * sign)
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
         self._apply(solution, +1)

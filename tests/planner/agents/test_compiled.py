@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.agents.greedy import compiled, pack
+from planner.core.laying import lay
 from tests.planner.agents.test_properties import Scenario, _plan_and_check, scenarios
 
 GREEDY = ["gree", "gree-l"]  # the MILP's own search runs no greedy kernel
@@ -102,7 +103,7 @@ def test_laying_many_blocks_compiled_is_the_outer_product(data: st.DataObject, r
     held = np.cumsum(held[:-1]) * gang
     expected = free.copy()
     expected[:, base:base + held.shape[0]] -= np.outer(demand * sign, held)
-    compiled.lay_kernel(free, base, starts - base, gangs, length, gang, demand * sign)
+    lay(free, base, starts - base, starts - base + length, gangs * gang, demand * sign)
     assert free.tobytes() == expected.tobytes()
 
 
@@ -110,7 +111,7 @@ def test_the_kernels_load_from_the_disk_cache() -> None:
     """Compiled with `cache=True`: a second process loads the machine code instead of compiling it."""
     assert compiled.room_kernel._cache.__class__.__name__ == "FunctionCache"
     assert compiled.latest_kernel._cache.__class__.__name__ == "FunctionCache"
-    assert compiled.lay_kernel._cache.__class__.__name__ == "FunctionCache"
+    assert lay._cache.__class__.__name__ == "FunctionCache"
 
 
 @pytest.mark.parametrize("agent", GREEDY)

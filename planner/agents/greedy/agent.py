@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -124,8 +125,4 @@ def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
             allocations.extend(Allocation(label, start, start + length, gangs * gang, bundle, index)
                                for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(),
                                                        strict=True))
-    return sorted(allocations, key=_in_time_order)
-
-
-def _in_time_order(allocation: Allocation) -> tuple[int, int, str]:
-    return allocation.instance, allocation.start, allocation.atom
+    return sorted(allocations, key=attrgetter("instance", "start", "atom"))

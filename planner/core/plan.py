@@ -229,21 +229,31 @@ class Plan:
                              sign)
 
     def _accumulate(self, into: np.ndarray, allocations: list[Allocation], sign: int) -> None:
-        """Add (or take away) the use of allocations to `into`: the part of each inside the window."""
-        shapes: dict[Resources, list[Allocation]] = {}
+        """Add (or take away) the use of allocations to `into`: the part of each inside the window.
+
+        Per bundle shape, in the order the shapes first appear: the bundles held at each step summed as integers,
+        then one product per resource and step (one pass over the allocations gathers them; laying.py lays them)."""
+        shapes: dict[Resources, tuple[list[int], list[int], list[int]]] = {}
         steps = into.shape[1]
+        last: Resources | None = None
+        lists: tuple[list[int], list[int], list[int]] = ([], [], [])
         for allocation in allocations:
             if allocation.end > 0 and allocation.start < steps:
-                shapes.setdefault(allocation.bundle, []).append(allocation)
-        for bundle, group in shapes.items():
-            starts = np.fromiter((max(a.start, 0) for a in group), dtype=np.int64, count=len(group))
-            ends = np.fromiter((min(a.end, steps) for a in group), dtype=np.int64, count=len(group))
-            counts = np.fromiter((a.bundles for a in group), dtype=np.int64, count=len(group))
-            base, top = int(starts.min()), int(ends.max())
-            held = np.zeros(top - base + 1, dtype=np.int64)
-            np.add.at(held, starts - base, counts)
-            np.add.at(held, ends - base, -counts)
-            into[:, base:top] += np.outer(self.demand(bundle) * sign, np.cumsum(held[:-1]))
+                if allocation.bundle is not last:  # an atom's allocations share their bundle: hash it once
+                    last = allocation.bundle
+                    lists = shapes.setdefault(last, ([], [], []))
+                lists[0].append(max(allocation.start, 0))
+                lists[1].append(min(allocation.end, steps))
+                lists[2].append(allocation.bundles)
+        for bundle, (begins, finishes, bundles) in shapes.items():
+            if len(begins) == 1:  # one allocation: the product the outer one below makes at each of its steps
+                into[:, begins[0]:finishes[0]] += (self.demand(bundle) * sign)[:, None] * float(bundles[0])
+                continue
+            from planner.core.laying import lay  # the counting pass, compiled (laying.py)
+
+            base = min(begins)
+            starts, ends = np.array(begins, dtype=np.int64) - base, np.array(finishes, dtype=np.int64) - base
+            lay(into, base, starts, ends, np.array(bundles, dtype=np.int64), -(self.demand(bundle) * sign))
 
 
 def _shift_left(values: np.ndarray, steps: int) -> np.ndarray:

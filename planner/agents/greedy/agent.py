@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -77,15 +78,20 @@ class GreedyAgent:
         try:
             for instance in instances:
                 placer.budget, placer.failure = self.budget, None
-                search = placer.solutions(instance.task, instance.task.lo, instance.task.hi,
-                                          (instance.task.lo, instance.task.hi))
-                solution = next(search, None)
+                task = instance.task
+                search = None
+                if instance is instances[-1]:  # nothing reads the scratch after the last: its placement is not laid
+                    solution = placer.first(task, task.lo, task.hi, (task.lo, task.hi))
+                else:
+                    search = placer.solutions(task, task.lo, task.hi, (task.lo, task.hi))
+                    solution = next(search, None)
                 if solution is None:
                     if not self.reasons:
                         return Outcome(None, Reason("capacity", "no placement found"))
                     reason = clipped_reason(instance, plan, reservation)
                     return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
-                held.append(search)
+                if search is not None:
+                    held.append(search)
                 placed.append((instance, solution))
             return Outcome(tuple(to_allocations(placed)))
         finally:
@@ -110,11 +116,13 @@ def reach(instances: list[Instance], steps: int) -> tuple[int, int]:
 
 def to_allocations(placed: list[tuple[Instance, Solution]]) -> list[Allocation]:
     """Placements as allocations: one per atom, instance and start, in time order."""
-    allocations = []
+    allocations: list[Allocation] = []
     for instance, solution in placed:
+        index = instance.index
         for placement in solution:
             task = placement.task
-            for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(), strict=True):
-                allocations.append(Allocation(task.label, start, start + task.length, gangs * task.gang,
-                                              task.atom.bundle, instance.index))
-    return sorted(allocations, key=lambda a: (a.instance, a.start, a.atom))
+            label, length, gang, bundle = task.label, task.length, task.gang, task.atom.bundle
+            allocations.extend(Allocation(label, start, start + length, gangs * gang, bundle, index)
+                               for start, gangs in zip(placement.starts.tolist(), placement.gangs.tolist(),
+                                                       strict=True))
+    return sorted(allocations, key=attrgetter("instance", "start", "atom"))

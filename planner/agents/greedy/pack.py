@@ -5,7 +5,7 @@ of `(offset, gangs)` blocks, each `gangs` leases starting at `offset` and held f
 lease length. The fast paths tile the window from its end in lease-length blocks
 (what "tallest, rightmost" and "flattest" mean on a step grid); the exact path
 slides lease by lease and is used only when tiling cannot find room that exists. On windows of
-`COMPILED_FROM` steps and more (seconds-long steps), room and the exact path run compiled.
+`COMPILED_FROM` steps and more, room and the exact path run compiled.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import numpy as np
 
 EPSILON = 1e-9
 # Windows of this many steps and more go to the compiled kernels (planner/agents/greedy/compiled.py), shorter ones
-# stay in numpy: loading numba and its first call cost about half a second per process, which a plan at minute
-# steps (windows of hours: hundreds of steps) would pay for nothing.
-COMPILED_FROM = 2048
+# stay in numpy. Loading numba costs a process about a quarter to half a second once, but any request without a
+# deadline (a window to the horizon) already pays it at minute steps; from an hour of minute steps on, the compiled
+# room and latest cut GREE's decisions by a third (measured: benchmarks/admission.py --sweep).
+COMPILED_FROM = 64
 # Windows of this many steps and more are searched on the plan's free-capacity tree (ontree.py) instead of a copy:
 # below it, reading the window is cheaper than the tree's bookkeeping (measured: a week at minute steps, whose
 # 10,080 steps stay below it, decides faster on copies).

@@ -15,7 +15,7 @@ work), then falls back to GREE's placements.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,23 +31,38 @@ DEFAULT_BUDGET = 64
 
 @dataclass(frozen=True, slots=True, eq=False)
 class AtomPlacement:
-    """Where one atom's leases go: `gangs[i]` leases of `task.gang` bundles start at step `starts[i]`."""
+    """Where one atom's leases go: `gangs[i]` leases of `task.gang` bundles start at step `starts[i]`.
+
+    Its first start, last end and held bundles are worked out once, when it is made: a candidate is laid on the
+    scratch, taken back and compared many times, and each of those asked for them again."""
 
     task: AtomTask
     starts: np.ndarray
     gangs: np.ndarray
+    first_start: int = field(init=False)
+    last_end: int = field(init=False)
+    _held: tuple[int, np.ndarray] | None = field(init=False, default=None)
 
-    @property
-    def first_start(self) -> int:
-        return int(self.starts.min())
-
-    @property
-    def last_end(self) -> int:
-        return int(self.starts.max()) + self.task.length
+    def __post_init__(self) -> None:
+        starts = self.starts
+        if starts.shape[0] == 1:
+            first = last = int(starts[0])
+        else:
+            first, last = int(starts.min()), int(starts.max())
+        object.__setattr__(self, "first_start", first)
+        object.__setattr__(self, "last_end", last + self.task.length)
 
     def held(self) -> tuple[int, np.ndarray]:
         """(first step, bundles held at each step from there to the last end)."""
+        if self._held is None:
+            object.__setattr__(self, "_held", self._count())
+        assert self._held is not None
+        return self._held
+
+    def _count(self) -> tuple[int, np.ndarray]:
         base = self.first_start
+        if self.starts.shape[0] == 1:  # one block: the same held count at every step (what the sums below give)
+            return base, np.full(self.task.length, int(self.gangs[0]) * self.task.gang, dtype=np.int64)
         steps = np.zeros(self.last_end - base + 1, dtype=np.int64)
         offsets = self.starts - base
         np.add.at(steps, offsets, self.gangs)
@@ -103,9 +118,16 @@ class Placer:
             if self.tree is not None:
                 self.tree.lay(placement.starts - self.origin, placement.gangs, placement.task, sign)
                 continue
-            base, held = placement.held()
-            base -= self.origin
-            self.free[:, base:base + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
+            task = placement.task
+            base = placement.first_start - self.origin
+            if placement.starts.shape[0] == 1:  # one block: the same product at each step, made once
+                count = float(int(placement.gangs[0]) * task.gang)
+                self.free[:, base:base + task.length] -= (task.demand * sign)[:, None] * count
+                continue
+            from planner.core.laying import lay  # many blocks: `held` and its outer product in one compiled pass
+
+            offsets = placement.starts - placement.first_start
+            lay(self.free, base, offsets, offsets + task.length, placement.gangs * task.gang, task.demand * sign)
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
         self._apply(solution, +1)
@@ -122,9 +144,12 @@ class Placer:
             capacity = self.capacity[:, base:base + held.shape[0]]
             free = self.free[:, base - self.origin:base - self.origin + held.shape[0]]
             amount = np.outer(placement.task.demand, held)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(capacity > 0, amount / capacity, 0.0)
-                load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
+            if capacity.min() > 0:  # no step without capacity: the same quotients, without masking any
+                share, load = amount / capacity, 1.0 - free / capacity
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    share = np.where(capacity > 0, amount / capacity, 0.0)
+                    load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
             total += float((share * (1.0 + load)).sum())
         return total
 
@@ -142,6 +167,25 @@ class Placer:
             yield from self._all(task, lo, hi, preferred)
         else:
             yield from self._any(task, lo, hi, preferred)
+
+    def first(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None) -> Solution | None:
+        """The first candidate `solutions` offers, left off the scratch: for a search whose caller reads nothing
+        of the scratch after it (an atom's is then never laid; any other's is taken back at once)."""
+        if not isinstance(task, AtomTask):
+            search = self.solutions(task, lo, hi, preferred)
+            try:
+                return next(search, None)
+            finally:
+                search.close()
+        lo, hi = max(lo, task.lo), min(hi, task.hi)
+        candidates = self._atom_candidates(task, lo, hi, preferred)
+        found = next(candidates, None)
+        candidates.close()
+        if found is None:  # no budget for even one (as `_atom`, which then records no failure)
+            return None
+        if found[0] is None and self.failure is None:
+            self.failure = AtomFailure(task, lo, hi)
+        return found[0]
 
     def _place(self, task: AtomTask, lo: int, hi: int, spread: bool, room: _Room) -> Solution | None:
         if hi - lo < task.length:
@@ -178,7 +222,7 @@ class Placer:
             yield from self._offer(candidate)
 
     def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
-                         preferred: tuple[int, int] | None) -> Iterator[tuple[Solution | None, bool]]:
+                         preferred: tuple[int, int] | None) -> Generator[tuple[Solution | None, bool], None, None]:
         """Candidates, each with whether it is GREE's latest-first kind (each one ends before the one before)."""
         room = _Room(self, task, lo, hi)
         if self.flat:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.agents.greedy import compiled, pack
+from planner.core.laying import lay
 from tests.planner.agents.test_properties import Scenario, _plan_and_check, scenarios
 
 GREEDY = ["gree", "gree-l"]  # the MILP's own search runs no greedy kernel
@@ -82,10 +83,35 @@ def test_exact_latest_is_the_same_in_numpy_and_compiled(room: np.ndarray, length
         assert int(found[1].sum()) == leases and (held <= np.maximum(room, 0)).all()
 
 
+@FAST
+@given(data=st.data(), resources=st.integers(1, 3), length=st.integers(1, 9), gang=st.integers(1, 4),
+       sign=st.sampled_from([1, -1]))
+def test_laying_many_blocks_compiled_is_the_outer_product(data: st.DataObject, resources: int, length: int,
+                                                          gang: int, sign: int) -> None:
+    """The placer's lay of a placement of many blocks: what `free -= np.outer(demand * sign, held)` leaves, bit for
+    bit, blocks overlapping or not, demands not whole (tenths) as well."""
+    count = data.draw(st.integers(1, 8))
+    starts = np.array(data.draw(st.lists(st.integers(0, 30), min_size=count, max_size=count)), dtype=np.int64)
+    gangs = np.array(data.draw(st.lists(st.integers(1, 5), min_size=count, max_size=count)), dtype=np.int64)
+    tenths = st.integers(-40, 400).map(lambda n: n / 10)
+    free = data.draw(hnp.arrays(np.float64, (resources, 50), elements=tenths))
+    demand = data.draw(hnp.arrays(np.float64, resources, elements=st.sampled_from([0.0, 0.1, 0.5, 1.0, 3.0, 4096.0])))
+    base = int(starts.min())
+    held = np.zeros(int(starts.max()) + length - base + 1, dtype=np.int64)
+    np.add.at(held, starts - base, gangs)
+    np.add.at(held, starts - base + length, -gangs)
+    held = np.cumsum(held[:-1]) * gang
+    expected = free.copy()
+    expected[:, base:base + held.shape[0]] -= np.outer(demand * sign, held)
+    lay(free, base, starts - base, starts - base + length, gangs * gang, demand * sign)
+    assert free.tobytes() == expected.tobytes()
+
+
 def test_the_kernels_load_from_the_disk_cache() -> None:
     """Compiled with `cache=True`: a second process loads the machine code instead of compiling it."""
     assert compiled.room_kernel._cache.__class__.__name__ == "FunctionCache"
     assert compiled.latest_kernel._cache.__class__.__name__ == "FunctionCache"
+    assert lay._cache.__class__.__name__ == "FunctionCache"
 
 
 @pytest.mark.parametrize("agent", GREEDY)

@@ -1,0 +1,124 @@
+"""The placer's shortcuts decide what the long way decides: `Placer.first` is the first of `solutions` without laying
+it, an atom placement's held bundles are counted once as the sums give them, laying one block or many writes what
+the outer product writes, and the cost reads the same quotients with or without masking."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from planner.admission import Planner
+from planner.agents.greedy.placer import AtomFailure, AtomPlacement, Placer, Solution
+from planner.core.compile import AtomTask, compile_reservation
+from tests.planner.agents.test_properties import Scenario, scenarios
+from tests.planner.support import parse
+
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TENTHS = st.integers(-40, 400).map(lambda n: n / 10)
+
+
+def _solution(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
+    if solution is None:
+        return None
+    return [(p.task.label, p.starts.tolist(), p.gangs.tolist()) for p in solution]
+
+
+def _failure(failure: AtomFailure | None) -> tuple[str, int, int] | None:
+    return None if failure is None else (failure.task.label, failure.lo, failure.hi)
+
+
+@FAST
+@given(scenario=scenarios(), flat=st.booleans(), budget=st.sampled_from([0, 1, 2, 64]))
+def test_first_is_the_first_solution_and_lays_nothing(scenario: Scenario, flat: bool, budget: int) -> None:
+    planner = Planner(scenario.cluster(), now=scenario.clock())
+    plan = planner.plan
+    for reservation in parse(scenario.text):
+        free = plan.free()
+        for instance in compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources):
+            task = instance.task
+            long_way = Placer(free.copy(), plan.capacity, flat, budget)
+            search = long_way.solutions(task, task.lo, task.hi, (task.lo, task.hi))
+            expected = _solution(next(search, None))
+            search.close()
+            shortcut = Placer(free.copy(), plan.capacity, flat, budget)
+            assert _solution(shortcut.first(task, task.lo, task.hi, (task.lo, task.hi))) == expected
+            assert _failure(shortcut.failure) == _failure(long_way.failure)
+            assert shortcut.free.tobytes() == free.tobytes()  # nothing laid, or all of it taken back
+            assert shortcut.budget == long_way.budget
+        planner.submit(reservation, "gree")  # the next one meets a fuller plan
+
+
+def _task(length: int, gang: int, demand: np.ndarray) -> AtomTask:
+    atom = parse("reservation r { atom(b={vcores: 1}, w=1m) }")[0].body
+    return AtomTask("a", atom, demand, gang, None, length, 1, 0, 10**6)  # type: ignore[arg-type]
+
+
+def _reference_held(starts: np.ndarray, gangs: np.ndarray, length: int, gang: int) -> tuple[int, np.ndarray]:
+    """How the placer counted held bundles before it counted them once: per-step sums of the blocks."""
+    base = int(starts.min())
+    steps = np.zeros(int(starts.max()) + length - base + 1, dtype=np.int64)
+    np.add.at(steps, starts - base, gangs)
+    np.add.at(steps, starts - base + length, -gangs)
+    return base, np.cumsum(steps[:-1]) * gang
+
+
+@st.composite
+def placements(draw: st.DrawFn, resources: int) -> AtomPlacement:
+    count = draw(st.integers(1, 6))
+    starts = np.array(draw(st.lists(st.integers(0, 30), min_size=count, max_size=count)), dtype=np.int64)
+    gangs = np.array(draw(st.lists(st.integers(1, 5), min_size=count, max_size=count)), dtype=np.int64)
+    demand = draw(hnp.arrays(np.float64, resources, elements=st.sampled_from([0.0, 0.1, 0.5, 1.0, 3.0, 4096.0])))
+    return AtomPlacement(_task(draw(st.integers(1, 9)), draw(st.integers(1, 4)), demand), starts, gangs)
+
+
+@FAST
+@given(data=st.data(), resources=st.integers(1, 3))
+def test_held_is_counted_once_as_the_sums_give_it(data: st.DataObject, resources: int) -> None:
+    placement = data.draw(placements(resources))
+    base, held = _reference_held(placement.starts, placement.gangs, placement.task.length, placement.task.gang)
+    found = placement.held()
+    assert found[0] == base and found[1].tolist() == held.tolist() and found[1].dtype == held.dtype
+    assert placement.held() is found  # counted once
+    assert placement.first_start == int(placement.starts.min())
+    assert placement.last_end == int(placement.starts.max()) + placement.task.length
+
+
+@FAST
+@given(data=st.data(), resources=st.integers(1, 3), origin=st.integers(0, 5))
+def test_laying_writes_what_the_outer_product_writes(data: st.DataObject, resources: int, origin: int) -> None:
+    solution = [data.draw(placements(resources)) for _ in range(data.draw(st.integers(1, 3)))]
+    solution = [AtomPlacement(p.task, p.starts + origin, p.gangs) for p in solution]  # on the plan's axis
+    free = data.draw(hnp.arrays(np.float64, (resources, 50), elements=TENTHS))
+    placer = Placer(free.copy(), np.ones((resources, 60)), flat=False, origin=origin)
+    for sign in (1, -1):
+        expected = placer.free.copy()
+        for placement in solution:
+            base, held = _reference_held(placement.starts, placement.gangs, placement.task.length,
+                                         placement.task.gang)
+            expected[:, base - origin:base - origin + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
+        placer._apply(solution, sign)
+        assert placer.free.tobytes() == expected.tobytes()
+
+
+@FAST
+@given(data=st.data(), resources=st.integers(1, 3), empty_steps=st.booleans())
+def test_the_cost_reads_the_same_quotients_with_or_without_masking(data: st.DataObject, resources: int,
+                                                                   empty_steps: bool) -> None:
+    solution = [data.draw(placements(resources))]
+    capacity = data.draw(hnp.arrays(np.float64, (resources, 50), elements=st.integers(1, 400).map(float)))
+    if empty_steps:
+        capacity[:, data.draw(st.integers(0, 49))] = 0.0
+    free = data.draw(hnp.arrays(np.float64, (resources, 50), elements=TENTHS))
+    expected = 0.0
+    for placement in solution:
+        base, held = _reference_held(placement.starts, placement.gangs, placement.task.length, placement.task.gang)
+        cap, left = capacity[:, base:base + held.shape[0]], free[:, base:base + held.shape[0]]
+        amount = np.outer(placement.task.demand, held)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(cap > 0, amount / cap, 0.0)
+            load = np.where(cap > 0, 1.0 - left / cap, 0.0)
+        expected += float((share * (1.0 + load)).sum())
+    assert Placer(free, capacity, flat=False).cost(solution) == expected
+

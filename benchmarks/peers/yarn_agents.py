@@ -50,7 +50,8 @@ from rdl.cluster import Cluster  # noqa: E402
 from tests.peers.yarn import agent_harness as harness  # noqa: E402
 from tests.peers.yarn import streams  # noqa: E402
 
-OURS = ("gree", "gree-l")
+OURS = ("gree", "gree-l")  # the default: our online agents that admit whatever fits
+GREEDY = (*OURS, "gree-s")  # the names --ours takes (gree-s: GREE-L with size-aware admission, planner/agents/sized.py)
 PLACED = ("early", "late")  # the placements `AGENT@PLACEMENT` can ask for (rdl.tree.PLACEMENTS)
 FULL_WEEK = 10_000  # the admission benchmark's count, for which its cluster is sized
 
@@ -101,8 +102,8 @@ def placed(stream: harness.Stream, placement: str) -> harness.Stream:
 def ours_agent(name: str) -> tuple[str, str | None]:
     """`gree` or `gree@early`: our agent's name and the placement every reservation asks for (None: as written)."""
     agent, _, placement = name.partition("@")
-    if agent not in OURS or (placement and placement not in PLACED):
-        raise SystemExit(f"--ours: `{name}` is not one of {', '.join(OURS)}, optionally @{' or @'.join(PLACED)}")
+    if agent not in GREEDY or (placement and placement not in PLACED):
+        raise SystemExit(f"--ours: `{name}` is not one of {', '.join(GREEDY)}, optionally @{' or @'.join(PLACED)}")
     return agent, placement or None
 
 

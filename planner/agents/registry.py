@@ -1,4 +1,4 @@
-"""The planning agents by name: `gree` and `gree-l` (online, milliseconds) and `milp` (offline, seconds).
+"""The planning agents by name: `gree`, `gree-l` and `gree-s` (online, milliseconds) and `milp` (offline, seconds).
 
 Listed statically; each is built when asked for, so naming `milp` does not import the MILP
 modeller until it is used.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from planner.agents.base import Agent
 from planner.agents.greedy.agent import GreedyAgent
+from planner.agents.sized import SizedAgent
 from rdl.registry import Registry
 
 
@@ -20,6 +21,7 @@ def _milp() -> Agent:
 AGENTS: Registry[Agent] = Registry("agent", {
     "gree": lambda: GreedyAgent("gree", flat=False),
     "gree-l": lambda: GreedyAgent("gree-l", flat=True),
+    "gree-s": lambda: SizedAgent("gree-s", flat=True),  # GREE-L refusing reservations over a tenth of their window
     "milp": _milp,
 })
 DEFAULT_AGENT = "gree-l"

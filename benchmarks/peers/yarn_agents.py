@@ -2,7 +2,8 @@
 
     python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,mixed@1s] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
-                                           [--calculator dominant|default] [--ours gree,gree-l,gree@early,gree-l@early]
+                                           [--calculator dominant|default] [--ours gree,gree-l,gree-s,gree@early,...]
+                                           [--yarn greedy,greedy-right,aligned|none]
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
@@ -118,12 +119,14 @@ def wide(cluster: Cluster, stream: harness.Stream) -> int:
 
 
 def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
-               calculator: str = "dominant", repeat: int = 1, ours: tuple[str, ...] = OURS) -> list[Outcome]:
+               calculator: str = "dominant", repeat: int = 1, ours: tuple[str, ...] = OURS,
+               yarn_agents: tuple[str, ...] = harness.YARN_AGENTS) -> list[Outcome]:
     """Every agent on the stream, YARN's first, each checked by our checker."""
     outcomes = []
     rejections = {}
-    for agent, answers in harness.run_yarn(cluster, stream, warmup=warmup, repeat=repeat,
-                                            calculator=calculator).items():
+    answered = harness.run_yarn(cluster, stream, yarn_agents, warmup=warmup, repeat=repeat,
+                                calculator=calculator) if yarn_agents else {}
+    for agent, answers in answered.items():
         rejections[f"yarn-{agent}"] = answers
         records, problems = harness.decision_records(answers, stream, cluster)
         crashed = [f"{a.name}: YARN crashed: {a.exception}: {a.message}" for a in answers if a.crashed]
@@ -153,7 +156,8 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
     for o in outcomes:
         for violation in o.violations[:3]:
             print(f"  ! {o.agent}: {violation}")
-    _differences(cluster, outcomes)
+    if yarn_agents:
+        _differences(cluster, outcomes)
     return outcomes
 
 
@@ -210,6 +214,8 @@ def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:
     for label, (cluster, outcomes) in results.items():
         yarn = [o for o in outcomes if o.agent.startswith("yarn-")]
         ours = [o for o in outcomes if not o.agent.startswith("yarn-")]
+        if not yarn:
+            continue
         best_yarn = max(yarn, key=lambda o: sum(o.accepted()))
         for o in ours:
             met = sum(o.accepted()) >= sum(best_yarn.accepted())
@@ -265,7 +271,13 @@ def main() -> None:
     parser.add_argument("--ours", default=",".join(OURS),
                         help="our agents; AGENT@early: every reservation asks placement=early "
                              "(e.g. gree,gree-l,gree@early,gree-l@early)")
+    parser.add_argument("--yarn", default=",".join(harness.YARN_AGENTS),
+                        help="YARN's agents to run (greedy, greedy-right, aligned), or none: ours alone, no Java")
     args = parser.parse_args()
+    yarn_agents = () if args.yarn == "none" else tuple(name.strip() for name in args.yarn.split(","))
+    for name in yarn_agents:
+        if name not in harness.YARN_AGENTS:
+            raise SystemExit(f"--yarn: `{name}` is not one of {', '.join(harness.YARN_AGENTS)}, or none")
     ours = tuple(name.strip() for name in args.ours.split(","))
     for name in ours:
         ours_agent(name)  # a bad name stops the run before anything runs
@@ -275,7 +287,8 @@ def main() -> None:
         "tight": lambda: streams.tight(args.count, args.seed + 5),
         "gangs": lambda: streams.gangs(args.count, args.seed + 6),
     }
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; java: YARN 3.4.1 agents")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+          + ("; java: YARN 3.4.1 agents" if yarn_agents else "; YARN's agents not run"))
     results = {}
     for label in (name.strip() for name in args.streams.split(",")):
         if label.startswith("mixed@"):
@@ -283,7 +296,7 @@ def main() -> None:
         else:
             cluster, stream = makers[label]()
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
-                                                args.calculator, args.repeat, ours))
+                                                args.calculator, args.repeat, ours, yarn_agents))
     goals(results)
 
 

@@ -91,3 +91,11 @@ def test_wide_counts_what_gree_s_refuses_on_an_empty_plan():
                                   explain=False).records[0]
         refused += not record["accepted"] and record["reason"]["code"] == "policy"
     assert yarn_agents.wide(cluster, stream) == refused > 0
+
+
+def test_without_yarn_the_stream_runs_ours_alone(capsys):
+    cluster, stream = streams.tight(12, 12)
+    outcomes = yarn_agents.run_stream("tight", cluster, stream, 0, False, ours=("gree-l", "gree-s"), yarn_agents=())
+    assert [o.agent for o in outcomes] == ["gree-l", "gree-s"] and not any(o.violations for o in outcomes)
+    yarn_agents.goals({"tight": (cluster, outcomes)})  # nothing to compare with: no goal lines, no failure
+    assert "vs best YARN" not in capsys.readouterr().out

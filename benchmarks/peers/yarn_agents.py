@@ -7,7 +7,8 @@
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
-Maven the first time: needs java and mvn); ours (gree, gree-l) run in this process. Streams:
+Maven the first time: needs java and mvn; `--yarn none` runs none of them); ours (gree, gree-l by default) run
+in this process. Streams:
 
 - `mixed`: benchmarks/admission.py's week at one-minute steps (single atoms, orders, `any`, gangs; demand about
   1.3x), `--mixed-count` reservations on a cluster scaled to keep that demand, each atom's parallelism cap `h`
@@ -22,10 +23,12 @@ decisions and over accepted ones (YARN's: the agent's createReservation inside t
 the stream; ours: Planner.submit in this process, which also validates and, on rejection, searches the earliest
 deadline unless --no-explain; on both sides each decision's least time over --repeat passes), and a few
 reservations one side accepts and the other rejects (how many, their bundle-hours, and how many of YARN's had no
-room left in our plan at their turn). Then the goals.
+room left in our plan at their turn). Then the goals. Each stream's header also says how many of its reservations
+gree-s refuses whatever the plan holds (more than a tenth of the cluster over their window).
 
-`--ours` names our agents; `AGENT@early` is that agent with every reservation of the stream asking
-`placement=early` (the same trees with the header attribute set: each piece as early as it fits, as YARN's greedy).
+`--ours` names our agents (gree, gree-l, gree-s: GREE-L with size-aware admission); `AGENT@early` is that
+agent with every reservation of the stream asking `placement=early` (the same trees with the header attribute
+set: each piece as early as it fits, as YARN's greedy).
 """
 
 from __future__ import annotations

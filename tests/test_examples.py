@@ -29,7 +29,7 @@ from tests.test_cli import (
     with_deadline,
 )
 
-AGENT_NAMES = [name for name in AGENTS if name != "gree-s"]  # gree-s refuses big ones by design (agents/sized.py)
+AGENT_NAMES = list(AGENTS)
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".rdl", ".json"))
 EXPECT_REJECTED = re.compile(r"expect:\s*rejected", re.I)
 

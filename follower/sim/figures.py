@@ -45,16 +45,11 @@ BUCKET_LABELS = [f"{low:g}–{high:g} %" for low, high in SIZE_BUCKETS]
 LEGEND_ENTRY = 1.3  # inches one legend entry takes across
 LEGEND_ROW = 0.28  # inches one row of the legend takes down
 TICKS = 10  # font size of tick labels and legends
-# Agents and policies share no figure. gree-s came after the committed figures: a colour of its own, off the cycle,
-# so that every other name keeps the colour those figures show.
-_OWN_COLOUR = {"gree-s": "0.15"}
-_COLOURED = (*(a for a in agent_names() if a not in _OWN_COLOUR), *PEER_AGENTS, *SIMULATION_POLICIES)
+_COLOURED = (*agent_names(), *PEER_AGENTS, *SIMULATION_POLICIES)  # agents and policies share no figure
 
 
 def colour(name: str) -> str:
     """The colour of an agent or policy, the same in every figure."""
-    if name in _OWN_COLOUR:
-        return _OWN_COLOUR[name]
     return f"C{_COLOURED.index(name) % 10}" if name in _COLOURED else "0.4"
 
 

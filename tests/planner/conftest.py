@@ -7,13 +7,12 @@ from collections.abc import Callable
 import pytest
 
 from rdl.cluster import Cluster
-from tests.planner.support import FITTING_AGENTS, Run, make_cluster, run_plan
+from tests.planner.support import AGENT_NAMES, Run, make_cluster, run_plan
 
 
-@pytest.fixture(params=FITTING_AGENTS)
+@pytest.fixture(params=AGENT_NAMES)
 def agent(request: pytest.FixtureRequest) -> str:
-    """Every registered planning agent that admits whatever it can place, by name (gree-s: tests/planner/agents/
-    test_sized.py, and test_properties.py's checks, which run every agent)."""
+    """Every registered planning agent, by name."""
     return request.param
 
 

@@ -22,10 +22,7 @@ from rdl.cluster import Cluster, parse_cluster
 from rdl.syntax.parser import parse_text
 from rdl.tree import Reservation
 
-AGENT_NAMES: list[str] = list(AGENTS)  # every agent: what the checker and the plan's bookkeeping promise holds for each
-# The agents that admit whatever they can place: all but gree-s, which refuses by design a reservation needing more
-# than a tenth of the cluster over its window (planner/agents/sized.py), so examples sized for a fit are not its case.
-FITTING_AGENTS: list[str] = [name for name in AGENT_NAMES if name != "gree-s"]
+AGENT_NAMES: list[str] = list(AGENTS)
 
 START = datetime(2026, 11, 23, tzinfo=UTC)
 STEP = 60  # seconds: every test cluster uses one-minute steps

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given
 
 from planner.admission import Planner
-from planner.agents.sized import DEFAULT_SHARE, window_share
+from planner.agents.registry import AGENTS, get_agent
+from planner.agents.sized import DEFAULT_SHARE, SizedAgent, window_share
 from planner.core.check import check_plan
 from planner.core.compile import compile_reservation
 from rdl import parse_cluster
 from rdl.syntax.parser import parse_text
-from tests.planner.agents.test_properties import FAST, Scenario, scenarios
+from tests.planner.agents.test_properties import FAST, Scenario, _plan_and_check, scenarios
 from tests.planner.support import parse
 
 START = datetime(2026, 11, 23, tzinfo=UTC)
@@ -25,6 +26,11 @@ def decide(text: str, agent: str, planner: Planner | None = None) -> dict:
     planner = planner or Planner(CLUSTER, START)
     (reservation,) = parse_text(text)
     return planner.submit(reservation, agent).to_json(planner.plan.clock)
+
+
+def test_it_is_opt_in_by_name_and_not_among_the_listed_agents() -> None:
+    assert isinstance(get_agent("gree-s"), SizedAgent) and get_agent("gree-s").name == "gree-s"
+    assert "gree-s" not in AGENTS.names
 
 
 def test_a_reservation_needing_more_than_a_tenth_of_its_window_is_refused_even_on_an_empty_plan() -> None:
@@ -91,3 +97,11 @@ def test_on_random_plans_it_refuses_exactly_the_wide_ones_and_places_the_rest_as
             if not record["accepted"]:
                 assert record["reason"]["code"] == flat["reason"]["code"]
     assert check_plan(cluster, reservations, records, submitted=scenario.clock(), now=scenario.clock()) == []
+
+
+@FAST
+@given(scenario=scenarios())
+def test_random_plans_keep_their_promises(scenario: Scenario) -> None:
+    """What every listed agent's plans promise (test_properties.py): the checker finds nothing, the plan's use grows
+    by exactly what each record holds, rejections change nothing, an offered earliest deadline fits."""
+    _plan_and_check(scenario, "gree-s")

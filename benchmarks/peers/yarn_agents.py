@@ -2,11 +2,13 @@
 
     python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,mixed@1s] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
-                                           [--calculator dominant|default] [--ours gree,gree-l,gree@early,gree-l@early]
+                                           [--calculator dominant|default] [--ours gree,gree-l,gree-s,gree@early,...]
+                                           [--yarn greedy,greedy-right,aligned|none]
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
-Maven the first time: needs java and mvn); ours (gree, gree-l) run in this process. Streams:
+Maven the first time: needs java and mvn; `--yarn none` runs none of them); ours (gree, gree-l by default) run
+in this process. Streams:
 
 - `mixed`: benchmarks/admission.py's week at one-minute steps (single atoms, orders, `any`, gangs; demand about
   1.3x), `--mixed-count` reservations on a cluster scaled to keep that demand, each atom's parallelism cap `h`
@@ -21,10 +23,12 @@ decisions and over accepted ones (YARN's: the agent's createReservation inside t
 the stream; ours: Planner.submit in this process, which also validates and, on rejection, searches the earliest
 deadline unless --no-explain; on both sides each decision's least time over --repeat passes), and a few
 reservations one side accepts and the other rejects (how many, their bundle-hours, and how many of YARN's had no
-room left in our plan at their turn). Then the goals.
+room left in our plan at their turn). Then the goals. Each stream's header also says how many of its reservations
+gree-s refuses whatever the plan holds (more than a tenth of the cluster over their window).
 
-`--ours` names our agents; `AGENT@early` is that agent with every reservation of the stream asking
-`placement=early` (the same trees with the header attribute set: each piece as early as it fits, as YARN's greedy).
+`--ours` names our agents (gree, gree-l, gree-s: GREE-L with size-aware admission); `AGENT@early` is that
+agent with every reservation of the stream asking `placement=early` (the same trees with the header attribute
+set: each piece as early as it fits, as YARN's greedy).
 """
 
 from __future__ import annotations
@@ -43,14 +47,17 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import admission  # noqa: E402  (benchmarks/admission.py: the mixed week)
 
+from planner.agents.sized import DEFAULT_SHARE, window_share  # noqa: E402
 from planner.core.check import check_plan  # noqa: E402
+from planner.core.compile import compile_reservation  # noqa: E402
 from planner.core.plan import Plan  # noqa: E402
 from rdl import parse_cluster, units  # noqa: E402
 from rdl.cluster import Cluster  # noqa: E402
 from tests.peers.yarn import agent_harness as harness  # noqa: E402
 from tests.peers.yarn import streams  # noqa: E402
 
-OURS = ("gree", "gree-l")
+OURS = ("gree", "gree-l")  # the default: our online agents that admit whatever fits
+GREEDY = (*OURS, "gree-s")  # the names --ours takes (gree-s: GREE-L with size-aware admission, planner/agents/sized.py)
 PLACED = ("early", "late")  # the placements `AGENT@PLACEMENT` can ask for (rdl.tree.PLACEMENTS)
 FULL_WEEK = 10_000  # the admission benchmark's count, for which its cluster is sized
 
@@ -101,18 +108,28 @@ def placed(stream: harness.Stream, placement: str) -> harness.Stream:
 def ours_agent(name: str) -> tuple[str, str | None]:
     """`gree` or `gree@early`: our agent's name and the placement every reservation asks for (None: as written)."""
     agent, _, placement = name.partition("@")
-    if agent not in OURS or (placement and placement not in PLACED):
-        raise SystemExit(f"--ours: `{name}` is not one of {', '.join(OURS)}, optionally @{' or @'.join(PLACED)}")
+    if agent not in GREEDY or (placement and placement not in PLACED):
+        raise SystemExit(f"--ours: `{name}` is not one of {', '.join(GREEDY)}, optionally @{' or @'.join(PLACED)}")
     return agent, placement or None
 
 
+def wide(cluster: Cluster, stream: harness.Stream) -> int:
+    """How many of the stream's reservations gree-s refuses whatever the plan holds (planner/agents/sized.py)."""
+    plan = Plan(cluster)
+    return sum(any(window_share(i.task, plan)[0] > DEFAULT_SHARE
+                   for i in compile_reservation(r, plan.clock.origin, plan.clock, 0, plan.resources))
+               for r in stream.reservations)
+
+
 def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
-               calculator: str = "dominant", repeat: int = 1, ours: tuple[str, ...] = OURS) -> list[Outcome]:
+               calculator: str = "dominant", repeat: int = 1, ours: tuple[str, ...] = OURS,
+               yarn_agents: tuple[str, ...] = harness.YARN_AGENTS) -> list[Outcome]:
     """Every agent on the stream, YARN's first, each checked by our checker."""
     outcomes = []
     rejections = {}
-    for agent, answers in harness.run_yarn(cluster, stream, warmup=warmup, repeat=repeat,
-                                            calculator=calculator).items():
+    answered = harness.run_yarn(cluster, stream, yarn_agents, warmup=warmup, repeat=repeat,
+                                calculator=calculator) if yarn_agents else {}
+    for agent, answers in answered.items():
         rejections[f"yarn-{agent}"] = answers
         records, problems = harness.decision_records(answers, stream, cluster)
         crashed = [f"{a.name}: YARN crashed: {a.exception}: {a.message}" for a in answers if a.crashed]
@@ -125,7 +142,9 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
         run = harness.run_ours(cluster, asked, agent, explain=explain, repeat=repeat)
         outcomes.append(Outcome(name, run.records, run.seconds, check_plan(cluster, asked.reservations, run.records)))
     print(f"\n== {label}: {len(stream.reservations)} reservations; cluster {cluster.capacity['vcores']:g} vcores, "
-          f"{cluster.capacity['memory'] / 1024:g} GiB, {cluster.step} s steps, {cluster.horizon / 3600:g} h")
+          f"{cluster.capacity['memory'] / 1024:g} GiB, {cluster.step} s steps, {cluster.horizon / 3600:g} h; "
+          f"{wide(cluster, stream)} need more than {DEFAULT_SHARE:.0%} of the cluster over their window (gree-s "
+          "refuses those)")
     print(f"  {'agent':<18}{'accepted':>9}{'value':>9}{'bundle-h':>11}{'violations':>11}"
           f"{'p50 ms':>9}{'p99 ms':>9}{'p50 acc':>9}{'p99 acc':>9}")
     for o in outcomes:
@@ -140,7 +159,8 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
     for o in outcomes:
         for violation in o.violations[:3]:
             print(f"  ! {o.agent}: {violation}")
-    _differences(cluster, outcomes)
+    if yarn_agents:
+        _differences(cluster, outcomes)
     return outcomes
 
 
@@ -197,6 +217,8 @@ def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:
     for label, (cluster, outcomes) in results.items():
         yarn = [o for o in outcomes if o.agent.startswith("yarn-")]
         ours = [o for o in outcomes if not o.agent.startswith("yarn-")]
+        if not yarn:
+            continue
         best_yarn = max(yarn, key=lambda o: sum(o.accepted()))
         for o in ours:
             met = sum(o.accepted()) >= sum(best_yarn.accepted())
@@ -213,12 +235,21 @@ def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:
                           if m["accepted"] and not all(y["accepted"] for y in ys))
             print(f"  {label}: {o.agent} accepts {rescued} that some YARN agent rejects; violations in its plan: "
                   f"{len(o.violations)}: {'met' if not o.violations else 'NOT met'}")
+        for o in ours:  # issue #31: at or below the p99 of the YARN agent that accepts most, over all and accepted
+            met = _p99_all(o) <= _p99_all(best_yarn) and _p99_accepted(o) <= _p99_accepted(best_yarn)
+            print(f"  {label}: {o.agent} p99 all / accepted {_p99_all(o) * 1000:.2f} / {_p99_accepted(o) * 1000:.2f} "
+                  f"ms vs {best_yarn.agent} {_p99_all(best_yarn) * 1000:.2f} / {_p99_accepted(best_yarn) * 1000:.2f}: "
+                  f"{'met' if met else 'NOT met'}")
         for o in ours:
             mine = _p99_accepted(o)
             ratios = ", ".join(f"{y.agent} {mine / _p99_accepted(y):.1f}x" for y in yarn if _p99_accepted(y))
             fastest = min(_p99_accepted(y) for y in yarn)
             print(f"  {label}: {o.agent} p99 accepted {mine * 1000:.2f} ms = {ratios} "
                   f"(within 2x of the fastest: {'met' if mine <= 2 * fastest else 'NOT met'})")
+
+
+def _p99_all(outcome: Outcome) -> float:
+    return float(np.percentile(outcome.seconds, 99)) if outcome.seconds else 0.0
 
 
 def _p99_accepted(outcome: Outcome) -> float:
@@ -243,7 +274,13 @@ def main() -> None:
     parser.add_argument("--ours", default=",".join(OURS),
                         help="our agents; AGENT@early: every reservation asks placement=early "
                              "(e.g. gree,gree-l,gree@early,gree-l@early)")
+    parser.add_argument("--yarn", default=",".join(harness.YARN_AGENTS),
+                        help="YARN's agents to run (greedy, greedy-right, aligned), or none: ours alone, no Java")
     args = parser.parse_args()
+    yarn_agents = () if args.yarn == "none" else tuple(name.strip() for name in args.yarn.split(","))
+    for name in yarn_agents:
+        if name not in harness.YARN_AGENTS:
+            raise SystemExit(f"--yarn: `{name}` is not one of {', '.join(harness.YARN_AGENTS)}, or none")
     ours = tuple(name.strip() for name in args.ours.split(","))
     for name in ours:
         ours_agent(name)  # a bad name stops the run before anything runs
@@ -253,7 +290,8 @@ def main() -> None:
         "tight": lambda: streams.tight(args.count, args.seed + 5),
         "gangs": lambda: streams.gangs(args.count, args.seed + 6),
     }
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; java: YARN 3.4.1 agents")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+          + ("; java: YARN 3.4.1 agents" if yarn_agents else "; YARN's agents not run"))
     results = {}
     for label in (name.strip() for name in args.streams.split(",")):
         if label.startswith("mixed@"):
@@ -261,7 +299,7 @@ def main() -> None:
         else:
             cluster, stream = makers[label]()
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
-                                                args.calculator, args.repeat, ours))
+                                                args.calculator, args.repeat, ours, yarn_agents))
     goals(results)
 
 

@@ -77,3 +77,25 @@ def test_no_room_counts_only_yarn_accepts_that_go_over_what_our_plan_left_free()
         _record("both", True, at(40), at(45), 2)], [], [])
     assert yarn_agents._no_room(cluster, ours, yarn) == 1
     assert yarn_agents._bundle_hours(ours.records[0], 60) == pytest.approx(8 * 10 / 60)
+
+
+def test_gree_s_is_one_of_ours_by_name():
+    assert yarn_agents.ours_agent("gree-s") == ("gree-s", None)
+
+
+def test_wide_counts_what_gree_s_refuses_on_an_empty_plan():
+    cluster, stream = streams.tight(40, 12)
+    refused = 0
+    for reservation in stream.reservations:  # each alone, on a plan of its own: what it refuses whatever is held
+        record = harness.run_ours(cluster, replace(stream, reservations=(reservation,)), "gree-s",
+                                  explain=False).records[0]
+        refused += not record["accepted"] and record["reason"]["code"] == "policy"
+    assert yarn_agents.wide(cluster, stream) == refused > 0
+
+
+def test_without_yarn_the_stream_runs_ours_alone(capsys):
+    cluster, stream = streams.tight(12, 12)
+    outcomes = yarn_agents.run_stream("tight", cluster, stream, 0, False, ours=("gree-l", "gree-s"), yarn_agents=())
+    assert [o.agent for o in outcomes] == ["gree-l", "gree-s"] and not any(o.violations for o in outcomes)
+    yarn_agents.goals({"tight": (cluster, outcomes)})  # nothing to compare with: no goal lines, no failure
+    assert "vs best YARN" not in capsys.readouterr().out

@@ -1,0 +1,107 @@
+"""GREE-S (planner/agents/sized.py): it refuses, with a `policy` reason, a reservation needing more than a tenth of
+the cluster over its window, and decides every other one exactly as GREE-L would on the same plan."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+
+from planner.admission import Planner
+from planner.agents.registry import AGENTS, get_agent
+from planner.agents.sized import DEFAULT_SHARE, SizedAgent, window_share
+from planner.core.check import check_plan
+from planner.core.compile import compile_reservation
+from rdl import parse_cluster
+from rdl.syntax.parser import parse_text
+from tests.planner.agents.test_properties import FAST, Scenario, _plan_and_check, scenarios
+from tests.planner.support import parse
+
+START = datetime(2026, 11, 23, tzinfo=UTC)
+CLUSTER = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {vcores: 64}\n")
+
+
+def decide(text: str, agent: str, planner: Planner | None = None) -> dict:
+    planner = planner or Planner(CLUSTER, START)
+    (reservation,) = parse_text(text)
+    return planner.submit(reservation, agent).to_json(planner.plan.clock)
+
+
+def test_it_is_opt_in_by_name_and_not_among_the_listed_agents() -> None:
+    assert isinstance(get_agent("gree-s"), SizedAgent) and get_agent("gree-s").name == "gree-s"
+    assert "gree-s" not in AGENTS.names
+
+
+def test_a_reservation_needing_more_than_a_tenth_of_its_window_is_refused_even_on_an_empty_plan() -> None:
+    text = "reservation wide deadline=+1h { atom(b={vcores: 8}, l=30m, w=1h) }"  # 8 of 64 vcore-hours: 12.5%
+    assert decide(text, "gree-l")["accepted"]
+    record = decide(text, "gree-s")
+    assert not record["accepted"]
+    assert record["reason"]["code"] == "policy" and "earliest_deadline" not in record["reason"]
+    assert "12.5% of the cluster's vcores" in record["reason"]["message"]
+    assert "up to 10%" in record["reason"]["message"]
+
+
+def test_a_later_deadline_lowers_the_share_below_the_limit() -> None:
+    assert decide("reservation wide deadline=+2h { atom(b={vcores: 8}, l=30m, w=1h) }", "gree-s")["accepted"]
+
+
+def test_under_the_limit_it_places_as_gree_l() -> None:
+    text = "reservation narrow deadline=+1h { atom(b={vcores: 8}, l=15m, w=45m) }"  # 6 of 64: 9.4%
+    mine, theirs = decide(text, "gree-s"), decide(text, "gree-l")
+    assert mine["accepted"] and mine["allocations"] == theirs["allocations"]
+
+
+def test_any_counts_its_lightest_alternative_and_order_the_sum_of_its_stages() -> None:
+    light = "reservation light deadline=+1h { any(atom(b={vcores: 16}, l=1h, w=1h), atom(b={vcores: 1}, w=1h)) }"
+    assert decide(light, "gree-s")["accepted"]
+    heavy = ("reservation heavy deadline=+1h { order(atom(b={vcores: 4}, l=30m, w=30m), "
+             "atom(b={vcores: 4}, l=30m, w=1h)) }")  # 2 + 4 of 64 vcore-hours, 9.4%, but in one window of 1h
+    (reservation,) = parse_text(heavy)
+    planner = Planner(CLUSTER, START)
+    (instance,) = compile_reservation(reservation, START, planner.plan.clock, 0, planner.plan.resources)
+    assert window_share(instance.task, planner.plan) == (pytest.approx(6 / 64), 0)
+
+
+def test_a_capacity_drop_inside_the_window_raises_the_share() -> None:
+    cluster = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {vcores: 64}\n"
+                            "changes:\n  - {at: 2026-11-23T00:30:00Z, capacity: {vcores: 16}}\n")
+    planner = Planner(cluster, START)
+    (reservation,) = parse_text("reservation r deadline=+1h { atom(b={vcores: 1}, w=4h) }")
+    (instance,) = compile_reservation(reservation, START, planner.plan.clock, 0, planner.plan.resources)
+    assert window_share(instance.task, planner.plan) == (pytest.approx(4 / 40), 0)  # 64 / 2 + 16 / 2 vcore-hours
+
+
+@FAST
+@given(scenario=scenarios())
+def test_on_random_plans_it_refuses_exactly_the_wide_ones_and_places_the_rest_as_gree_l(scenario: Scenario) -> None:
+    cluster = scenario.cluster()
+    reservations = parse(scenario.text)
+    planner = Planner(cluster, now=scenario.clock())
+    plan = planner.plan
+    records = []
+    for reservation in reservations:
+        instances = compile_reservation(reservation, scenario.clock(), plan.clock, plan.now_step, plan.resources)
+        wide = any(window_share(i.task, plan)[0] > DEFAULT_SHARE for i in instances)
+        flat = planner.submit(reservation, "gree-l", dry_run=True, explain=False).to_json(plan.clock)
+        before = plan.used.tobytes()
+        record = planner.submit(reservation, "gree-s").to_json(plan.clock)
+        records.append(record)
+        if wide and (flat["accepted"] or flat["reason"]["code"] not in ("window", "invalid")):
+            assert not record["accepted"] and record["reason"]["code"] == "policy", record
+            assert plan.used.tobytes() == before
+        else:
+            assert record["accepted"] == flat["accepted"], (record, flat)
+            assert record.get("allocations") == flat.get("allocations")
+            if not record["accepted"]:
+                assert record["reason"]["code"] == flat["reason"]["code"]
+    assert check_plan(cluster, reservations, records, submitted=scenario.clock(), now=scenario.clock()) == []
+
+
+@FAST
+@given(scenario=scenarios())
+def test_random_plans_keep_their_promises(scenario: Scenario) -> None:
+    """What every listed agent's plans promise (test_properties.py): the checker finds nothing, the plan's use grows
+    by exactly what each record holds, rejections change nothing, an offered earliest deadline fits."""
+    _plan_and_check(scenario, "gree-s")

@@ -81,6 +81,27 @@ def refresh(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: i
 
 
 @njit(cache=True, nogil=True)
+def reset_runs(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, capacity: np.ndarray, used: np.ndarray,
+               runs: np.ndarray) -> None:  # pragma: no cover
+    """Free over each run of steps ([lo, hi) rows, in any order, overlaps allowed) from capacity and use again."""
+    steps = free.shape[1]
+    order = np.argsort(runs[:, 0], kind="mergesort")
+    k = 0
+    while k < order.shape[0]:
+        lo, hi = runs[order[k], 0], runs[order[k], 1]
+        k += 1
+        while k < order.shape[0] and runs[order[k], 0] <= hi:  # overlapping or touching runs: one reset
+            hi = max(hi, runs[order[k], 1])
+            k += 1
+        lo, hi = max(lo, 0), min(hi, steps)
+        if lo < hi:
+            for r in range(free.shape[0]):
+                for t in range(lo, hi):
+                    free[r, t] = capacity[r, t] - used[r, t]
+            refresh(free, mins, maxs, lo, hi)
+
+
+@njit(cache=True, nogil=True)
 def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarray:  # pragma: no cover
     """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span)."""
     resources, size = free.shape[0], mins.shape[1] // 2

@@ -126,23 +126,47 @@ def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirror
 
 @njit(cache=True, nogil=True)
 def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, starts: np.ndarray,
-             gangs: np.ndarray, length: int, gang: int, signed: np.ndarray) -> None:  # pragma: no cover
+             gangs: np.ndarray, length: int, gang: int, signed: np.ndarray) -> np.ndarray:  # pragma: no cover
     """Placer._apply on the tree: free -= signed demand x bundles held per step (the same float operations as the
-    placer's np.outer), then the tree over the steps written."""
-    base, top = starts.min(), starts.max() + length
-    held = np.zeros(top - base + 1, dtype=np.int64)
-    for i in range(starts.shape[0]):
-        held[starts[i] - base] += gangs[i]
-        held[starts[i] - base + length] -= gangs[i]
-    steps, running = free.shape[1], 0
-    for t in range(top - base):
-        running += held[t]
+    placer's np.outer), then the tree over the steps written; the runs written, [lo, hi) rows on the plan's axis.
+
+    It walks the leases' starts and ends in order and writes only where the placement holds something: a placement
+    spread thin over a long span costs its leases' steps, not the span (the placer's zero rows change nothing)."""
+    count = starts.shape[0]
+    points = np.empty(2 * count, dtype=np.int64)
+    deltas = np.empty(2 * count, dtype=np.int64)
+    for i in range(count):
+        points[i], deltas[i] = starts[i], gangs[i]
+        points[count + i], deltas[count + i] = starts[i] + length, -gangs[i]
+    order = np.argsort(points, kind="mergesort")
+    runs = np.empty((2 * count, 2), dtype=np.int64)
+    steps, running, written, i = free.shape[1], 0, 0, 0
+    while i < 2 * count:
+        here = points[order[i]]
+        while i < 2 * count and points[order[i]] == here:
+            running += deltas[order[i]]
+            i += 1
+        if i == 2 * count or running == 0:
+            continue
+        there = points[order[i]]
         bundles = float(running * gang)
-        at = steps - 1 - (base + t) if mirrored else base + t
-        for r in range(free.shape[0]):
-            free[r, at] -= signed[r] * bundles
-    lo, hi = (steps - top, steps - base) if mirrored else (base, top)
-    refresh(free, mins, maxs, lo, hi)
+        for v in range(here, there):
+            at = steps - 1 - v if mirrored else v
+            for r in range(free.shape[0]):
+                free[r, at] -= signed[r] * bundles
+        if written > 0 and runs[written - 1, 1] == here:
+            runs[written - 1, 1] = there
+        else:
+            runs[written, 0], runs[written, 1] = here, there
+            written += 1
+    out = runs[:written].copy()
+    for k in range(written):
+        lo, hi = out[k, 0], out[k, 1]
+        if mirrored:
+            lo, hi = steps - hi, steps - lo
+            out[k, 0], out[k, 1] = lo, hi
+        refresh(free, mins, maxs, lo, hi)
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -172,10 +196,9 @@ class TreeView:
     def lay(self, starts: np.ndarray, gangs: np.ndarray, task: AtomTask, sign: int) -> None:
         """Lay one atom's placement on the view (take it back with sign -1), on the view's axis."""
         tree = self.tree
-        tree_lay(tree.free, tree.mins, tree.maxs, self.mirrored, starts, gangs, task.length, task.gang,
-                 task.demand * sign)
-        steps, lo, hi = tree.steps, int(starts.min()), int(starts.max()) + task.length
-        tree.touched(*((steps - hi, steps - lo) if self.mirrored else (lo, hi)), refreshed=True)
+        runs = tree_lay(tree.free, tree.mins, tree.maxs, self.mirrored, starts, gangs, task.length, task.gang,
+                        task.demand * sign)
+        tree.written(runs)
 
     def answers(self, spread: bool, length: int) -> bool:
         """Whether the tree answers this search: GREE's always; GREE-L's flat one for leases long enough that a

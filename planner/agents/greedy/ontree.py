@@ -11,11 +11,17 @@ earliest-deadline search's reversed time).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit
 
 from planner.agents.greedy.pack import flattest_of_tiles
+from planner.agents.greedy.treecost import pieces, placement_cost
 from planner.core.compile import AtomTask
+
+if TYPE_CHECKING:
+    from planner.agents.greedy.placer import Solution
 from planner.core.freetree import FreeTree, cap
 from planner.core.treekernels import BLOCK, find, least_room, refresh, room_at
 
@@ -132,24 +138,11 @@ def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: boo
 
     It walks the leases' starts and ends in order and writes only where the placement holds something: a placement
     spread thin over a long span costs its leases' steps, not the span (the placer's zero rows change nothing)."""
-    count = starts.shape[0]
-    points = np.empty(2 * count, dtype=np.int64)
-    deltas = np.empty(2 * count, dtype=np.int64)
-    for i in range(count):
-        points[i], deltas[i] = starts[i], gangs[i]
-        points[count + i], deltas[count + i] = starts[i] + length, -gangs[i]
-    order = np.argsort(points, kind="mergesort")
-    runs = np.empty((2 * count, 2), dtype=np.int64)
-    steps, running, written, i = free.shape[1], 0, 0, 0
-    while i < 2 * count:
-        here = points[order[i]]
-        while i < 2 * count and points[order[i]] == here:
-            running += deltas[order[i]]
-            i += 1
-        if i == 2 * count or running == 0:
-            continue
-        there = points[order[i]]
-        bundles = float(running * gang)
+    los, his, held = pieces(starts, gangs, length)
+    runs = np.empty((los.shape[0], 2), dtype=np.int64)
+    steps, written = free.shape[1], 0
+    for k in range(los.shape[0]):
+        here, there, bundles = los[k], his[k], float(held[k] * gang)
         for v in range(here, there):
             at = steps - 1 - v if mirrored else v
             for r in range(free.shape[0]):
@@ -199,6 +192,16 @@ class TreeView:
         runs = tree_lay(tree.free, tree.mins, tree.maxs, self.mirrored, starts, gangs, task.length, task.gang,
                         task.demand * sign)
         tree.written(runs)
+
+    def cost(self, solution: Solution, capacity: np.ndarray, origin: int) -> float:
+        """Placer.cost of `solution` laid on the view, to the last bit, reading its leases' steps only."""
+        total = 0.0
+        for placement in solution:
+            base, end = placement.first_start, placement.last_end
+            task = placement.task
+            total += placement_cost(capacity[:, base:end], self.free[:, base - origin:end - origin], task.demand,
+                                    placement.starts, placement.gangs, task.length, task.gang)
+        return total
 
     def answers(self, spread: bool, length: int) -> bool:
         """Whether the tree answers this search: GREE's always; GREE-L's flat one for leases long enough that a

@@ -92,7 +92,7 @@ class FreeTree:
 
     def least_room(self, lo: int, hi: int, demand: np.ndarray, gang: int, parallelism: int | None) -> int:
         """The least room (pack.gang_room) over steps [lo, hi)."""
-        return int(kernels.least_room(self.free, self.mins, lo, hi, demand, gang, cap(parallelism)))
+        return int(kernels.least_room(self.free, self.mins, self.maxs, lo, hi, demand, gang, cap(parallelism)))
 
     def find(self, lo: int, hi: int, demand: np.ndarray, gang: int, parallelism: int | None, bound: int, *,
              at_least: bool = False, from_right: bool = False) -> int:

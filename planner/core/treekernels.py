@@ -102,11 +102,26 @@ def reset_runs(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, capacity: n
 
 
 @njit(cache=True, nogil=True)
-def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarray:  # pragma: no cover
-    """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span)."""
+def _constant(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma: no cover
+    """Whether every step under `node` holds the same free capacity, resource by resource."""
+    same = True
+    for r in range(mins.shape[0]):
+        same = same and mins[r, node] == maxs[r, node]
+    return same
+
+
+@njit(cache=True, nogil=True)
+def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
+               hi: int) -> np.ndarray:  # pragma: no cover
+    """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span). A part of a block whose
+    least and greatest free are the same is read from the tree, not step by step."""
     resources, size = free.shape[0], mins.shape[1] // 2
     out = np.full(resources, math.inf)
     t = lo
+    if t % BLOCK != 0 and _constant(mins, maxs, size + t // BLOCK):  # the head of a block that holds one value
+        for r in range(resources):
+            out[r] = min(out[r], mins[r, size + t // BLOCK])
+        t = min(hi, t - t % BLOCK + BLOCK)
     while t < hi and t % BLOCK != 0:  # the head of a block
         for r in range(resources):
             out[r] = min(out[r], free[r, t])
@@ -124,6 +139,10 @@ def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarr
                 out[r] = min(out[r], mins[r, right])
         left //= 2
         right //= 2
+    if end < hi and _constant(mins, maxs, size + end // BLOCK):  # the tail, in a block that holds one value
+        for r in range(resources):
+            out[r] = min(out[r], mins[r, size + end // BLOCK])
+        return out
     for t in range(end, hi):  # the tail
         for r in range(resources):
             out[r] = min(out[r], free[r, t])
@@ -131,10 +150,10 @@ def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def least_room(free: np.ndarray, mins: np.ndarray, lo: int, hi: int, demand: np.ndarray, gang: int,
-               parallelism: int) -> int:  # pragma: no cover
+def least_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray,
+               gang: int, parallelism: int) -> int:  # pragma: no cover
     """The least room over steps [lo, hi): the room of the per-resource minima."""
-    return room_at(least_free(free, mins, lo, hi), demand, gang, parallelism)
+    return room_at(least_free(free, mins, maxs, lo, hi), demand, gang, parallelism)
 
 
 @njit(cache=True, nogil=True)
@@ -184,6 +203,11 @@ def find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int,
             if span == 1:
                 block = node - size
                 begin, end = max(lo, block * BLOCK), min(hi, (block + 1) * BLOCK)
+                if _constant(mins, maxs, node):  # one value: one room for every step of the block
+                    room = room_at(mins[:, node], demand, gang, parallelism)
+                    if room >= bound if at_least else room <= bound:
+                        return end - 1 if from_right else begin
+                    begin = end  # nothing here
                 for i in range(end - begin):
                     t = end - 1 - i if from_right else begin + i
                     room = room_at(free[:, t], demand, gang, parallelism)

@@ -42,12 +42,12 @@ def _find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, 
 
 
 @njit(cache=True, nogil=True)
-def _least(free: np.ndarray, mins: np.ndarray, mirrored: bool, lo: int, hi: int, demand: np.ndarray, gang: int,
-           parallelism: int) -> int:  # pragma: no cover
+def _least(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
+           demand: np.ndarray, gang: int, parallelism: int) -> int:  # pragma: no cover
     steps = free.shape[1]
     if mirrored:
         lo, hi = steps - hi, steps - lo
-    return least_room(free, mins, lo, hi, demand, gang, parallelism)
+    return least_room(free, mins, maxs, lo, hi, demand, gang, parallelism)
 
 
 @njit(cache=True, nogil=True)
@@ -86,7 +86,7 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
                                 False, False)
                 if blocked >= 0:
                     break
-                fit = min(fit, _least(free, mins, mirrored, piece_lo, piece_hi, demand, gang, parallelism) - held)
+                fit = min(fit, _least(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism) - held)
             piece_lo = piece_hi
         if blocked >= 0:
             # Every start whose lease reaches a step between the last one with room left below `blocked` and
@@ -163,13 +163,13 @@ def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: boo
 
 
 @njit(cache=True, nogil=True)
-def tree_tiles(free: np.ndarray, mins: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
+def tree_tiles(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
                demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
     """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last."""
     tiles = (hi - lo) // length
     out = np.empty(tiles, dtype=np.int64)
     for tile in range(tiles):
-        out[tile] = _least(free, mins, mirrored, hi - (tile + 1) * length, hi - tile * length, demand, gang,
+        out[tile] = _least(free, mins, maxs, mirrored, hi - (tile + 1) * length, hi - tile * length, demand, gang,
                            parallelism)
     return out
 
@@ -214,7 +214,8 @@ class TreeView:
         if not spread:
             return self.latest(demand, gang, parallelism, lo, hi, task.length, task.leases)
         tree = self.tree
-        tiles = tree_tiles(tree.free, tree.mins, self.mirrored, lo, hi, task.length, demand, gang, cap(parallelism))
+        tiles = tree_tiles(tree.free, tree.mins, tree.maxs, self.mirrored, lo, hi, task.length, demand, gang,
+                           cap(parallelism))
         return flattest_of_tiles(tiles, hi - lo, task.length, task.leases)
 
     def latest(self, demand: np.ndarray, gang: int, parallelism: int | None, lo: int, hi: int, length: int,

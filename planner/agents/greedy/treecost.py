@@ -69,16 +69,6 @@ def _term(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, r: int, t:
 
 
 @njit(cache=True, nogil=True)
-def _value(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: int, los: np.ndarray,
-           his: np.ndarray, held: np.ndarray, span: int, i: int) -> float:  # pragma: no cover
-    """Element i of the flattened resources × span array of terms."""
-    r, t = i // span, i % span
-    k = _first_piece(his, t)
-    bundles = held[k] * gang if k < los.shape[0] and los[k] <= t else 0
-    return _term(capacity, free, demand, r, t, bundles)
-
-
-@njit(cache=True, nogil=True)
 def _zero(demand: np.ndarray, los: np.ndarray, his: np.ndarray, span: int, lo: int,
           size: int) -> bool:  # pragma: no cover
     """Whether every term of flat elements [lo, lo + size) is zero: no resource asked for there, or no piece."""
@@ -92,25 +82,39 @@ def _zero(demand: np.ndarray, los: np.ndarray, his: np.ndarray, span: int, lo: i
 
 
 @njit(cache=True, nogil=True)
-def _block(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: int, los: np.ndarray,
-           his: np.ndarray, held: np.ndarray, span: int, lo: int, size: int) -> float:  # pragma: no cover
-    """numpy's sum of a block of at most PAIRWISE_BLOCK flat elements [lo, lo + size)."""
+def _fill(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: int, los: np.ndarray, his: np.ndarray,
+          held: np.ndarray, span: int, lo: int, values: np.ndarray) -> None:  # pragma: no cover
+    """The terms of flat elements [lo, lo + len(values)) of the resources × span array, walking the pieces."""
+    r, t = lo // span, lo % span
+    k = _first_piece(his, t)
+    for i in range(values.shape[0]):
+        while k < los.shape[0] and his[k] <= t:
+            k += 1
+        bundles = held[k] * gang if k < los.shape[0] and los[k] <= t else 0
+        values[i] = _term(capacity, free, demand, r, t, bundles)
+        t += 1
+        if t == span:
+            r, t, k = r + 1, 0, 0
+
+
+@njit(cache=True, nogil=True)
+def _block(values: np.ndarray) -> float:  # pragma: no cover
+    """numpy's sum of at most PAIRWISE_BLOCK values: eight running sums, then the rest one by one."""
+    size = values.shape[0]
     if size < UNROLL:
         total = 0.0
-        for i in range(lo, lo + size):
-            total += _value(capacity, free, demand, gang, los, his, held, span, i)
+        for i in range(size):
+            total += values[i]
         return total
-    sums = np.empty(UNROLL)
-    for j in range(UNROLL):
-        sums[j] = _value(capacity, free, demand, gang, los, his, held, span, lo + j)
+    sums = values[:UNROLL].copy()
     i = UNROLL
     while i < size - size % UNROLL:
         for j in range(UNROLL):
-            sums[j] += _value(capacity, free, demand, gang, los, his, held, span, lo + i + j)
+            sums[j] += values[i + j]
         i += UNROLL
     total = ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))
     while i < size:
-        total += _value(capacity, free, demand, gang, los, his, held, span, lo + i)
+        total += values[i]
         i += 1
     return total
 
@@ -124,6 +128,7 @@ def _pairwise(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: 
     this does the same with a stack of its own (numba's cached code does not take recursion well)."""
     frames = np.empty((192, 3), dtype=np.int64)  # lo, size, halves summed: 64 levels deep at most
     sums = np.empty(192)
+    values = np.empty(PAIRWISE_BLOCK)
     top, results = 0, 0
     frames[0, 0], frames[0, 1], frames[0, 2] = 0, size, 0
     top = 1
@@ -137,7 +142,8 @@ def _pairwise(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: 
             sums[results] = 0.0
             results += 1
         elif part <= PAIRWISE_BLOCK:
-            sums[results] = _block(capacity, free, demand, gang, los, his, held, span, lo, part)
+            _fill(capacity, free, demand, gang, los, his, held, span, lo, values[:part])
+            sums[results] = _block(values[:part])
             results += 1
         else:
             half = part // 2

@@ -36,6 +36,10 @@ class GreedyAgent:
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
         instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
+        return self.place_compiled(plan, reservation, instances)
+
+    def place_compiled(self, plan: Plan, reservation: Reservation, instances: list[Instance]) -> Outcome:
+        """`place` with the reservation already compiled (the earliest-deadline search compiles its probes once)."""
         for instance in instances:
             reason = window_reason(instance, plan, reservation)
             if reason is not None:

@@ -66,33 +66,37 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
 
     The leases already laid lower what is left: each began above the current start and covers every step from its
     start to past the current lease's end, so within a lease they weigh on its last steps only, constant between two
-    of their starts. Each such piece, and the steps below the lowest of them, is one question to the tree: the room
-    there against what the leases laid hold.
+    of their starts. Those pieces are the room there against what the leases laid hold. A piece between two laid
+    starts keeps its least room, and every lease laid after it (lower) adds the same to what it holds: so its room
+    left, offset by the gangs laid before it, is fixed, and a queue of those keeps their least as the lease slides
+    down (a sliding-window minimum). Each start then asks the tree twice: the steps below the lowest laid start, and
+    the highest piece, cut at the lease's end.
     """
-    written, remaining = 0, leases
+    size = starts.shape[0]
+    before = np.zeros(size + 1, dtype=np.int64)  # gangs laid before lease i: `before[i]`
+    keys = np.empty(size, dtype=np.int64)  # piece i = [start i, start i - 1): its least room + before[i]
+    queue = np.empty(size, dtype=np.int64)  # pieces in the lease, keys rising
+    head, tail, written, first, remaining = 0, 0, 0, 0, leases
     start = hi - length
     while start >= lo:
         end = start + length
-        first = written  # the leases laid that reach into [start, end): a suffix of those written
-        while first > 0 and starts[first - 1] + lo < end:
-            first -= 1
-        # Pieces from the left: [start, lowest laid start) holding nothing laid, then one per laid start.
-        blocked, fit, held = -1, 2**62, 0
-        piece_lo = start
-        for index in range(written, first - 1, -1):
-            piece_hi = starts[index - 1] + lo if index > first else end
-            if index < written:
-                held += counts[index]
-            if piece_hi > piece_lo:
-                blocked = _find(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism, held,
-                                False, False)
-                if blocked >= 0:
-                    break
-                fit = min(fit, _least(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism) - held)
-            piece_lo = piece_hi
-        if blocked >= 0:
-            # Every start whose lease reaches a step between the last one with room left below `blocked` and
-            # `blocked` itself has no fit: go straight to the highest start below them.
+        while first < written and starts[first] + lo >= end:  # the leases laid that reach into [start, end)
+            first += 1
+        while head < tail and queue[head] <= first:  # the highest piece is cut at the end: asked on its own
+            head += 1
+        total = before[written]
+        fit = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo if written > first else end, demand,
+                     gang, parallelism)
+        if written > first:
+            top = _least(free, mins, maxs, mirrored, starts[first] + lo, end, demand, gang, parallelism)
+            fit = min(fit, top - (total - before[first]))
+            if head < tail:
+                fit = min(fit, keys[queue[head]] - total)
+        if fit <= 0:
+            # A step in the lease has no room left: every start whose lease reaches a step between the last one
+            # with room left below the leftmost such step and that step has no fit. Go straight below them.
+            blocked = _leftmost_blocked(free, mins, maxs, mirrored, lo, start, end, demand, gang, parallelism,
+                                        starts, before, first, written)
             found = _last_with_room(free, mins, maxs, mirrored, lo, blocked, demand, gang, parallelism,
                                     starts, counts, first, written)
             if found < 0:
@@ -102,11 +106,39 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         take = fit if fit < remaining else remaining
         starts[written] = start - lo
         counts[written] = take
+        if written > 0:  # the piece from this start to the one above it
+            key = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo, demand, gang, parallelism)
+            key += before[written]
+            while tail > head and keys[queue[tail - 1]] >= key:
+                tail -= 1
+            keys[written] = key
+            queue[tail] = written
+            tail += 1
+        before[written + 1] = total + take
         written += 1
         remaining -= take
         if remaining == 0:
             return written
         start -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _leftmost_blocked(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, start: int,
+                      end: int, demand: np.ndarray, gang: int, parallelism: int, starts: np.ndarray,
+                      before: np.ndarray, first: int, written: int) -> int:  # pragma: no cover
+    """The leftmost step of [start, end) whose room is at most what the laid leases `first`..`written` - 1 hold
+    there (piece by piece from the left), or -1."""
+    piece_lo = start
+    for index in range(written, first - 1, -1):
+        piece_hi = starts[index - 1] + lo if index > first else end
+        if piece_hi > piece_lo:
+            held = before[written] - before[index]
+            blocked = _find(free, mins, maxs, mirrored, piece_lo, piece_hi, demand, gang, parallelism, held,
+                            False, False)
+            if blocked >= 0:
+                return blocked
+        piece_lo = piece_hi
     return -1
 
 

@@ -101,3 +101,20 @@ def test_laying_a_placement_on_the_tree_writes_what_the_placer_writes(data: st.D
     assert np.array_equal(view.free, expected)
     fresh = FreeTree(view.tree.free)
     assert np.array_equal(view.tree.mins, fresh.mins) and np.array_equal(view.tree.maxs, fresh.maxs)
+
+
+@FAST
+@given(room=hnp.arrays(np.float64, st.integers(2, 60), elements=st.integers(0, 5).map(float)),
+       length=st.integers(2, 6), leases=st.integers(1, 40), mirrored=st.booleans())
+def test_latest_on_the_tree_holds_every_piece_between_laid_starts(room: np.ndarray, length: int, leases: int,
+                                                                   mirrored: bool) -> None:
+    """Room that changes at every step: leases laid start by start leave pieces between their starts whose room
+    left binds a later lease (the tree's sliding minimum over those pieces)."""
+    view = TreeView(FreeTree((room[::-1] if mirrored else room)[None, :].copy()), mirrored=mirrored)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pack, "COMPILED_FROM", 10**9)
+        expected = pack.latest(room.astype(np.int64), length, leases) if room.size >= length else None
+    found = view.latest(np.array([1.0]), 1, None, 0, room.size, length, leases)
+    assert (found is None) == (expected is None)
+    if found is not None and expected is not None:
+        assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()

@@ -111,6 +111,20 @@ def _constant(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma:
 
 
 @njit(cache=True, nogil=True)
+def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> tuple[int, int]:  # pragma: no cover
+    """Steps [lo, hi) around step t that all hold the same free capacity: the largest subtree over t's block whose
+    least and greatest agree (an empty span when t's own block holds more than one value)."""
+    size = mins.shape[1] // 2
+    node, span = size + t // BLOCK, 1
+    if not _constant(mins, maxs, node):
+        return t, t
+    while node > 1 and _constant(mins, maxs, node // 2):
+        node, span = node // 2, span * 2
+    first = node * span - size
+    return first * BLOCK, min(steps, (first + span) * BLOCK)
+
+
+@njit(cache=True, nogil=True)
 def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
                hi: int) -> np.ndarray:  # pragma: no cover
     """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span). A part of a block whose

@@ -20,7 +20,7 @@ from planner.agents.greedy.pack import flattest_of_tiles
 from planner.agents.greedy.treecost import pieces, placement_cost
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
-from planner.core.treekernels import find, least_room, refresh, room_at
+from planner.core.treekernels import find, least_room, one_value_around, refresh, room_at
 
 if TYPE_CHECKING:
     from planner.agents.greedy.placer import Solution
@@ -199,12 +199,25 @@ def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: boo
 @njit(cache=True, nogil=True)
 def tree_tiles(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
                demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
-    """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last."""
+    """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last.
+
+    A tile inside a run of steps that all hold the same free capacity (a subtree whose least and greatest agree)
+    has that run's room: the tiles after it inside the same run take it without asking the tree again."""
     tiles = (hi - lo) // length
     out = np.empty(tiles, dtype=np.int64)
+    steps = free.shape[1]
+    same_lo, same_hi, same = 0, 0, 0  # the run of one value the last tile asked lay in, and its room
     for tile in range(tiles):
-        out[tile] = _least(free, mins, maxs, mirrored, hi - (tile + 1) * length, hi - tile * length, demand, gang,
-                           parallelism)
+        a, b = hi - (tile + 1) * length, hi - tile * length
+        if mirrored:
+            a, b = steps - b, steps - a
+        if same_lo <= a and b <= same_hi:
+            out[tile] = same
+            continue
+        out[tile] = least_room(free, mins, maxs, a, b, demand, gang, parallelism)
+        run_lo, run_hi = one_value_around(mins, maxs, a, steps)
+        if run_lo <= a and b <= run_hi:
+            same_lo, same_hi, same = run_lo, run_hi, out[tile]
     return out
 
 

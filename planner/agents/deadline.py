@@ -121,7 +121,7 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> in
     instance = compile_reservation(relaxed, submitted, plan.clock, plan.now_step, plan.resources)[0]
     task = mirrored(instance.task, steps)
     lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
-    if hi - lo >= pack.TREE_FROM:  # a long window: search the plan's tree, mirrored, instead of a copy
+    if pack.on_tree(hi - lo, steps):  # a long window: search the plan's tree, mirrored, instead of a copy
         from planner.agents.greedy.ontree import TreeView
 
         tree = plan.free_tree()

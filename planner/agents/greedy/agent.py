@@ -47,7 +47,7 @@ class GreedyAgent:
         limited = plan.policy.limited
         user = reservation.user
         lo, hi = reach(instances, plan.clock.steps)
-        if not limited and hi - lo >= pack.TREE_FROM:
+        if not limited and pack.on_tree(hi - lo, plan.clock.steps):
             return self._on_tree(plan, reservation, instances)
         free = plan.free_in(lo, hi)
         if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it

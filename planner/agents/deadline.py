@@ -14,7 +14,7 @@ from planner.agents.base import Agent
 from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
 from planner.agents.greedy.placer import Placer, first_start
-from planner.core.compile import Task, compile_reservation, mirrored
+from planner.core.compile import Instance, Task, clipped, compile_reservation, mirrored
 from planner.core.plan import Plan
 from rdl.shape import step_floor
 from rdl.tree import Absolute, Reservation, Window
@@ -52,11 +52,12 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     prober = replace(agent, budget=min(agent.budget, PROBE_BUDGET), reasons=False) \
         if isinstance(agent, GreedyAgent) else GreedyAgent("gree", flat=False, budget=PROBE_BUDGET, reasons=False)
 
+    compiled = Probes(plan, reservation, submitted)
+
     def fits(step: int) -> bool:
         nonlocal probes
         probes += 1
-        moved = with_deadline(reservation, clock.at(step))
-        return moved is not None and prober.place(plan, moved, submitted).placed
+        return compiled.fits(prober, step)
 
     failed = max(step_floor(clock.origin, current, clock.step), 0)
     if failed >= clock.steps:
@@ -79,6 +80,36 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     return clock.at(probe)
 
 
+class Probes:
+    """The request with its deadline moved to any step, compiled once: a one-off request's tasks under a deadline at
+    step s are its tasks under the horizon's end, each node ending by s (compile.clipped; the same instances
+    compile_reservation gives, tests/planner/agents/test_deadline_probes.py). A series compiles at every probe."""
+
+    def __init__(self, plan: Plan, reservation: Reservation, submitted: datetime):
+        self.plan, self.reservation, self.submitted = plan, reservation, submitted
+        self.relaxed: list[Instance] | None = None
+        clock = plan.clock
+        moved = with_deadline(reservation, clock.at(clock.steps))
+        if moved is not None and reservation.every is None:
+            self.relaxed = compile_reservation(moved, submitted, clock, plan.now_step, plan.resources)
+
+    def instances(self, step: int) -> tuple[Reservation, list[Instance]] | None:
+        """The request with its deadline at `step` (to the plan's clock, at most its horizon) and its instances."""
+        clock = self.plan.clock
+        moved = with_deadline(self.reservation, clock.at(step))
+        if moved is None:
+            return None
+        if self.relaxed is None:
+            return moved, compile_reservation(moved, self.submitted, clock, self.plan.now_step, self.plan.resources)
+        return moved, [replace(i, task=clipped(i.task, step), declared=(i.declared[0], step), expr=moved.expr)
+                       for i in self.relaxed]
+
+    def fits(self, agent: GreedyAgent, step: int) -> bool:
+        """Whether `agent` places the request with its deadline at `step`."""
+        found = self.instances(step)
+        return found is not None and agent.place_compiled(self.plan, found[0], found[1]).placed
+
+
 def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> int | None:
     """The step at which the request would end with every piece as early as it goes (GREE mirrored)."""
     if reservation.every is not None:
@@ -90,7 +121,7 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> in
     instance = compile_reservation(relaxed, submitted, plan.clock, plan.now_step, plan.resources)[0]
     task = mirrored(instance.task, steps)
     lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
-    if hi - lo >= pack.TREE_FROM:  # a long window: search the plan's tree, mirrored, instead of a copy
+    if pack.on_tree(hi - lo, steps):  # a long window: search the plan's tree, mirrored, instead of a copy
         from planner.agents.greedy.ontree import TreeView
 
         tree = plan.free_tree()

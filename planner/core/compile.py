@@ -70,6 +70,14 @@ def mirrored(task: Task, steps: int) -> Task:
     return replace(task, children=children, lo=steps - task.hi, hi=steps - task.lo)
 
 
+def clipped(task: Task, hi: int) -> Task:
+    """The task with every node ending by step `hi`: what compiling it under a window ending at `hi` gives, when its
+    windows were compiled under one ending at the horizon or later."""
+    if isinstance(task, AtomTask):
+        return replace(task, hi=min(task.hi, hi))
+    return replace(task, children=tuple(clipped(child, hi) for child in task.children), hi=min(task.hi, hi))
+
+
 def atoms_of(task: Task) -> list[AtomTask]:
     """Every atom under a task, in tree order."""
     if isinstance(task, AtomTask):

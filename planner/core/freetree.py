@@ -35,7 +35,7 @@ class FreeTree:
         self.mins = np.empty((self.free.shape[0], 2 * size), dtype=np.float64)
         self.maxs = np.empty_like(self.mins)
         kernels.build(self.free, self.mins, self.maxs)
-        self._dirty: tuple[int, int] | None = None
+        self._runs: list[np.ndarray] | None = None  # inside a trial: the runs of steps written
 
     @property
     def steps(self) -> int:
@@ -47,7 +47,7 @@ class FreeTree:
 
     def copy(self) -> FreeTree:
         twin = FreeTree.__new__(FreeTree)
-        twin.free, twin.mins, twin.maxs, twin._dirty = self.free.copy(), self.mins.copy(), self.maxs.copy(), None
+        twin.free, twin.mins, twin.maxs, twin._runs = self.free.copy(), self.mins.copy(), self.maxs.copy(), None
         return twin
 
     def reset(self, capacity: np.ndarray, used: np.ndarray, lo: int, hi: int) -> None:
@@ -65,29 +65,34 @@ class FreeTree:
             return
         if not refreshed:
             kernels.refresh(self.free, self.mins, self.maxs, lo, hi)
-        if self._dirty is not None:
-            self._dirty = (min(lo, self._dirty[0]), max(hi, self._dirty[1]))
+        self.written(np.array([[lo, hi]], dtype=np.int64))
+
+    def written(self, runs: np.ndarray) -> None:
+        """The runs of steps ([lo, hi) rows) a writer changed in place and refreshed the tree over."""
+        if self._runs is not None and runs.shape[0]:
+            self._runs.append(runs)
 
     @contextmanager
     def trial(self, capacity: np.ndarray, used: np.ndarray) -> Iterator[FreeTree]:
         """Searches inside lay placements on `free`; on leaving, every step they touched is the plan's again.
 
         The placer takes back what it lays, with the same sums in reverse, so this only makes sure of it
-        (and covers a search left open by an error)."""
-        outer = self._dirty
-        self._dirty = (self.steps, 0)
+        (and covers a search left open by an error). It resets the runs written, not the span around them."""
+        outer = self._runs
+        self._runs = []
         try:
             yield self
         finally:
-            lo, hi = self._dirty
-            self._dirty = outer
-            self.reset(capacity, used, lo, hi)
-            if outer is not None and lo < hi:
-                self._dirty = (min(lo, outer[0]), max(hi, outer[1]))
+            runs, self._runs = self._runs, outer
+            if runs:
+                joined = np.concatenate(runs)
+                kernels.reset_runs(self.free, self.mins, self.maxs, capacity, used, joined)
+                if outer is not None:
+                    outer.append(joined)
 
     def least_room(self, lo: int, hi: int, demand: np.ndarray, gang: int, parallelism: int | None) -> int:
         """The least room (pack.gang_room) over steps [lo, hi)."""
-        return int(kernels.least_room(self.free, self.mins, lo, hi, demand, gang, cap(parallelism)))
+        return int(kernels.least_room(self.free, self.mins, self.maxs, lo, hi, demand, gang, cap(parallelism)))
 
     def find(self, lo: int, hi: int, demand: np.ndarray, gang: int, parallelism: int | None, bound: int, *,
              at_least: bool = False, from_right: bool = False) -> int:

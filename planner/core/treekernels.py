@@ -81,11 +81,61 @@ def refresh(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: i
 
 
 @njit(cache=True, nogil=True)
-def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarray:  # pragma: no cover
-    """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span)."""
+def reset_runs(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, capacity: np.ndarray, used: np.ndarray,
+               runs: np.ndarray) -> None:  # pragma: no cover
+    """Free over each run of steps ([lo, hi) rows, in any order, overlaps allowed) from capacity and use again."""
+    steps = free.shape[1]
+    order = np.argsort(runs[:, 0], kind="mergesort")
+    k = 0
+    while k < order.shape[0]:
+        lo, hi = runs[order[k], 0], runs[order[k], 1]
+        k += 1
+        while k < order.shape[0] and runs[order[k], 0] <= hi:  # overlapping or touching runs: one reset
+            hi = max(hi, runs[order[k], 1])
+            k += 1
+        lo, hi = max(lo, 0), min(hi, steps)
+        if lo < hi:
+            for r in range(free.shape[0]):
+                for t in range(lo, hi):
+                    free[r, t] = capacity[r, t] - used[r, t]
+            refresh(free, mins, maxs, lo, hi)
+
+
+@njit(cache=True, nogil=True)
+def _constant(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma: no cover
+    """Whether every step under `node` holds the same free capacity, resource by resource."""
+    same = True
+    for r in range(mins.shape[0]):
+        same = same and mins[r, node] == maxs[r, node]
+    return same
+
+
+@njit(cache=True, nogil=True)
+def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> tuple[int, int]:  # pragma: no cover
+    """Steps [lo, hi) around step t that all hold the same free capacity: the largest subtree over t's block whose
+    least and greatest agree (an empty span when t's own block holds more than one value)."""
+    size = mins.shape[1] // 2
+    node, span = size + t // BLOCK, 1
+    if not _constant(mins, maxs, node):
+        return t, t
+    while node > 1 and _constant(mins, maxs, node // 2):
+        node, span = node // 2, span * 2
+    first = node * span - size
+    return first * BLOCK, min(steps, (first + span) * BLOCK)
+
+
+@njit(cache=True, nogil=True)
+def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
+               hi: int) -> np.ndarray:  # pragma: no cover
+    """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span). A part of a block whose
+    least and greatest free are the same is read from the tree, not step by step."""
     resources, size = free.shape[0], mins.shape[1] // 2
     out = np.full(resources, math.inf)
     t = lo
+    if t % BLOCK != 0 and _constant(mins, maxs, size + t // BLOCK):  # the head of a block that holds one value
+        for r in range(resources):
+            out[r] = min(out[r], mins[r, size + t // BLOCK])
+        t = min(hi, t - t % BLOCK + BLOCK)
     while t < hi and t % BLOCK != 0:  # the head of a block
         for r in range(resources):
             out[r] = min(out[r], free[r, t])
@@ -103,6 +153,10 @@ def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarr
                 out[r] = min(out[r], mins[r, right])
         left //= 2
         right //= 2
+    if end < hi and _constant(mins, maxs, size + end // BLOCK):  # the tail, in a block that holds one value
+        for r in range(resources):
+            out[r] = min(out[r], mins[r, size + end // BLOCK])
+        return out
     for t in range(end, hi):  # the tail
         for r in range(resources):
             out[r] = min(out[r], free[r, t])
@@ -110,10 +164,10 @@ def least_free(free: np.ndarray, mins: np.ndarray, lo: int, hi: int) -> np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def least_room(free: np.ndarray, mins: np.ndarray, lo: int, hi: int, demand: np.ndarray, gang: int,
-               parallelism: int) -> int:  # pragma: no cover
+def least_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray,
+               gang: int, parallelism: int) -> int:  # pragma: no cover
     """The least room over steps [lo, hi): the room of the per-resource minima."""
-    return room_at(least_free(free, mins, lo, hi), demand, gang, parallelism)
+    return room_at(least_free(free, mins, maxs, lo, hi), demand, gang, parallelism)
 
 
 @njit(cache=True, nogil=True)
@@ -163,6 +217,11 @@ def find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int,
             if span == 1:
                 block = node - size
                 begin, end = max(lo, block * BLOCK), min(hi, (block + 1) * BLOCK)
+                if _constant(mins, maxs, node):  # one value: one room for every step of the block
+                    room = room_at(mins[:, node], demand, gang, parallelism)
+                    if room >= bound if at_least else room <= bound:
+                        return end - 1 if from_right else begin
+                    begin = end  # nothing here
                 for i in range(end - begin):
                     t = end - 1 - i if from_right else begin + i
                     room = room_at(free[:, t], demand, gang, parallelism)

@@ -37,6 +37,10 @@ class GreedyAgent:
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
         instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
+        return self.place_compiled(plan, reservation, instances)
+
+    def place_compiled(self, plan: Plan, reservation: Reservation, instances: list[Instance]) -> Outcome:
+        """`place` with the reservation already compiled (the earliest-deadline search compiles its probes once)."""
         for instance in instances:
             reason = window_reason(instance, plan, reservation)
             if reason is not None:
@@ -44,7 +48,7 @@ class GreedyAgent:
         limited = plan.policy.limited
         user = reservation.user
         lo, hi = reach(instances, plan.clock.steps)
-        if not limited and hi - lo >= pack.TREE_FROM:
+        if not limited and pack.on_tree(hi - lo, plan.clock.steps):
             return self._on_tree(plan, reservation, instances)
         free = plan.free_in(lo, hi)
         if limited:  # place around the user's share, so the limit shapes the placement rather than rejects it

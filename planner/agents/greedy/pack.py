@@ -20,8 +20,15 @@ EPSILON = 1e-9
 COMPILED_FROM = 64
 # Windows of this many steps and more are searched on the plan's free-capacity tree (ontree.py) instead of a copy:
 # below it, reading the window is cheaper than the tree's bookkeeping (measured: a week at minute steps, whose
-# 10,080 steps stay below it, decides faster on copies).
+# 10,080 steps stay below it, decides faster on copies). On a plan that long or longer (seconds-long steps), windows
+# from TREE_WINDOW steps on go to the tree too: the tree is there already and a copy of hours of seconds costs more.
 TREE_FROM = 16_384
+TREE_WINDOW = 2_048
+
+
+def on_tree(window: int, steps: int) -> bool:
+    """Whether a window of `window` steps on a plan of `steps` steps is searched on the plan's tree."""
+    return window >= TREE_FROM or (steps >= TREE_FROM and window >= TREE_WINDOW)
 Blocks = tuple[np.ndarray, np.ndarray]  # lease start offsets, and how many gangs start at each
 
 

@@ -138,6 +138,8 @@ class Placer:
 
     def cost(self, solution: Solution) -> float:
         """What a placement costs: its share of capacity, weighted up where the plan is already loaded."""
+        if self.tree is not None:  # the same sum, over the steps the placement holds only
+            return self.tree.cost(solution, self.capacity, self.origin)
         total = 0.0
         for placement in solution:
             base, held = placement.held()

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.agents.greedy import pack
-from planner.agents.greedy.ontree import TreeView
+from planner.agents.greedy.ontree import TreeView, tree_tiles
 from planner.core import treekernels
 from planner.core.compile import AtomTask
-from planner.core.freetree import FreeTree
+from planner.core.freetree import FreeTree, cap
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LEVELS = st.integers(-2, 12).map(float)
@@ -23,11 +23,11 @@ LEVELS = st.integers(-2, 12).map(float)
 def views(draw: st.DrawFn) -> TreeView:
     """A tree over free capacity made of runs (as a plan's is), a few spans then changed in place, maybe mirrored."""
     resources = draw(st.integers(1, 2))
-    steps = draw(st.integers(1, 3 * treekernels.BLOCK + 9))
+    steps = draw(st.integers(1, 9 * treekernels.BLOCK + 9))
     free = np.empty((resources, steps))
     t = 0
     while t < steps:
-        run = draw(st.integers(1, 40))
+        run = draw(st.one_of(st.integers(1, 40), st.integers(treekernels.BLOCK, 4 * treekernels.BLOCK)))
         free[:, t:t + run] = np.array(draw(st.lists(LEVELS, min_size=resources, max_size=resources)))[:, None]
         t += run
     view = TreeView(FreeTree(free), mirrored=draw(st.booleans()))
@@ -101,3 +101,36 @@ def test_laying_a_placement_on_the_tree_writes_what_the_placer_writes(data: st.D
     assert np.array_equal(view.free, expected)
     fresh = FreeTree(view.tree.free)
     assert np.array_equal(view.tree.mins, fresh.mins) and np.array_equal(view.tree.maxs, fresh.maxs)
+
+
+@FAST
+@given(room=hnp.arrays(np.float64, st.integers(2, 60), elements=st.integers(0, 5).map(float)),
+       length=st.integers(2, 6), leases=st.integers(1, 40), mirrored=st.booleans())
+def test_latest_on_the_tree_holds_every_piece_between_laid_starts(room: np.ndarray, length: int, leases: int,
+                                                                   mirrored: bool) -> None:
+    """Room that changes at every step: leases laid start by start leave pieces between their starts whose room
+    left binds a later lease (the tree's sliding minimum over those pieces)."""
+    view = TreeView(FreeTree((room[::-1] if mirrored else room)[None, :].copy()), mirrored=mirrored)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pack, "COMPILED_FROM", 10**9)
+        expected = pack.latest(room.astype(np.int64), length, leases) if room.size >= length else None
+    found = view.latest(np.array([1.0]), 1, None, 0, room.size, length, leases)
+    assert (found is None) == (expected is None)
+    if found is not None and expected is not None:
+        assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()
+
+
+@FAST
+@given(data=st.data(), view=views(), length=st.integers(1, 80), gang=st.integers(1, 2),
+       parallelism=st.one_of(st.none(), st.integers(1, 9)))
+def test_each_tiles_room_on_the_tree_is_the_dense_one(data: st.DataObject, view: TreeView, length: int, gang: int,
+                                                      parallelism: int | None) -> None:
+    demand = data.draw(hnp.arrays(np.float64, view.free.shape[0], elements=st.sampled_from([0.0, 1.0, 2.0])))
+    steps = view.free.shape[1]
+    lo = data.draw(st.integers(0, steps - 1))
+    hi = data.draw(st.integers(lo + 1, steps))
+    room = pack.gang_room(np.ascontiguousarray(view.free[:, lo:hi]), demand, gang, parallelism)
+    tree = view.tree
+    found = tree_tiles(tree.free, tree.mins, tree.maxs, view.mirrored, lo, hi, length, demand, gang,
+                       cap(parallelism))
+    assert found.tolist() == pack.tile_room(room, length).tolist()

@@ -37,3 +37,10 @@ def _records(scenario: Scenario, agent: str, tree: bool) -> list[dict]:
 @given(scenario=scenarios())
 def test_random_plans_decide_the_same_on_the_tree(agent: str, scenario: Scenario) -> None:
     assert _records(scenario, agent, tree=True) == _records(scenario, agent, tree=False)
+
+
+def test_only_plans_of_fine_steps_search_windows_shorter_than_tree_from_on_the_tree() -> None:
+    week_of_minutes, week_of_seconds = 7 * 24 * 60, 7 * 24 * 3600
+    assert not pack.on_tree(week_of_minutes, week_of_minutes)  # a week at one-minute steps: always copies
+    assert pack.on_tree(pack.TREE_FROM, pack.TREE_FROM)
+    assert pack.on_tree(pack.TREE_WINDOW, week_of_seconds) and not pack.on_tree(pack.TREE_WINDOW - 1, week_of_seconds)

@@ -31,10 +31,17 @@ def _dense_find(room: np.ndarray, lo: int, hi: int, bound: int, at_least: bool, 
 
 @st.composite
 def trees(draw: st.DrawFn) -> tuple[FreeTree, np.ndarray]:
-    """A tree over random free capacity (up to a few blocks), with random spans then changed in place."""
+    """A tree over random free capacity (up to a few blocks), maybe in runs of one value, with random spans then
+    changed in place."""
     resources = draw(st.integers(1, 3))
     steps = draw(st.integers(0, 3 * treekernels.BLOCK + 7))
     free = draw(hnp.arrays(np.float64, (resources, steps), elements=HALVES))
+    if draw(st.booleans()):  # runs of one value, as a plan's are: whole blocks and parts of blocks hold one value
+        t = 0
+        while t < steps:
+            run = draw(st.integers(1, 2 * treekernels.BLOCK))
+            free[:, t:t + run] = free[:, t:t + 1]
+            t += run
     tree = FreeTree(free)
     for _ in range(draw(st.integers(0, 3))):
         if steps == 0:

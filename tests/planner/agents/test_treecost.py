@@ -1,0 +1,71 @@
+"""The placer's cost of a placement laid on the free-capacity tree (treecost.py) against the dense one, to the last
+bit: it sums in numpy's order and skips only the parts where the placement holds nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from planner.agents.greedy.ontree import TreeView
+from planner.agents.greedy.placer import AtomPlacement, Placer
+from planner.agents.greedy.treecost import pieces
+from planner.core.compile import AtomTask
+from planner.core.freetree import FreeTree
+
+FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+LEVELS = st.sampled_from([0.0, 0.5, 1.0, 3.0, 7.5, 16.0, 1024.0, 3.0e6])
+
+
+@st.composite
+def placements(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool]:
+    """Capacity (zero in places) and use on a plan of up to a few thousand steps, and a solution of one to three
+    atoms whose leases are spread thin over it."""
+    resources = draw(st.integers(1, 3))
+    steps = draw(st.sampled_from([40, 300, 2_000, 5_000]))
+    capacity = np.repeat(draw(hnp.arrays(np.float64, (resources, 1), elements=LEVELS)), steps, axis=1)
+    for _ in range(draw(st.integers(0, 3))):
+        lo = draw(st.integers(0, steps - 1))
+        capacity[:, lo:draw(st.integers(lo + 1, steps))] = draw(LEVELS)
+    used = np.minimum(capacity, draw(hnp.arrays(np.float64, (resources, steps), elements=LEVELS)))
+    solution = []
+    for index in range(draw(st.integers(1, 3))):
+        length = draw(st.integers(1, min(steps, 200)))
+        starts = np.array(draw(st.lists(st.integers(0, steps - length), min_size=1, max_size=12, unique=True)))
+        gangs = np.array(draw(st.lists(st.integers(1, 5), min_size=starts.size, max_size=starts.size)))
+        demand = draw(hnp.arrays(np.float64, resources, elements=st.sampled_from([0.0, 0.5, 1.0, 2.0, 1024.0])))
+        task = AtomTask(f"a{index}", None, demand, draw(st.integers(1, 3)), None, length, 1, 0,  # type: ignore[arg-type]
+                        steps)
+        solution.append(AtomPlacement(task, starts, gangs))
+    return capacity, used, solution, draw(st.booleans())
+
+
+@FAST
+@given(drawn=placements())
+def test_the_cost_on_the_tree_is_the_dense_cost_to_the_bit(
+        drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool]) -> None:
+    capacity, used, solution, mirrored = drawn
+    view = TreeView(FreeTree(capacity - used), mirrored=mirrored)
+    axis = capacity[:, ::-1] if mirrored else capacity  # the placer's capacity is on the view's axis
+    dense = Placer(np.ascontiguousarray(view.free), axis, flat=False).cost(solution)
+    assert Placer(view.free, axis, flat=False, tree=view).cost(solution) == dense
+
+
+@FAST
+@given(length=st.integers(1, 50), leases=st.lists(st.tuples(st.integers(0, 400), st.integers(1, 4)), min_size=1,
+                                                     max_size=10))
+def test_pieces_are_the_runs_where_the_leases_hold_something(length: int, leases: list[tuple[int, int]]) -> None:
+    starts = np.array([start for start, _ in leases])
+    gangs = np.array([count for _, count in leases])
+    held = np.zeros(starts.max() + length + 1, dtype=np.int64)
+    np.add.at(held, starts, gangs)
+    np.add.at(held, starts + length, -gangs)
+    held = np.cumsum(held)
+    los, his, counts = pieces(starts, gangs, length)
+    rebuilt = np.zeros_like(held)
+    for lo, hi, count in zip(los, his, counts, strict=True):
+        assert count != 0 and lo < hi
+        rebuilt[lo:hi] = count
+    assert np.array_equal(rebuilt, held)
+    assert np.all(his[:-1] <= los[1:])

@@ -9,10 +9,11 @@ in the same order, so the arrays hold the same bits either way (tests/planner/co
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from planner.core.jit import kernel
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def lay(into: np.ndarray, base: int, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray,
         demand: np.ndarray) -> None:  # pragma: no cover
     """`into[:, base + t]` less `demand` times the bundles held at step t: `counts[i]` over [starts[i], ends[i]),

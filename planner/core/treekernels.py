@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from planner.core.jit import kernel
 
 BLOCK = 64  # steps per leaf of the tree: a leaf is scanned whole, so this trades memory for scan length
 EPSILON = 1e-9  # pack.py's
@@ -22,7 +23,7 @@ UNBOUNDED = 2**40  # the room of a bundle that asks for nothing
 NO_CAP = -1  # `parallelism` None
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def room_at(values: np.ndarray, demand: np.ndarray, gang: int, parallelism: int) -> int:  # pragma: no cover
     """Gangs that fit where each resource has `values[r]` free (pack.gang_room at one step)."""
     lowest = math.inf
@@ -41,7 +42,7 @@ def room_at(values: np.ndarray, demand: np.ndarray, gang: int, parallelism: int)
     return bundles // gang
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def build(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray) -> None:  # pragma: no cover
     """Fill the tree (leaves from `mins.shape[1] // 2`) from `free`; leaves past the steps stay neutral."""
     mins[:, :] = math.inf
@@ -49,14 +50,14 @@ def build(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray) -> None:  # prag
     refresh(free, mins, maxs, 0, free.shape[1])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pull(mins: np.ndarray, maxs: np.ndarray, node: int) -> None:  # pragma: no cover
     for r in range(mins.shape[0]):
         mins[r, node] = min(mins[r, 2 * node], mins[r, 2 * node + 1])
         maxs[r, node] = max(maxs[r, 2 * node], maxs[r, 2 * node + 1])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def refresh(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int) -> None:  # pragma: no cover
     """Recompute the blocks over steps [lo, hi) from `free`, and their ancestors."""
     if hi <= lo:
@@ -80,7 +81,7 @@ def refresh(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: i
         first, last = first // 2, last // 2
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def reset_runs(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, capacity: np.ndarray, used: np.ndarray,
                runs: np.ndarray) -> None:  # pragma: no cover
     """Free over each run of steps ([lo, hi) rows, in any order, overlaps allowed) from capacity and use again."""
@@ -101,7 +102,7 @@ def reset_runs(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, capacity: n
             refresh(free, mins, maxs, lo, hi)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _constant(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma: no cover
     """Whether every step under `node` holds the same free capacity, resource by resource."""
     same = True
@@ -110,7 +111,7 @@ def _constant(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma:
     return same
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> tuple[int, int]:  # pragma: no cover
     """Steps [lo, hi) around step t that all hold the same free capacity: the largest subtree over t's block whose
     least and greatest agree (an empty span when t's own block holds more than one value)."""
@@ -124,7 +125,7 @@ def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> 
     return first * BLOCK, min(steps, (first + span) * BLOCK)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
                hi: int) -> np.ndarray:  # pragma: no cover
     """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span). A part of a block whose
@@ -163,14 +164,14 @@ def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def least_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray,
                gang: int, parallelism: int) -> int:  # pragma: no cover
     """The least room over steps [lo, hi): the room of the per-resource minima."""
     return room_at(least_free(free, mins, maxs, lo, hi), demand, gang, parallelism)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _may_hold(mins: np.ndarray, maxs: np.ndarray, node: int, demand: np.ndarray, gang: int, parallelism: int,
               bound: int, at_least: bool) -> bool:  # pragma: no cover
     """Whether some step under `node` may have room <= bound (exact), or >= bound (`at_least`: maxima, an upper
@@ -180,7 +181,7 @@ def _may_hold(mins: np.ndarray, maxs: np.ndarray, node: int, demand: np.ndarray,
     return room_at(mins[:, node], demand, gang, parallelism) <= bound
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _open(mins: np.ndarray, maxs: np.ndarray, node: int, span: int, first: int, last: int, demand: np.ndarray,
           gang: int, parallelism: int, bound: int, at_least: bool) -> bool:  # pragma: no cover
     """Whether the search may enter `node` (covering `span` blocks): it reaches into blocks [first, last] and the
@@ -191,7 +192,7 @@ def _open(mins: np.ndarray, maxs: np.ndarray, node: int, span: int, first: int, 
     return _may_hold(mins, maxs, node, demand, gang, parallelism, bound, at_least)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray, gang: int,
          parallelism: int, bound: int, at_least: bool, from_right: bool) -> int:  # pragma: no cover
     """The first step of [lo, hi), from the left or `from_right`, whose room is <= bound (or >= bound

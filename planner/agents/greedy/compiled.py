@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from planner.core.jit import kernel
 from planner.core.treekernels import EPSILON, NO_CAP, UNBOUNDED
 
 __all__ = ["NO_CAP", "UNBOUNDED", "latest_kernel", "room_kernel"]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def room_kernel(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
     """Gangs that fit at each step of `free` (resources × steps): floor(min over needed resources of free/demand).
 
@@ -46,7 +46,7 @@ def room_kernel(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: in
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def latest_kernel(room: np.ndarray, length: int, leases: int,
                   starts: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover
     """Lease by lease from the end, each start as high as it goes; the blocks written, or -1 if they do not fit.

@@ -14,12 +14,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
 
 from planner.agents.greedy.pack import flattest_of_tiles
 from planner.agents.greedy.treecost import pieces, placement_cost
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
+from planner.core.jit import kernel
 from planner.core.treekernels import find, least_room, one_value_around, refresh, room_at
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ Blocks = tuple[np.ndarray, np.ndarray]
 FLAT_FROM = 1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
           demand: np.ndarray, gang: int, parallelism: int, bound: int, at_least: bool,
           from_right: bool) -> int:  # pragma: no cover
@@ -43,7 +43,7 @@ def _find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, 
     return -1 if found < 0 else steps - 1 - found
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _least(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
            demand: np.ndarray, gang: int, parallelism: int) -> int:  # pragma: no cover
     steps = free.shape[1]
@@ -52,13 +52,13 @@ def _least(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool,
     return least_room(free, mins, maxs, lo, hi, demand, gang, parallelism)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _room(free: np.ndarray, mirrored: bool, t: int, demand: np.ndarray, gang: int,
           parallelism: int) -> int:  # pragma: no cover
     return room_at(free[:, free.shape[1] - 1 - t if mirrored else t], demand, gang, parallelism)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
                 length: int, leases: int, demand: np.ndarray, gang: int, parallelism: int,
                 starts: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover
@@ -123,7 +123,7 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _leftmost_blocked(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, start: int,
                       end: int, demand: np.ndarray, gang: int, parallelism: int, starts: np.ndarray,
                       before: np.ndarray, first: int, written: int) -> int:  # pragma: no cover
@@ -142,7 +142,7 @@ def _leftmost_blocked(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirr
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, below: int,
                     demand: np.ndarray, gang: int, parallelism: int, starts: np.ndarray, counts: np.ndarray,
                     first: int, written: int) -> int:  # pragma: no cover
@@ -164,7 +164,7 @@ def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirror
     return -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, starts: np.ndarray,
              gangs: np.ndarray, length: int, gang: int, signed: np.ndarray) -> np.ndarray:  # pragma: no cover
     """Placer._apply on the tree: free -= signed demand x bundles held per step (the same float operations as the
@@ -196,7 +196,7 @@ def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: boo
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def tree_tiles(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
                demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
     """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last.

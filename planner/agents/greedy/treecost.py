@@ -12,13 +12,14 @@ the placement holds nothing is exactly zero, so it is skipped without changing t
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from planner.core.jit import kernel
 
 PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE
 UNROLL = 8  # numpy's running sums per block
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def pieces(starts: np.ndarray, gangs: np.ndarray,
            length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """The runs [lo, hi) where leases of `length` steps starting at `starts` (`gangs` at each) hold a constant,
@@ -45,20 +46,20 @@ def pieces(starts: np.ndarray, gangs: np.ndarray,
     return los[:found], his[:found], held[:found]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _first_piece(his: np.ndarray, t: int) -> int:  # pragma: no cover
     """The first piece that ends after step t."""
     return int(np.searchsorted(his, t, side="right"))
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _holds(los: np.ndarray, his: np.ndarray, a: int, b: int) -> bool:  # pragma: no cover
     """Whether some piece reaches into steps [a, b)."""
     k = _first_piece(his, a)
     return k < los.shape[0] and los[k] < b
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _term(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, r: int, t: int,
           held: int) -> float:  # pragma: no cover
     """Placer.cost's term at resource r, step t (offsets in the slices given), `held` bundles there."""
@@ -68,7 +69,7 @@ def _term(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, r: int, t:
     return share * (1.0 + load)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _zero(demand: np.ndarray, los: np.ndarray, his: np.ndarray, span: int, lo: int,
           size: int) -> bool:  # pragma: no cover
     """Whether every term of flat elements [lo, lo + size) is zero: no resource asked for there, or no piece."""
@@ -81,7 +82,7 @@ def _zero(demand: np.ndarray, los: np.ndarray, his: np.ndarray, span: int, lo: i
     return True
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _fill(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: int, los: np.ndarray, his: np.ndarray,
           held: np.ndarray, span: int, lo: int, values: np.ndarray) -> None:  # pragma: no cover
     """The terms of flat elements [lo, lo + len(values)) of the resources × span array, walking the pieces."""
@@ -97,7 +98,7 @@ def _fill(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: int,
             r, t, k = r + 1, 0, 0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _block(values: np.ndarray) -> float:  # pragma: no cover
     """numpy's sum of at most PAIRWISE_BLOCK values: eight running sums, then the rest one by one."""
     size = values.shape[0]
@@ -119,7 +120,7 @@ def _block(values: np.ndarray) -> float:  # pragma: no cover
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pairwise(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: int, los: np.ndarray,
               his: np.ndarray, held: np.ndarray, span: int, size: int) -> float:  # pragma: no cover
     """numpy's pairwise sum of the flat elements [0, size), skipping the parts that are all zero.
@@ -155,7 +156,7 @@ def _pairwise(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, gang: 
     return sums[0]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def placement_cost(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, starts: np.ndarray,
                    gangs: np.ndarray, length: int, gang: int) -> float:  # pragma: no cover
     """Placer.cost of one placement; `capacity` and `free` are sliced to its span (first start to last end)."""

@@ -46,7 +46,7 @@ def test_a_kernel_caches_in_that_folder_and_leaves_numba_setting_as_it_was(tmp_p
         def doubled(values: np.ndarray) -> np.ndarray:
             return values * 2
 
-        assert config.CACHE_DIR == before
+        assert before == config.CACHE_DIR
         assert doubled(np.arange(3)).tolist() == [0, 2, 4]
         assert list(jit.cache_folder().rglob("*doubled*.nbi"))  # its index, in the folder named by the kernels
     finally:

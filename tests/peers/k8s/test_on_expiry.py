@@ -20,7 +20,7 @@ from tests.peers.k8s.controlplane import ControlPlane
 from tests.peers.k8s.expiry import AFTER, GAMMA, Ending, play, probe
 
 pytestmark = pytest.mark.cluster
-PROBE = "RAYON_K8S_PROBE"  # set to 1: also probe YuniKorn's quota preemption itself (about a minute)
+PROBE = "RAYON_K8S_PROBE"  # set to 1: also probe YuniKorn's quota preemption itself (27 s measured)
 
 
 def shown(ending: Ending) -> Ending:
@@ -68,7 +68,7 @@ def test_under_kill_the_ended_queue_is_closed_in_the_configmap_at_the_window_end
 
 
 @pytest.mark.skipif(os.environ.get(PROBE) != "1", reason=f"YuniKorn's own quota preemption at its pinned version, "
-                    f"about a minute: {PROBE}=1 probes it (docs/kubernetes.md)")
+                    f"about 30 s: {PROBE}=1 probes it (docs/kubernetes.md)")
 def test_why_the_mark_one_byte_leaves_a_pod_and_a_max_not_lowered_both(control_plane: ControlPlane) -> None:
     """What the ended max must be (follower/follow/yunikorn.py): YuniKorn frees only what a queue holds above its max,
     and starts only for a max lowered in every quantity (a name missing counts as 0)."""

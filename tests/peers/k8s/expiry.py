@@ -1,7 +1,8 @@
 """A reservation's pods outliving its window on the local control plane, under `rayon serve --on-expiry kill` or
 `move`: the ConfigMap's queue over time, and when each pod ran and stopped, from the API server.
 
-`gamma` holds two bundles (4 vcores, 8 GiB) over its whole window, [20 s, 50 s) of the plan; its two pods (one
+`gamma` holds two bundles (4 vcores, 8 GiB) over its whole window, [10 s, 30 s) of the plan (two steps: the plan
+starts at the step boundary before now, so the window opens 0-10 s after the store is made); its two pods (one
 application: the first is its originator) are submitted as soon as its queue is in the ConfigMap and would run ten
 minutes. Nothing else runs: the pods start at once, and what stops them is the follower's `on_expiry` alone.
 """
@@ -38,11 +39,12 @@ from tests.peers.k8s.scenario import (
 NAMESPACE = "expiry-{}"  # one per on_expiry (its events apart): the other scenarios' namespaces are left alone
 QUOTA_KILL = "Preempting victim for quota change preemption"  # yunikorn-core's log line, one per pod it preempts
 GAMMA = Reservation("gamma", """reservation gamma user=carol value=10 {
-  window(s=+20s, e=+50s,
-    atom(b={memory: 8GiB, vcores: 4}, h=2, l=30s, w=60s)
+  window(s=+10s, e=+30s,
+    atom(b={memory: 8GiB, vcores: 4}, h=2, l=20s, w=40s)
   )
 }""", pods=2, cpu=4, memory=8, run_for=600)
-AFTER = 15  # seconds watched past the window's end under `move` (kill: until both pods stopped)
+AFTER = 10  # seconds watched past the window's end under `move` (kill: until both pods stopped): five times the
+# kill's measured lag (about 2 s, docs/kubernetes.md), as the probe's watch
 BASE = Path(__file__).with_name("queues-base.yaml")
 
 

@@ -2,10 +2,15 @@
 YuniKorn's quota preemption deletes its pods still running, the application's originator among them, while the
 follower keeps the ended queue closed in the ConfigMap; under `move` (the default) they run on. The lag from the
 window's end to each pod's deletion is printed, and bounded only by the follower's KEEP_ENDED: the kill must come
-while the ended queue is in the document (docs/kubernetes.md gives the measured figures)."""
+while the ended queue is in the document (docs/kubernetes.md gives the measured figures).
+
+The probe (why the ended max is what it is) checks YuniKorn's own behaviour at the version build.sh pins, which only a
+new pin can change (test_scripts.py checks the pins in the default suite): it runs when RAYON_K8S_PROBE=1 is set, so
+the tier stays under its 10 minutes (docs/kubernetes.md)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +20,7 @@ from tests.peers.k8s.controlplane import ControlPlane
 from tests.peers.k8s.expiry import AFTER, GAMMA, Ending, play, probe
 
 pytestmark = pytest.mark.cluster
+PROBE = "RAYON_K8S_PROBE"  # set to 1: also probe YuniKorn's quota preemption itself (27 s measured)
 
 
 def shown(ending: Ending) -> Ending:
@@ -61,6 +67,8 @@ def test_under_kill_the_ended_queue_is_closed_in_the_configmap_at_the_window_end
     assert killed.window[1] - 0.5 <= closed <= min(killed.stopped.values()) + 0.5
 
 
+@pytest.mark.skipif(os.environ.get(PROBE) != "1", reason=f"YuniKorn's own quota preemption at its pinned version, "
+                    f"about 30 s: {PROBE}=1 probes it (docs/kubernetes.md)")
 def test_why_the_mark_one_byte_leaves_a_pod_and_a_max_not_lowered_both(control_plane: ControlPlane) -> None:
     """What the ended max must be (follower/follow/yunikorn.py): YuniKorn frees only what a queue holds above its max,
     and starts only for a max lowered in every quantity (a name missing counts as 0)."""

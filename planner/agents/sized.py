@@ -16,7 +16,7 @@ from datetime import datetime
 import numpy as np
 
 from planner.agents.base import Outcome
-from planner.agents.explain import window_reason
+from planner.agents.explain import clipped_reason, window_reason
 from planner.agents.greedy.agent import GreedyAgent
 from planner.core.compile import AtomTask, Task, compile_reservation
 from planner.core.decision import Reason
@@ -36,8 +36,9 @@ class SizedAgent(GreedyAgent):
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
         instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
-        if any(window_reason(instance, plan, reservation) is not None for instance in instances):
-            return super().place(plan, reservation, submitted)  # the clock ruled its window out: GREE-L says how
+        if any(window_reason(instance, plan, reservation) is not None
+               or clipped_reason(instance, plan, reservation) is not None for instance in instances):
+            return super().place(plan, reservation, submitted)  # the clock or horizon rule it out: GREE-L says how
         for instance in instances:
             share, resource = window_share(instance.task, plan)
             if share > self.share:

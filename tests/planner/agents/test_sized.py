@@ -64,6 +64,16 @@ def test_any_counts_its_lightest_alternative_and_order_the_sum_of_its_stages() -
     assert window_share(instance.task, planner.plan) == (pytest.approx(6 / 64), 0)
 
 
+def test_a_window_the_horizon_cuts_too_short_is_a_window_rejection_as_under_gree_l() -> None:
+    """Found by hypothesis in CI: 1 of 2 vcores over the 1.5 minutes left inside the horizon is over the tenth, but
+    the horizon, not the share, is why it cannot be placed."""
+    cluster = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 85m\ncapacity: {vcores: 2}\n")
+    text = ("reservation r0 { window(s=2026-11-23T01:23:30Z, e=2026-11-23T01:26:30Z, "
+            "atom(b={vcores: 1}, w=3m)) }")
+    mine, theirs = decide(text, "gree-s", Planner(cluster, START)), decide(text, "gree-l", Planner(cluster, START))
+    assert not mine["accepted"] and mine["reason"]["code"] == theirs["reason"]["code"] == "window"
+
+
 def test_a_capacity_drop_inside_the_window_raises_the_share() -> None:
     cluster = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {vcores: 64}\n"
                             "changes:\n  - {at: 2026-11-23T00:30:00Z, capacity: {vcores: 16}}\n")

@@ -38,7 +38,7 @@ class SizedAgent(GreedyAgent):
         instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
         if any(window_reason(instance, plan, reservation) is not None
                or clipped_reason(instance, plan, reservation) is not None for instance in instances):
-            return super().place(plan, reservation, submitted)  # the clock or horizon rule it out: GREE-L says how
+            return self.place_compiled(plan, reservation, instances)  # clock or horizon rule it out: as GREE-L
         for instance in instances:
             share, resource = window_share(instance.task, plan)
             if share > self.share:
@@ -48,7 +48,7 @@ class SizedAgent(GreedyAgent):
                     f"window [{units.format_instant(plan.clock.at(lo))}, {units.format_instant(plan.clock.at(hi))}); "
                     f"{self.name} admits a reservation up to {self.share:.0%} of it, to keep room for smaller "
                     "ones (a later deadline lowers the share)")))
-        return super().place(plan, reservation, submitted)
+        return self.place_compiled(plan, reservation, instances)
 
 
 def window_share(task: Task, plan: Plan) -> tuple[float, int]:

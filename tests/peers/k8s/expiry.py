@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import signal
-import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,15 +21,13 @@ import yaml
 
 from tests.peers.k8s.controlplane import ControlPlane, wait
 from tests.peers.k8s.scenario import (
-    RAYON,
     STEP,
     Reservation,
     clear,
-    grant_follower,
     namespace,
     plan,
     planned,
-    rayon,
+    serving,
     submit,
 )
 
@@ -96,22 +91,8 @@ def play(plane: ControlPlane, work: Path, on_expiry: str, limit: float = 120.0) 
     start = plan(work, [GAMMA], len(api.list_node().items))
     steps = planned(work, start, [GAMMA])["gamma"]
     ending = Ending(on_expiry, (min(steps) * STEP, (max(steps) + 1) * STEP))
-    grant_follower(plane)
-    rayon("token", "ops", "--tokens", "tokens.yaml", cwd=work)
-    env = {**os.environ, "KUBECONFIG": str(plane.dir / "follower.kubeconfig")}
-    with (work / "serve.log").open("w") as log:
-        serve = subprocess.Popen([*RAYON, "serve", "--state", "plan.db", "--tokens", "tokens.yaml", "--port", "0",
-                                  "--clock", "wall", "--follow-to", "yunikorn-configmap", "--on-expiry", on_expiry],
-                                 cwd=work, env=env, stdout=log, stderr=log)
-        try:
-            _watch(api, ending, start, space, ending.window[1] + (AFTER if on_expiry == "move" else limit))
-        finally:
-            serve.send_signal(signal.SIGTERM)
-            try:
-                serve.wait(30)
-            except subprocess.TimeoutExpired:
-                serve.kill()
-                serve.wait()
+    with serving(plane, work, "--on-expiry", on_expiry):
+        _watch(api, ending, start, space, ending.window[1] + (AFTER if on_expiry == "move" else limit))
     for pod in GAMMA.pod_names():
         events = api.list_namespaced_event(space, field_selector=f"involvedObject.name={pod}").items
         ending.events[pod] = [[e.reason or "", e.message or ""] for e in events]

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -174,27 +176,34 @@ def play(plane: ControlPlane, work: Path, reservations: list[Reservation], best_
     api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": JOBS}})
     start = plan(work, reservations, len(api.list_node().items))
     outcome = Outcome(start, planned(work, start, reservations), best_effort_count=count)
-    grant_follower(plane)
-    env = {**os.environ, "KUBECONFIG": str(plane.dir / "follower.kubeconfig")}  # the Role's rights, no more
-    rayon("token", "ops", "--tokens", "tokens.yaml", cwd=work)
-    log = (work / "serve.log").open("w")
-    serve = subprocess.Popen([*RAYON, "serve", "--state", "plan.db", "--tokens", "tokens.yaml", "--port", "0",
-                              "--clock", "wall", "--follow-to", "yunikorn-configmap"],
-                             cwd=work, env=env, stdout=log, stderr=log)
     last = max((max(s) + 1) * STEP for s in outcome.planned.values() if s)
-    try:
+    with serving(plane, work):
         _watch(api, outcome, reservations, start, last + limit)
-    finally:
-        serve.send_signal(signal.SIGTERM)
-        try:
-            serve.wait(30)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
-        log.close()
     _records(api, outcome, reservations, start)
     (work / "outcome.json").write_text(json.dumps(dataclasses.asdict(outcome), default=str, indent=1))
     return outcome
+
+
+@contextmanager
+def serving(plane: ControlPlane, work: Path, *options: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`rayon serve --follow-to yunikorn-configmap OPTIONS` on WORK's plan.db, on the wall clock, as the follower's
+    user (the Role's rights, no more), logging to WORK/serve.log; stopped with SIGTERM (killed after 30 s) on exit."""
+    grant_follower(plane)
+    rayon("token", "ops", "--tokens", "tokens.yaml", cwd=work)
+    env = {**os.environ, "KUBECONFIG": str(plane.dir / "follower.kubeconfig")}
+    with (work / "serve.log").open("w") as log:
+        serve = subprocess.Popen([*RAYON, "serve", "--state", "plan.db", "--tokens", "tokens.yaml", "--port", "0",
+                                  "--clock", "wall", "--follow-to", "yunikorn-configmap", *options],
+                                 cwd=work, env=env, stdout=log, stderr=log)
+        try:
+            yield serve
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            try:
+                serve.wait(30)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+                serve.wait()
 
 
 def grant_follower(plane: ControlPlane) -> None:

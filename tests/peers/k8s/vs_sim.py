@@ -15,9 +15,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
-import signal
-import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,13 +34,12 @@ from tests.peers.k8s.scenario import (
     BATCH,
     JOBS,
     QUEUE_LABEL,
-    RAYON,
     RUN_FOR,
     clear,
-    grant_follower,
     namespace,
     queues_in,
     rayon,
+    serving,
 )
 
 SCENARIO = Path(__file__).resolve().parent / "vs_sim.yaml"
@@ -144,23 +140,9 @@ def play(plane: ControlPlane, work: Path, limit: float = 240.0) -> Side:
         side.jobs[job.id] = JobRun(job.id, job.kind, job.submit, job.deadline)
     for name, first in _leases(work, start, step).items():
         side.jobs[name].lease = first
-    grant_follower(plane)
-    rayon("token", "ops", "--tokens", "tokens.yaml", cwd=work)
-    env = {**os.environ, "KUBECONFIG": str(plane.dir / "follower.kubeconfig")}
-    with (work / "serve.log").open("w") as log:
-        serve = subprocess.Popen([*RAYON, "serve", "--state", "plan.db", "--tokens", "tokens.yaml", "--port", "0",
-                                  "--clock", "wall", "--follow-to", "yunikorn-configmap"],
-                                 cwd=work, env=env, stdout=log, stderr=log)
-        try:
-            until = max(j.deadline for j in workload.production if j.deadline is not None) + limit
-            _watch(api, side, workload.production, best_effort, start, until)
-        finally:
-            serve.send_signal(signal.SIGTERM)
-            try:
-                serve.wait(30)
-            except subprocess.TimeoutExpired:
-                serve.kill()
-                serve.wait()
+    until = max(j.deadline for j in workload.production if j.deadline is not None) + limit
+    with serving(plane, work):
+        _watch(api, side, workload.production, best_effort, start, until)
     _records(api, side, start)
     (work / "side.json").write_text(json.dumps(dataclasses.asdict(side), indent=1))
     return side

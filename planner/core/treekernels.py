@@ -17,7 +17,11 @@ import numpy as np
 
 from planner.core.jit import kernel
 
-BLOCK = 64  # steps per leaf of the tree: a leaf is scanned whole, so this trades memory for scan length
+# Steps per leaf of the tree: a leaf is scanned whole, so this trades memory for scan length. 16, not 64: a lease of a
+# minute at one-second steps reads two partial leaves per question (measured, `python benchmarks/admission.py --sweep
+# --count 10000 --steps 1s --agents gree,gree-l --roll-count 10` side by side: p99 gree 6.6 -> 6.0 ms, gree-l 68 ->
+# 55 ms; 8 gave the same as 16), for 3 MiB more on a week at one-second steps (the plan's 29).
+BLOCK = 16
 EPSILON = 1e-9  # pack.py's
 UNBOUNDED = 2**40  # the room of a bundle that asks for nothing
 NO_CAP = -1  # `parallelism` None

@@ -1,7 +1,7 @@
 """Online admission speed and quality of the greedy agents on a one-week, one-minute plan.
 
     python benchmarks/admission.py [--count 10000] [--seed 7] [--agents gree,gree-l] [--no-explain]
-    python benchmarks/admission.py --sweep [--count 2000] [--steps 1m,10s,1s] [--roll-count 10000]
+    python benchmarks/admission.py --sweep [--count 2000] [--steps 1m,10s,1s] [--roll-count 10000] [--parts]
 
 Submits a seeded mix of reservations (single atoms, orders of 2-4 stages, `any` of 2-3
 alternatives, gangs) one by one, arrivals spread over the week, demand about 1.3x
@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from planner.admission import Planner
+from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.registry import AGENTS, get_agent
 from rdl import RDLErrors, parse_cluster, parse_text, validate
 from rdl.summary import least_work
@@ -132,9 +133,10 @@ def run(agent_name: str, reservations: list[Reservation], explain: bool) -> None
 
 
 def sweep(reservations: list[Reservation], steps: list[str], agents: list[str], explain: bool,
-          roll_count: int) -> None:
-    """The resolution sweep: the same stream at each step, ours and the bare pass side by side (see the docstring)."""
-    from resolution import bare_pass, plan_memory, roll_time
+          roll_count: int, parts: bool = False) -> None:
+    """The resolution sweep: the same stream at each step, ours and the bare pass side by side (see the docstring);
+    with `parts`, each greedy agent's admission split into its parts below its row."""
+    from resolution import PARTS, admission_parts, bare_pass, plan_memory, roll_time
 
     print(f"{'step':>5} {'steps':>8} {'agent':<7} {'accepted':>8} {'p50 µs':>8} {'p99 µs':>8} {'plan MiB':>9}")
     for step in steps:
@@ -146,11 +148,23 @@ def sweep(reservations: list[Reservation], steps: list[str], agents: list[str], 
                 accepted += planner.submit(reservation, agent, validated=True, explain=explain).accepted
                 times.append(time.process_time() - began)
             _row(step, cluster.steps, name, accepted, times, plan_memory(planner.plan))
+            if parts and isinstance(agent, GreedyAgent):
+                split = admission_parts(cluster, reservations, agent)
+                whole = sum(sum(split[part]) for part in PARTS)
+                for part in PARTS:
+                    _part_row(f"{name}:{part}", split[part], whole)
         accepted, times, memory = bare_pass(cluster, reservations)
         _row(step, cluster.steps, "bare", accepted, times, memory)
     finest = parse_cluster(CLUSTER.replace("step: 1m", f"step: {steps[-1]}"), "benchmark-cluster.yaml")
     seconds = roll_time(finest, roll_count)
     print(f"roll by 1 h of a plan holding {roll_count:,} reservations at {steps[-1]} steps: {seconds * 1000:.1f} ms")
+
+
+def _part_row(label: str, spent: list[float], whole: float) -> None:
+    """A part of an agent's admissions (timed in a run of its own): how many did it, its p50/p99 over those, its
+    share of that run's CPU time."""
+    p50, p99 = (np.percentile(spent, q) * 1e6 if spent else 0.0 for q in (50, 99))
+    print(f"{'':>5} {'':>8} {label:<7} {len(spent):>8} {p50:>8.0f} {p99:>8.0f} {sum(spent) / whole:>9.0%}")
 
 
 def _row(step: str, count: int, agent: str, accepted: int, times: list[float], memory: int) -> None:
@@ -166,11 +180,15 @@ def main() -> None:
     parser.add_argument("--no-explain", action="store_true", help="skip the earliest-deadline search on rejection")
     parser.add_argument("--sweep", action="store_true", help="the resolution sweep (see above)")
     parser.add_argument("--steps", default="1m,10s,1s", help="--sweep: the steps, coarsest first")
+    parser.add_argument("--parts", action="store_true",
+                        help="--sweep: below each greedy agent, its admissions split into compile, search, explain "
+                             "(earliest deadline of a rejection) and record (plan add, decision): count, p50, p99, "
+                             "share of time")
     parser.add_argument("--roll-count", type=int, default=10_000, help="--sweep: reservations held by the rolled plan")
     args = parser.parse_args()
     if args.sweep:
         sweep(workload(args.count, args.seed), args.steps.split(","), args.agents.split(","), not args.no_explain,
-              args.roll_count)
+              args.roll_count, args.parts)
         return
     reservations = workload(args.count, args.seed)
     demand = sum(least_work(r.body) * _vcores(r) for r in reservations)

@@ -10,11 +10,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 import numpy as np
 
 from rdl.shape import lease_count, lease_steps, step_ceil, step_floor
-from rdl.tree import Absolute, All, Any, Atom, Expr, Order, Reservation, Window, atom_label, child_path, label
+from rdl.tree import (
+    Absolute,
+    All,
+    Any,
+    Atom,
+    Expr,
+    Order,
+    Reservation,
+    Resources,
+    Window,
+    atom_label,
+    child_path,
+    label,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +71,15 @@ class GroupTask:
 
 
 Task = AtomTask | GroupTask
+
+
+@lru_cache(maxsize=4096)
+def demand_of(bundle: Resources, resources: tuple[str, ...]) -> np.ndarray:
+    """One bundle per plan resource, read-only: a stream of requests asks for a handful of bundle shapes, so each
+    vector is built once and shared by every task and allocation of that shape (no caller writes into it)."""
+    demand = np.array([bundle.get(r, 0.0) for r in resources], dtype=np.float64)
+    demand.flags.writeable = False
+    return demand
 
 
 def mirrored(task: Task, steps: int) -> Task:
@@ -119,9 +142,9 @@ def compile_expr(expr: Expr, path: str, arrival: datetime, clock: Clock, resourc
         task = compile_expr(expr.child, child_path(expr, path, 0), arrival, clock, resources, inner, expr)
         return task if expr.name is None or isinstance(task, AtomTask) else _renamed(task, expr.name)
     if isinstance(expr, Atom):
-        demand = np.array([expr.bundle.get(r, 0.0) for r in resources], dtype=np.float64)
-        return AtomTask(atom_label(expr, path, parent), expr, demand, expr.gang, expr.parallelism,
-                        lease_steps(expr, clock.step), lease_count(expr, clock.step), bounds[0], bounds[1])
+        return AtomTask(atom_label(expr, path, parent), expr, demand_of(expr.bundle, resources), expr.gang,
+                        expr.parallelism, lease_steps(expr, clock.step), lease_count(expr, clock.step), bounds[0],
+                        bounds[1])
     children = tuple(compile_expr(c, f"{path}.{i}", arrival, clock, resources, bounds)
                      for i, c in enumerate(expr.children))
     gap = None
@@ -154,6 +177,14 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
     step 0 are skipped, not enumerated: their cost would grow with the series' age.
     """
     first_arrival = reservation.arrival_at(submitted)
+    if reservation.every is None:  # one instance: what `_series` gives it, without the series' bookkeeping
+        return [_single(reservation.expr, first_arrival, clock, now_step, resources)]
+    return _series(reservation, first_arrival, clock, now_step, resources)
+
+
+def _series(reservation: Reservation, first_arrival: datetime, clock: Clock, now_step: int,
+            resources: tuple[str, ...]) -> list[Instance]:
+    """Every instance of a reservation, period by period (a reservation that does not recur has one)."""
     instances = []
     horizon_end = clock.at(clock.steps)
     index = 0
@@ -179,6 +210,15 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
         instances.append(Instance(index, task, arrival, declared, expr))
         index += 1
     return instances
+
+
+def _single(expr: Expr, arrival: datetime, clock: Clock, now_step: int, resources: tuple[str, ...]) -> Instance:
+    """The one instance of a reservation that does not recur (its arrival's step worked out once)."""
+    arrival_step = step_ceil(clock.origin, arrival, clock.step)
+    declared = outer_window(expr, arrival, clock, clock.steps) if isinstance(expr, Window) else (arrival_step,
+                                                                                                   clock.steps)
+    task = compile_expr(expr, "0", arrival, clock, resources, (max(now_step, arrival_step), clock.steps))
+    return Instance(0, task, arrival, declared, expr)
 
 
 def first_period_in(reservation: Reservation, first_arrival: datetime, origin: datetime) -> int:

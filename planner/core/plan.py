@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.core.compile import Clock
+from planner.core.compile import Clock, demand_of
 from planner.core.held import Accepted, Allocation, Held, shifted
 from planner.core.policy import Violation, check_span
 from rdl.cluster import Cluster
@@ -159,7 +159,8 @@ class Plan:
         return self.capacity[:, lo:hi] - self.used[:, lo:hi]
 
     def demand(self, bundle: Resources) -> np.ndarray:
-        return np.array([bundle.get(name, 0.0) for name in self.resources], dtype=np.float64)
+        """One bundle per plan resource (read-only: shared, compile.demand_of)."""
+        return demand_of(bundle, self.resources)
 
     def copy(self) -> Plan:
         """An independent plan to try things on (the cluster and clock are shared, being immutable)."""

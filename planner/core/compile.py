@@ -177,14 +177,6 @@ def compile_reservation(reservation: Reservation, submitted: datetime, clock: Cl
     step 0 are skipped, not enumerated: their cost would grow with the series' age.
     """
     first_arrival = reservation.arrival_at(submitted)
-    if reservation.every is None:  # one instance: what `_series` gives it, without the series' bookkeeping
-        return [_single(reservation.expr, first_arrival, clock, now_step, resources)]
-    return _series(reservation, first_arrival, clock, now_step, resources)
-
-
-def _series(reservation: Reservation, first_arrival: datetime, clock: Clock, now_step: int,
-            resources: tuple[str, ...]) -> list[Instance]:
-    """Every instance of a reservation, period by period (a reservation that does not recur has one)."""
     instances = []
     horizon_end = clock.at(clock.steps)
     index = 0
@@ -210,15 +202,6 @@ def _series(reservation: Reservation, first_arrival: datetime, clock: Clock, now
         instances.append(Instance(index, task, arrival, declared, expr))
         index += 1
     return instances
-
-
-def _single(expr: Expr, arrival: datetime, clock: Clock, now_step: int, resources: tuple[str, ...]) -> Instance:
-    """The one instance of a reservation that does not recur (its arrival's step worked out once)."""
-    arrival_step = step_ceil(clock.origin, arrival, clock.step)
-    declared = outer_window(expr, arrival, clock, clock.steps) if isinstance(expr, Window) else (arrival_step,
-                                                                                                   clock.steps)
-    task = compile_expr(expr, "0", arrival, clock, resources, (max(now_step, arrival_step), clock.steps))
-    return Instance(0, task, arrival, declared, expr)
 
 
 def first_period_in(reservation: Reservation, first_arrival: datetime, origin: datetime) -> int:

@@ -91,11 +91,17 @@ def archived_instances(store: Store, records: dict[str, AnyType]) -> dict[str, l
 
 def missed_instances(log: Sequence[LogEntry]) -> dict[str, list[int]]:
     """The instances of each series rejected as decisions of their own (missed as the plan rolled, or dropped alone
-    by a capacity change), as the log has them."""
+    by a capacity change), as the log has them: those of the version decided last. A new submission of the name,
+    or an accepted update, is a new series whose instances count from its own submission."""
     missed: dict[str, list[int]] = {}
     for entry in log:
-        if entry.accepted is False and entry.reservation and entry.decision and "instance" in entry.decision:
-            missed.setdefault(entry.reservation, []).append(int(entry.decision["instance"]))
+        if not entry.reservation:
+            continue
+        if entry.decision and "instance" in entry.decision:
+            if entry.accepted is False:
+                missed.setdefault(entry.reservation, []).append(int(entry.decision["instance"]))
+        elif entry.action == "submit" or (entry.action == "update" and entry.accepted):
+            missed.pop(entry.reservation, None)
     return missed
 
 

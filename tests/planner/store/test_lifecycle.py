@@ -775,6 +775,27 @@ def test_an_instance_that_cannot_fit_is_dropped_alone_and_the_series_goes_on(sto
     assert violations(store) == []
 
 
+@pytest.mark.parametrize("again", ["resubmit", "update"])
+def test_a_series_decided_again_counts_its_instances_afresh(store: Store, again: str) -> None:
+    """A series with a dropped instance, submitted again (after a cancel) or updated, is a new series: its
+    instance 0 holds leases, and the checker must not read the old version's dropped instance 0 as this one's
+    (the crash soak's `instance 0 was rejected but holds allocations`, seed 20261123)."""
+    series = "reservation series every=20m deadline=+20m { atom(b={vcores: 1}, g=4, h=4, l=5m, w=20m) }"
+    assert store.submit(one(series), "gree").accepted
+    store.submit(one(with_priority(pinned("other", 0, 20, 4), "other", 1)))  # holds the first period whole
+    assert store.set_capacity(instant(0), {"vcores": 4}).adaptation.missed == {"series": [0]}
+    store.cancel("other")
+    store.set_capacity(instant(0), {"vcores": 8})
+    if again == "resubmit":
+        store.cancel("series")
+        assert store.submit(one(series), "gree").accepted
+    else:
+        assert store.update("series", one(series.replace("l=5m", "l=4m")), "gree").accepted
+    assert missed_instances(store.log()) == {}
+    assert 0 in {a.instance for a in store.get("series").allocations}
+    assert violations(store) == []
+
+
 def test_a_less_important_reservation_is_dropped_before_an_instance_of_a_more_important_series(
         store: Store) -> None:
     series = with_priority("reservation series every=20m deadline=+20m { atom(b={vcores: 1}, g=4, h=4, l=5m, "

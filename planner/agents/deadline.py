@@ -14,7 +14,7 @@ from planner.agents.base import Agent
 from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
 from planner.agents.greedy.placer import Placer, first_start
-from planner.core.compile import Instance, Task, clipped, compile_reservation, mirrored
+from planner.core.compile import GroupTask, Instance, Task, clipped, compile_reservation, mirrored
 from planner.core.plan import Plan
 from rdl.shape import step_floor
 from rdl.tree import Absolute, Reservation, Window
@@ -37,8 +37,9 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     """The earliest deadline (to the step) found at which the agent accepts the request on this plan.
 
     The search starts where the request would finish if every piece ran as early as it could
-    (one greedy pass on the reversed time axis), confirms it with the agent, and gallops then
-    bisects from there: a few placements instead of a bisection over the whole horizon.
+    (one greedy pass on the reversed time axis) and confirms it with the agent. When it fits, and a
+    step earlier does not, that is the answer (two placements: the common case); otherwise it gallops
+    later, or bisects earlier, from there: a few placements instead of a bisection over the whole horizon.
     """
     arrival = reservation.arrival_at(submitted)
     current = deadline_of(reservation, arrival)
@@ -71,6 +72,10 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
         if probe >= clock.steps or probes >= MAX_PROBES:
             return None
         probe, jump = min(probe + jump, clock.steps), jump * 2
+    if probe - failed > 1 and jump == 1:  # the guess fits: almost always the answer (a step earlier does not)
+        if not fits(probe - 1):
+            return clock.at(probe)
+        probe -= 1
     while probe - failed > 1 and probes < MAX_PROBES:
         middle = (failed + probe) // 2
         if fits(middle):
@@ -134,7 +139,13 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> in
 
 
 def _first_end(placer: Placer, task: Task, steps: int) -> int | None:
-    """Where the mirrored task's first placement ends on the plan's axis; the search is closed (taken back)."""
+    """Where the mirrored task's first placement ends on the plan's axis; an `any`'s, the earliest of its
+    alternatives' (the placer itself takes the first alternative that fits, which may end much later)."""
+    if isinstance(task, GroupTask) and task.kind == "any":
+        ends = [_first_end(placer, replace(child, lo=max(child.lo, task.lo), hi=min(child.hi, task.hi)), steps)
+                for child in task.children]
+        found = [end for end in ends if end is not None]
+        return min(found) if found else None
     search = placer.solutions(task, task.lo, task.hi)
     try:
         solution = next(search, None)

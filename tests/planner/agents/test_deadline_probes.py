@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.admission import Planner
-from planner.agents.deadline import Probes, with_deadline
+from planner.agents.deadline import Probes, asap_finish, with_deadline
 from planner.core.compile import AtomTask, Instance, Task, compile_reservation
 from tests.planner.agents.test_properties import Scenario, parse, scenarios
+from tests.planner.support import instant, make_cluster, pinned
 
 
 def _same_task(a: Task, b: Task) -> bool:
@@ -45,3 +47,25 @@ def test_probes_compile_as_each_deadline_would(scenario: Scenario, data: st.Data
             assert len(found[1]) == len(expected)
             assert all(_same(a, b) for a, b in zip(found[1], expected, strict=True))
         planner.submit(reservation, "gree")  # later requests meet a fuller plan and a later clock
+
+
+@pytest.mark.parametrize("agent", ["gree", "gree-l"])
+def test_an_any_is_offered_its_earliest_alternative_in_two_placements(agent: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search starts at the earliest finish of any alternative, not at that of the one a placement prefers
+    (`wide` costs less, and would end at step 35); that deadline fits and one a step earlier does not, so it is the
+    answer after two placements."""
+    planner = Planner(make_cluster({"vcores": 8}, steps=60))
+    assert planner.submit(parse(pinned("busy", 0, 30, 7))[0], agent).accepted  # one vcore free until step 30
+    assert asap_finish(planner.plan, *parse(WIDE_OR_NARROW), planner.plan.now) == 20
+    placements: list[int] = []
+    fits = Probes.fits
+    monkeypatch.setattr(Probes, "fits", lambda self, prober, step: placements.append(step) or fits(self, prober, step))
+    decision = planner.submit(parse(WIDE_OR_NARROW)[0], agent)
+    assert decision.reason is not None and decision.reason.code == "capacity"
+    assert decision.reason.earliest_deadline == instant(20)  # `narrow` on the free vcore, [0, 20)
+    assert placements == [20, 19]
+
+
+WIDE_OR_NARROW = ("reservation r deadline=+5m { any(wide: atom(b={vcores: 1}, g=4, h=4, l=5m, w=20m), "
+                  "narrow: atom(b={vcores: 1}, g=1, h=1, l=20m, w=20m)) }")

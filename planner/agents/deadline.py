@@ -31,15 +31,17 @@ def with_deadline(reservation: Reservation, deadline: datetime) -> Reservation |
 
 MAX_PROBES = 12
 PROBE_BUDGET = 16
+GRAIN_SECONDS = 60  # past the guess, the search moves in minutes at the least: as many probes at 1 s as at 1 min
 
 
 def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submitted: datetime) -> datetime | None:
-    """The earliest deadline (to the step) found at which the agent accepts the request on this plan.
+    """The earliest deadline found at which the agent accepts the request on this plan.
 
     The search starts where the request would finish if every piece ran as early as it could
     (one greedy pass on the reversed time axis) and confirms it with the agent. When it fits, and a
-    step earlier does not, that is the answer (two placements: the common case); otherwise it gallops
-    later, or bisects earlier, from there: a few placements instead of a bisection over the whole horizon.
+    step earlier does not, that is the answer, to the step (two placements: the common case). Otherwise
+    it gallops later, or bisects earlier, from there, to the step on plans of minute steps or longer and
+    to the minute on finer ones: a few placements instead of a bisection over the whole horizon.
     """
     arrival = reservation.arrival_at(submitted)
     current = deadline_of(reservation, arrival)
@@ -66,17 +68,22 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     guess = asap_finish(plan, reservation, submitted)
     if guess is None:
         return clock.at(clock.steps) if fits(clock.steps) else None
-    probe, jump = max(guess, failed + 1), 1
-    while not fits(probe):
-        failed = probe
-        if probe >= clock.steps or probes >= MAX_PROBES:
-            return None
-        probe, jump = min(probe + jump, clock.steps), jump * 2
-    if probe - failed > 1 and jump == 1:  # the guess fits: almost always the answer (a step earlier does not)
-        if not fits(probe - 1):
+    grain = max(1, GRAIN_SECONDS // clock.step)  # a gallop's first jump, and how close a bisection gets
+    probe, jump = max(guess, failed + 1), grain
+    if fits(probe):  # the guess fits: almost always the answer (a step earlier does not)
+        if probe - failed > 1 and fits(probe - 1):
+            probe -= 1
+        else:
             return clock.at(probe)
-        probe -= 1
-    while probe - failed > 1 and probes < MAX_PROBES:
+    else:
+        while True:
+            failed = probe
+            if probe >= clock.steps or probes >= MAX_PROBES:
+                return None
+            probe, jump = min(probe + jump, clock.steps), jump * 2
+            if fits(probe):
+                break
+    while probe - failed > grain and probes < MAX_PROBES:
         middle = (failed + probe) // 2
         if fits(middle):
             probe = middle

@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.admission import Planner
+from planner.agents import deadline
 from planner.agents.deadline import Probes, asap_finish, with_deadline
+from planner.agents.greedy.agent import GreedyAgent
 from planner.core.compile import AtomTask, Instance, Task, compile_reservation
+from rdl import parse_cluster
 from tests.planner.agents.test_properties import Scenario, parse, scenarios
-from tests.planner.support import instant, make_cluster, pinned
+from tests.planner.support import at, instant, make_cluster, pinned
 
 
 def _same_task(a: Task, b: Task) -> bool:
@@ -57,10 +62,8 @@ def test_an_any_is_offered_its_earliest_alternative_in_two_placements(agent: str
     answer after two placements."""
     planner = Planner(make_cluster({"vcores": 8}, steps=60))
     assert planner.submit(parse(pinned("busy", 0, 30, 7))[0], agent).accepted  # one vcore free until step 30
-    assert asap_finish(planner.plan, *parse(WIDE_OR_NARROW), planner.plan.now) == 20
-    placements: list[int] = []
-    fits = Probes.fits
-    monkeypatch.setattr(Probes, "fits", lambda self, prober, step: placements.append(step) or fits(self, prober, step))
+    assert asap_finish(planner.plan, parse(WIDE_OR_NARROW)[0], planner.plan.now) == 20
+    placements = counted(monkeypatch)
     decision = planner.submit(parse(WIDE_OR_NARROW)[0], agent)
     assert decision.reason is not None and decision.reason.code == "capacity"
     assert decision.reason.earliest_deadline == instant(20)  # `narrow` on the free vcore, [0, 20)
@@ -69,3 +72,42 @@ def test_an_any_is_offered_its_earliest_alternative_in_two_placements(agent: str
 
 WIDE_OR_NARROW = ("reservation r deadline=+5m { any(wide: atom(b={vcores: 1}, g=4, h=4, l=5m, w=20m), "
                   "narrow: atom(b={vcores: 1}, g=1, h=1, l=20m, w=20m)) }")
+
+
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The steps the earliest-deadline search places the request at, from now on (one per placement)."""
+    placements: list[int] = []
+    fits = Probes.fits
+
+    def counting(self: Probes, prober: GreedyAgent, step: int) -> bool:
+        placements.append(step)
+        return fits(self, prober, step)
+
+    monkeypatch.setattr(Probes, "fits", counting)
+    return placements
+
+
+def _search_after_a_failed_guess(step: str, monkeypatch: pytest.MonkeyPatch) -> tuple[datetime, list[datetime]]:
+    """On a plan of `step` steps whose vcores are all held for 90 minutes, the earliest deadline offered a
+    10-minute request due in 10 minutes when the guess is one step past its deadline, and the times it tried."""
+    cluster = parse_cluster(f"start: {at(0)}\nstep: {step}\nhorizon: 6h\ncapacity: {{vcores: 4}}\n", "c.yaml")
+    planner = Planner(cluster)
+    assert planner.submit(parse(pinned("busy", 0, 90, 4))[0], "gree").accepted
+    with monkeypatch.context() as patch:
+        placements = counted(patch)
+        patch.setattr(deadline, "asap_finish", lambda plan, *_: 600 // plan.clock.step + 1)
+        decision = planner.submit(parse("reservation r deadline=+10m { atom(b={vcores: 1}, l=10m, w=10m) }")[0],
+                                  "gree")
+    assert decision.reason is not None and decision.reason.earliest_deadline is not None
+    return decision.reason.earliest_deadline, [cluster.start + timedelta(seconds=s * cluster.step) for s in placements]
+
+
+def test_past_a_guess_that_fails_the_search_moves_in_minutes_at_second_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guess that does not fit (here forced) makes the search gallop and bisect; on a plan of one-second steps it
+    jumps and stops in minutes, so it makes as many placements as on the same plan at one-minute steps, at the same
+    times to within a minute, instead of galloping second by second."""
+    minutes, at_minutes = _search_after_a_failed_guess("1m", monkeypatch)
+    seconds, at_seconds = _search_after_a_failed_guess("1s", monkeypatch)
+    assert len(at_seconds) == len(at_minutes) == deadline.MAX_PROBES
+    assert all(abs(a - b) < timedelta(minutes=1) for a, b in zip(at_seconds, at_minutes, strict=True))
+    assert instant(100) <= seconds and instant(100) <= minutes and abs(seconds - minutes) < timedelta(minutes=1)

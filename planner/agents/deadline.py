@@ -14,7 +14,7 @@ from planner.agents.base import Agent
 from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
 from planner.agents.greedy.placer import Placer, first_start
-from planner.core.compile import GroupTask, Instance, Task, clipped, compile_reservation, mirrored
+from planner.core.compile import AtomTask, GroupTask, Instance, Task, clipped, compile_reservation, mirrored
 from planner.core.plan import Plan
 from rdl.shape import step_floor
 from rdl.tree import Absolute, Reservation, Window
@@ -65,12 +65,14 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     failed = max(step_floor(clock.origin, current, clock.step), 0)
     if failed >= clock.steps:
         return None
-    guess = asap_finish(plan, reservation, submitted)
+    guess = asap_finish(plan, reservation, submitted, compiled.relaxed)
     if guess is None:
         return clock.at(clock.steps) if fits(clock.steps) else None
     grain = max(1, GRAIN_SECONDS // clock.step)  # a gallop's first jump, and how close a bisection gets
     probe, jump = max(guess, failed + 1), grain
     if fits(probe):  # the guess fits: almost always the answer (a step earlier does not)
+        if probe == guess and ends_first(compiled.task()):
+            return clock.at(probe)  # nothing ends before the guess: a step earlier cannot fit
         if probe - failed > 1 and fits(probe - 1):
             probe -= 1
         else:
@@ -105,6 +107,10 @@ class Probes:
         if moved is not None and reservation.every is None:
             self.relaxed = compile_reservation(moved, submitted, clock, plan.now_step, plan.resources)
 
+    def task(self) -> Task | None:
+        """The one-off request's task under the horizon's deadline; None for a series."""
+        return None if self.relaxed is None else self.relaxed[0].task
+
     def instances(self, step: int) -> tuple[Reservation, list[Instance]] | None:
         """The request with its deadline at `step` (to the plan's clock, at most its horizon) and its instances."""
         clock = self.plan.clock
@@ -122,15 +128,19 @@ class Probes:
         return found is not None and agent.place_compiled(self.plan, found[0], found[1]).placed
 
 
-def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> int | None:
-    """The step at which the request would end with every piece as early as it goes (GREE mirrored)."""
+def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime,
+                relaxed: list[Instance] | None = None) -> int | None:
+    """The step at which the request would end with every piece as early as it goes (GREE mirrored); `relaxed`, the
+    request compiled with its deadline at the horizon, when the caller has it (Probes.relaxed)."""
     if reservation.every is not None:
         return None
-    relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
     if relaxed is None:
-        return None
+        moved = with_deadline(reservation, plan.clock.at(plan.clock.steps))
+        if moved is None:
+            return None
+        relaxed = compile_reservation(moved, submitted, plan.clock, plan.now_step, plan.resources)
     steps = plan.clock.steps
-    instance = compile_reservation(relaxed, submitted, plan.clock, plan.now_step, plan.resources)[0]
+    instance = relaxed[0]
     task = mirrored(instance.task, steps)
     lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
     if pack.on_tree(hi - lo, steps):  # a long window: search the plan's tree, mirrored, instead of a copy
@@ -143,6 +153,28 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime) -> in
     placer = Placer(np.ascontiguousarray(plan.free_in(lo, hi)[:, ::-1]), plan.capacity[:, ::-1], flat=False,
                     origin=steps - hi)
     return _first_end(placer, task, steps)
+
+
+def ends_first(task: Task | None) -> bool:
+    """Whether no placement of the task ends before the one asap_finish finds: so a deadline a step before its
+    guess fits no agent, and the search need not try it.
+
+    True of an atom: a lease of any placement that starts after the greedy one's first moves there without ending
+    later and without taking a step the others need (they start later still), lease by lease. True of an `order`
+    without gap of such tasks: its stages share no step, and a stage that ends earlier never makes the next end
+    later. True of an `any` of such tasks, whose guess is its alternatives' earliest (_first_end). Not of an `all`,
+    whose children crowd each other, nor of an order with a gap, which a stage that ends too early can break;
+    tests/planner/agents/test_ends_first.py holds it to a brute-force enumeration."""
+    if isinstance(task, GroupTask) and task.kind == "any":
+        return all(ends_first(child) for child in task.children)
+    return task is not None and _chain(task)
+
+
+def _chain(task: Task) -> bool:
+    """An atom, or an order without gap of such: the mirrored placer's first placement of it ends first."""
+    if isinstance(task, AtomTask):
+        return True
+    return task.kind == "order" and task.gap is None and all(_chain(child) for child in task.children)
 
 
 def _first_end(placer: Placer, task: Task, steps: int) -> int | None:

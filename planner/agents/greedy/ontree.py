@@ -70,7 +70,8 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
     starts keeps its least room, and every lease laid after it (lower) adds the same to what it holds: so its room
     left, offset by the gangs laid before it, is fixed, and a queue of those keeps their least as the lease slides
     down (a sliding-window minimum). Each start then asks the tree twice: the steps below the lowest laid start, and
-    the highest piece, cut at the lease's end.
+    the highest piece, cut at the lease's end. A lease no laid one reaches into (most starts of a walk through a
+    full plan) asks first for a step without room, and for its least room only when it has none.
     """
     size = starts.shape[0]
     before = np.zeros(size + 1, dtype=np.int64)  # gangs laid before lease i: `before[i]`
@@ -85,9 +86,12 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         while head < tail and queue[head] <= first:  # the highest piece is cut at the end: asked on its own
             head += 1
         total = before[written]
-        fit = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo if written > first else end, demand,
-                     gang, parallelism)
-        if written > first:
+        blocked = -1
+        if written == first:  # no laid lease reaches into this one: one question finds a step without room, if any
+            blocked = _find(free, mins, maxs, mirrored, start, end, demand, gang, parallelism, 0, False, False)
+            fit = 0 if blocked >= 0 else _least(free, mins, maxs, mirrored, start, end, demand, gang, parallelism)
+        else:
+            fit = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo, demand, gang, parallelism)
             top = _least(free, mins, maxs, mirrored, starts[first] + lo, end, demand, gang, parallelism)
             fit = min(fit, top - (total - before[first]))
             if head < tail:
@@ -95,8 +99,9 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         if fit <= 0:
             # A step in the lease has no room left: every start whose lease reaches a step between the last one
             # with room left below the leftmost such step and that step has no fit. Go straight below them.
-            blocked = _leftmost_blocked(free, mins, maxs, mirrored, lo, start, end, demand, gang, parallelism,
-                                        starts, before, first, written)
+            if blocked < 0:
+                blocked = _leftmost_blocked(free, mins, maxs, mirrored, lo, start, end, demand, gang, parallelism,
+                                            starts, before, first, written)
             found = _last_with_room(free, mins, maxs, mirrored, lo, blocked, demand, gang, parallelism,
                                     starts, counts, first, written)
             if found < 0:

@@ -173,6 +173,8 @@ class Placer:
     def first(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None) -> Solution | None:
         """The first candidate `solutions` offers, left off the scratch: for a search whose caller reads nothing
         of the scratch after it (an atom's is then never laid; any other's is taken back at once)."""
+        if isinstance(task, GroupTask) and task.kind == "any":
+            return self._first_of_any(task, max(lo, task.lo), min(hi, task.hi), preferred)
         if not isinstance(task, AtomTask):
             search = self.solutions(task, lo, hi, preferred)
             try:
@@ -314,15 +316,48 @@ class Placer:
         return orders
 
     def _any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
-        scored = []
+        for alternative in self._ranked(task, lo, hi, preferred):
+            yield from self.solutions(task.children[alternative.index], lo, hi, preferred)
+
+    def _ranked(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> list[_Alternative]:
+        """The alternatives of an `any` that place, cheapest first (then as written), with their first candidates."""
+        ranked = []
         for index, child in enumerate(task.children):
+            budget = self.budget
             trial = self.solutions(child, lo, hi, preferred)
             first = next(trial, None)
             if first is not None:
-                scored.append((self.cost(first), index))
+                ranked.append(_Alternative(self.cost(first), index, first, budget - self.budget))
             trial.close()
-        for _, index in sorted(scored):
-            yield from self.solutions(task.children[index], lo, hi, preferred)
+        return sorted(ranked, key=lambda alternative: (alternative.cost, alternative.index))
+
+    def _first_of_any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Solution | None:
+        """`_any`'s first candidate without searching its cheapest alternative twice. Searched again, it finds the
+        same first candidate for the same budget, when that much is left (the search is deterministic and the
+        scratch is as it was); with less left, it is searched again as `_any` does."""
+        ranked = self._ranked(task, lo, hi, preferred)
+        if ranked and self.budget >= ranked[0].spent:
+            self.budget -= ranked[0].spent
+            return ranked[0].first
+        for alternative in ranked:
+            search = self.solutions(task.children[alternative.index], lo, hi, preferred)
+            try:
+                found = next(search, None)
+            finally:
+                search.close()
+            if found is not None:
+                return found
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Alternative:
+    """One alternative of an `any` that places: what its first candidate costs, and the budget finding it took."""
+
+    cost: float
+    index: int
+    first: Solution
+    spent: int
 
 
 class _Room:

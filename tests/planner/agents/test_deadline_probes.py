@@ -55,11 +55,11 @@ def test_probes_compile_as_each_deadline_would(scenario: Scenario, data: st.Data
 
 
 @pytest.mark.parametrize("agent", ["gree", "gree-l"])
-def test_an_any_is_offered_its_earliest_alternative_in_two_placements(agent: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_any_is_offered_its_earliest_alternative_in_one_placement(agent: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The search starts at the earliest finish of any alternative, not at that of the one a placement prefers
-    (`wide` costs less, and would end at step 35); that deadline fits and one a step earlier does not, so it is the
-    answer after two placements."""
+    (`wide` costs less, and would end at step 35); no placement of an `any` of atoms ends before that guess
+    (deadline.ends_first), so once it fits it is the answer, after one placement."""
     planner = Planner(make_cluster({"vcores": 8}, steps=60))
     assert planner.submit(parse(pinned("busy", 0, 30, 7))[0], agent).accepted  # one vcore free until step 30
     assert asap_finish(planner.plan, parse(WIDE_OR_NARROW)[0], planner.plan.now) == 20
@@ -67,7 +67,24 @@ def test_an_any_is_offered_its_earliest_alternative_in_two_placements(agent: str
     decision = planner.submit(parse(WIDE_OR_NARROW)[0], agent)
     assert decision.reason is not None and decision.reason.code == "capacity"
     assert decision.reason.earliest_deadline == instant(20)  # `narrow` on the free vcore, [0, 20)
-    assert placements == [20, 19]
+    assert placements == [20]
+
+
+def test_an_all_is_offered_its_guess_after_trying_a_step_earlier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `all`'s children crowd each other, so a placement may end before the guess: the search tries a step
+    earlier too (two placements) before it offers the guess."""
+    planner = Planner(make_cluster({"vcores": 8}, steps=60))
+    assert planner.submit(parse(pinned("busy", 0, 30, 7))[0], "gree").accepted
+    request = parse(BOTH)[0]
+    assert asap_finish(planner.plan, request, planner.plan.now) == 30  # both on the free vcore, one after the other
+    placements = counted(monkeypatch)
+    decision = planner.submit(request, "gree")
+    assert decision.reason is not None and decision.reason.earliest_deadline == instant(30)
+    assert placements == [30, 29]
+
+
+BOTH = ("reservation r deadline=+25m { all(a: atom(b={vcores: 1}, l=20m, w=20m), "
+        "b: atom(b={vcores: 1}, l=10m, w=10m)) }")
 
 
 WIDE_OR_NARROW = ("reservation r deadline=+5m { any(wide: atom(b={vcores: 1}, g=4, h=4, l=5m, w=20m), "

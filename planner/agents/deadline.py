@@ -14,7 +14,16 @@ from planner.agents.base import Agent
 from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
 from planner.agents.greedy.placer import Placer, first_start
-from planner.core.compile import AtomTask, GroupTask, Instance, Task, clipped, compile_reservation, mirrored
+from planner.core.compile import (
+    AtomTask,
+    GroupTask,
+    Instance,
+    Task,
+    atoms_of,
+    clipped,
+    compile_reservation,
+    mirrored,
+)
 from planner.core.plan import Plan
 from rdl.shape import step_floor
 from rdl.tree import Absolute, Reservation, Window
@@ -38,8 +47,9 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     """The earliest deadline found at which the agent accepts the request on this plan.
 
     The search starts where the request would finish if every piece ran as early as it could
-    (one greedy pass on the reversed time axis) and confirms it with the agent. When it fits, and a
-    step earlier does not, that is the answer, to the step (two placements: the common case). Otherwise
+    (one greedy pass on the reversed time axis). When no placement can end before that guess
+    (ends_first) and GREE surely places it there (sure_to_fit), that is the answer, with no placement
+    at all; when it fits, to the agent, and a step earlier does not, too (two placements). Otherwise
     it gallops later, or bisects earlier, from there, to the step on plans of minute steps or longer and
     to the minute on finer ones: a few placements instead of a bisection over the whole horizon.
     """
@@ -70,13 +80,12 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
         return clock.at(clock.steps) if fits(clock.steps) else None
     grain = max(1, GRAIN_SECONDS // clock.step)  # a gallop's first jump, and how close a bisection gets
     probe, jump = max(guess, failed + 1), grain
-    if fits(probe):  # the guess fits: almost always the answer (a step earlier does not)
-        if probe == guess and ends_first(compiled.task()):
-            return clock.at(probe)  # nothing ends before the guess: a step earlier cannot fit
-        if probe - failed > 1 and fits(probe - 1):
-            probe -= 1
-        else:
+    task = compiled.task()
+    lowest = probe == guess and ends_first(task)  # no placement at all ends before the probe
+    if (lowest and sure_to_fit(prober, plan, task)) or fits(probe):  # almost always: the guess is the answer
+        if lowest or probe - failed <= 1 or not fits(probe - 1):
             return clock.at(probe)
+        probe -= 1
     else:
         while True:
             failed = probe
@@ -168,6 +177,14 @@ def ends_first(task: Task | None) -> bool:
     if isinstance(task, GroupTask) and task.kind == "any":
         return all(ends_first(child) for child in task.children)
     return task is not None and _chain(task)
+
+
+def sure_to_fit(prober: GreedyAgent, plan: Plan, task: Task | None) -> bool:
+    """Whether the prober places an `ends_first` task by any deadline some placement of it meets, so that it need not
+    try. GREE (not GREE-L's flat search) lays such a task's stages from the last, each as late as it goes: the mirror
+    of ends_first's argument, so it fails only where nothing fits, with one placement per atom (an `any` tries each
+    alternative once). So: GREE, a budget that covers every atom, and no sharing limit to narrow the plan."""
+    return task is not None and not prober.flat and not plan.policy.limited and len(atoms_of(task)) <= prober.budget
 
 
 def _chain(task: Task) -> bool:

@@ -1,5 +1,6 @@
 """The earliest-deadline search's guess is the earliest end of any placement for the shapes `ends_first` names
-(deadline.py), so it skips the probe a step before it there: held to the brute-force oracle on tiny instances."""
+(deadline.py), so it skips the probe a step before it there, and GREE places those shapes by it wherever `sure_to_fit`
+says so, so it skips that probe too: held to the brute-force oracle on tiny instances and to GREE on random plans."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import random
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from planner.admission import Planner
-from planner.agents.deadline import asap_finish, ends_first, with_deadline
+from planner.agents.deadline import PROBE_BUDGET, Probes, asap_finish, ends_first, sure_to_fit, with_deadline
+from planner.agents.greedy.agent import GreedyAgent
 from planner.core.compile import compile_reservation
+from planner.core.plan import Plan
+from rdl.tree import Reservation
 from tests.planner.agents.bruteforce import AtomSpec, Blocker, GroupSpec, Instance, random_instance, spans
+from tests.planner.agents.test_properties import Scenario, scenarios
 from tests.planner.support import make_cluster, parse
 
 SEED = 20261128
@@ -106,3 +112,41 @@ def test_where_ends_first_says_no_the_guess_can_end_after_the_earliest_placement
     earliest = _earliest_end(instance, free)
     guess = asap_finish(plan, reservation, plan.now)
     assert earliest is not None and guess is not None and guess > earliest
+
+
+def _sure(plan: Plan, reservation: Reservation) -> int | None:
+    """The guess of a request whose placement by it GREE promises without trying (deadline.sure_to_fit), or None."""
+    relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
+    if relaxed is None or reservation.every is not None:
+        return None
+    task = compile_reservation(relaxed, plan.now, plan.clock, plan.now_step, plan.resources)[0].task
+    if not (ends_first(task) and sure_to_fit(PROBER, plan, task)):
+        return None
+    return asap_finish(plan, reservation, plan.now)
+
+
+PROBER = GreedyAgent("gree", flat=False, budget=PROBE_BUDGET, reasons=False)
+
+
+def test_gree_places_those_shapes_by_their_guess_where_it_promises_to() -> None:
+    promised = 0
+    for instance, planner, _ in _cases():
+        reservation = parse(instance.reservation_text())[0]
+        guess = _sure(planner.plan, reservation)
+        if guess is not None:
+            promised += 1
+            assert Probes(planner.plan, reservation, planner.plan.now).fits(PROBER, guess), instance.describe()
+    assert promised >= 100
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario=scenarios())
+def test_on_random_plans_gree_places_by_the_guess_where_it_promises_to(scenario: Scenario) -> None:
+    """The same on richer plans: several resources, gangs, parallelism, recurring neighbours, a fuller plan each
+    request."""
+    planner = Planner(scenario.cluster(), now=scenario.clock())
+    for reservation in parse(scenario.text):
+        guess = _sure(planner.plan, reservation)
+        if guess is not None:
+            assert Probes(planner.plan, reservation, planner.plan.now).fits(PROBER, guess), reservation
+        planner.submit(reservation, "gree")

@@ -5,7 +5,9 @@ says so, so it skips that probe too: held to the brute-force oracle on tiny inst
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +17,7 @@ from planner.agents.deadline import PROBE_BUDGET, Probes, asap_finish, ends_firs
 from planner.agents.greedy.agent import GreedyAgent
 from planner.core.compile import compile_reservation
 from planner.core.plan import Plan
+from rdl import parse_cluster
 from rdl.tree import Reservation
 from tests.planner.agents.bruteforce import AtomSpec, Blocker, GroupSpec, Instance, random_instance, spans
 from tests.planner.agents.test_properties import Scenario, scenarios
@@ -150,3 +153,26 @@ def test_on_random_plans_gree_places_by_the_guess_where_it_promises_to(scenario:
         if guess is not None:
             assert Probes(planner.plan, reservation, planner.plan.now).fits(PROBER, guess), reservation
         planner.submit(reservation, "gree")
+
+
+def test_on_the_benchmark_week_every_promised_guess_is_the_earliest_deadline() -> None:
+    """benchmarks/admission.py's week on a quarter of its cluster (most requests rejected): wherever GREE offers its
+    guess untried (655 rejections), placing the request there fits and a step earlier does not."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    import admission  # benchmarks/ is a folder of scripts, not a package
+
+    cluster = parse_cluster(admission.CLUSTER.replace("{memory: 4TiB, vcores: 2048}", "{memory: 1TiB, vcores: 512}"),
+                            "quarter.yaml")
+    planner, promised = Planner(cluster), 0
+    for reservation in admission.workload(2500, 3):
+        decision = planner.submit(reservation, "gree", validated=True)
+        if decision.accepted or decision.reason is None or decision.reason.earliest_deadline is None:
+            continue
+        plan = planner.plan
+        probes = Probes(plan, reservation, plan.now)
+        if not (ends_first(probes.task()) and sure_to_fit(PROBER, plan, probes.task())):
+            continue
+        promised += 1
+        step = round((decision.reason.earliest_deadline - plan.clock.origin).total_seconds()) // plan.clock.step
+        assert probes.fits(PROBER, step) and not probes.fits(PROBER, step - 1), reservation.name
+    assert promised >= 200

@@ -13,7 +13,7 @@ import numpy as np
 from planner.agents.base import Agent
 from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
-from planner.agents.greedy.placer import Placer, first_start
+from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, first_start
 from planner.core.compile import (
     AtomTask,
     GroupTask,
@@ -172,11 +172,17 @@ def ends_first(task: Task | None) -> bool:
     later and without taking a step the others need (they start later still), lease by lease. True of an `order`
     without gap of such tasks: its stages share no step, and a stage that ends earlier never makes the next end
     later. True of an `any` of such tasks, whose guess is its alternatives' earliest (_first_end). Not of an `all`,
-    whose children crowd each other, nor of an order with a gap, which a stage that ends too early can break;
-    tests/planner/agents/test_ends_first.py holds it to a brute-force enumeration."""
+    whose children crowd each other, nor of an order with a gap, which a stage that ends too early can break. And
+    only while the greedy pass's budget covers one placement per atom (it places each once; an alternative it had
+    no budget for would be missing from the earliest). tests/planner/agents/test_ends_first.py holds it to a
+    brute-force enumeration."""
+    return task is not None and _any_of_chains(task) and len(atoms_of(task)) <= DEFAULT_BUDGET
+
+
+def _any_of_chains(task: Task) -> bool:
     if isinstance(task, GroupTask) and task.kind == "any":
-        return all(ends_first(child) for child in task.children)
-    return task is not None and _chain(task)
+        return all(_any_of_chains(child) for child in task.children)
+    return _chain(task)
 
 
 def sure_to_fit(prober: GreedyAgent, plan: Plan, task: Task | None) -> bool:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from planner.admission import Planner
 from planner.agents.deadline import PROBE_BUDGET, Probes, asap_finish, ends_first, sure_to_fit, with_deadline
 from planner.agents.greedy.agent import GreedyAgent
+from planner.agents.greedy.placer import DEFAULT_BUDGET
 from planner.core.compile import compile_reservation
 from planner.core.plan import Plan
 from rdl import parse_cluster
@@ -176,3 +177,15 @@ def test_on_the_benchmark_week_every_promised_guess_is_the_earliest_deadline() -
         step = round((decision.reason.earliest_deadline - plan.clock.origin).total_seconds()) // plan.clock.step
         assert probes.fits(PROBER, step) and not probes.fits(PROBER, step - 1), reservation.name
     assert promised >= 200
+
+
+@pytest.mark.parametrize(("alternatives", "expected"), [(DEFAULT_BUDGET, True), (DEFAULT_BUDGET + 1, False)])
+def test_an_any_wider_than_the_greedy_budget_is_not_held_to_its_guess(alternatives: int, expected: bool) -> None:
+    """The greedy pass places each alternative once out of one budget: past it, an alternative that was never
+    placed could end first, so the guess is no longer the earliest end."""
+    atoms = ", ".join(f"a{i}: atom(b={{vcores: 1}}, l=1m, w=1m)" for i in range(alternatives))
+    planner = Planner(make_cluster({"vcores": 4}, steps=60))
+    plan = planner.plan
+    relaxed = parse(f"reservation r {{ any({atoms}) }}")[0]
+    task = compile_reservation(relaxed, plan.now, plan.clock, plan.now_step, plan.resources)[0].task
+    assert ends_first(task) is expected

@@ -72,8 +72,8 @@ def test_the_guess_is_the_earliest_end_of_any_placement_where_ends_first_says_so
 
 
 def test_a_rejection_of_those_shapes_is_offered_the_earliest_end_of_any_placement() -> None:
-    """The search then answers after one placement: what it offers is still the earliest deadline any placement
-    meets, as the oracle finds it (GREE places a chain of these shapes wherever one fits)."""
+    """The search then answers without trying a step earlier (GREE without trying the guess either): what it
+    offers is still the earliest deadline any placement meets, as the oracle finds it."""
     offered = 0
     rng = random.Random(SEED)
     for case, planner, free in _cases():

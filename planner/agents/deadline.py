@@ -208,11 +208,7 @@ def _first_end(placer: Placer, task: Task, steps: int) -> int | None:
                 for child in task.children]
         found = [end for end in ends if end is not None]
         return min(found) if found else None
-    search = placer.solutions(task, task.lo, task.hi)
-    try:
-        solution = next(search, None)
-    finally:
-        search.close()
+    solution = placer.first(task, task.lo, task.hi)
     return None if solution is None else steps - first_start(solution)
 
 

@@ -176,11 +176,7 @@ class Placer:
         if isinstance(task, GroupTask) and task.kind == "any":
             return self._first_of_any(task, max(lo, task.lo), min(hi, task.hi), preferred)
         if not isinstance(task, AtomTask):
-            search = self.solutions(task, lo, hi, preferred)
-            try:
-                return next(search, None)
-            finally:
-                search.close()
+            return _first_of(self.solutions(task, lo, hi, preferred))
         lo, hi = max(lo, task.lo), min(hi, task.hi)
         candidates = self._atom_candidates(task, lo, hi, preferred)
         found = next(candidates, None)
@@ -316,7 +312,12 @@ class Placer:
         return orders
 
     def _any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
-        for alternative in self._ranked(task, lo, hi, preferred):
+        yield from self._in_rank(task, self._ranked(task, lo, hi, preferred), lo, hi, preferred)
+
+    def _in_rank(self, task: GroupTask, ranked: list[_Alternative], lo: int, hi: int,
+                 preferred: tuple[int, int] | None) -> Generator[Solution, None, None]:
+        """Every candidate of the ranked alternatives, cheapest alternative first."""
+        for alternative in ranked:
             yield from self.solutions(task.children[alternative.index], lo, hi, preferred)
 
     def _ranked(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> list[_Alternative]:
@@ -339,15 +340,15 @@ class Placer:
         if ranked and self.budget >= ranked[0].spent:
             self.budget -= ranked[0].spent
             return ranked[0].first
-        for alternative in ranked:
-            search = self.solutions(task.children[alternative.index], lo, hi, preferred)
-            try:
-                found = next(search, None)
-            finally:
-                search.close()
-            if found is not None:
-                return found
-        return None
+        return _first_of(self._in_rank(task, ranked, lo, hi, preferred))
+
+
+def _first_of(search: Generator[Solution, None, None]) -> Solution | None:
+    """The first candidate a search offers, taken back off the scratch."""
+    try:
+        return next(search, None)
+    finally:
+        search.close()
 
 
 @dataclass(frozen=True, slots=True)

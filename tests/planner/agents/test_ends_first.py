@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from planner.admission import Planner
-from planner.agents.deadline import PROBE_BUDGET, Probes, asap_finish, ends_first, sure_to_fit, with_deadline
+from planner.agents.deadline import PROBE_BUDGET, Probes, asap_finish, ends_first, sure_to_fit
 from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.greedy.placer import DEFAULT_BUDGET
 from planner.core.compile import compile_reservation
@@ -58,10 +58,9 @@ def test_the_guess_is_the_earliest_end_of_any_placement_where_ends_first_says_so
     for instance, planner, free in _cases():
         plan = planner.plan
         reservation = parse(instance.reservation_text())[0]
-        relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
-        if relaxed is None:
+        task = Probes(plan, reservation, plan.now).task()
+        if task is None:
             continue
-        task = compile_reservation(relaxed, plan.now, plan.clock, plan.now_step, plan.resources)[0].task
         guess, earliest = asap_finish(plan, reservation, plan.now), _earliest_end(instance, free)
         if ends_first(task):
             held += 1
@@ -86,10 +85,7 @@ def test_a_rejection_of_those_shapes_is_offered_the_earliest_end_of_any_placemen
         if decision.accepted or decision.reason is None or decision.reason.earliest_deadline is None:
             continue
         plan = planner.plan
-        relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
-        assert relaxed is not None
-        task = compile_reservation(relaxed, plan.now, plan.clock, plan.now_step, plan.resources)[0].task
-        if not ends_first(task):
+        if not ends_first(Probes(plan, reservation, plan.now).task()):
             continue
         offered += 1
         assert decision.reason.earliest_deadline == plan.clock.at(earliest), instance.describe()
@@ -110,9 +106,8 @@ def test_where_ends_first_says_no_the_guess_can_end_after_the_earliest_placement
     planner, free = _planned(instance)
     plan = planner.plan
     reservation = parse(instance.reservation_text())[0]
-    relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
-    assert relaxed is not None
-    assert not ends_first(compile_reservation(relaxed, plan.now, plan.clock, plan.now_step, plan.resources)[0].task)
+    task = Probes(plan, reservation, plan.now).task()
+    assert task is not None and not ends_first(task)
     earliest = _earliest_end(instance, free)
     guess = asap_finish(plan, reservation, plan.now)
     assert earliest is not None and guess is not None and guess > earliest
@@ -120,13 +115,11 @@ def test_where_ends_first_says_no_the_guess_can_end_after_the_earliest_placement
 
 def _sure(plan: Plan, reservation: Reservation) -> int | None:
     """The guess of a request whose placement by it GREE promises without trying (deadline.sure_to_fit), or None."""
-    relaxed = with_deadline(reservation, plan.clock.at(plan.clock.steps))
-    if relaxed is None or reservation.every is not None:
-        return None
-    task = compile_reservation(relaxed, plan.now, plan.clock, plan.now_step, plan.resources)[0].task
+    probes = Probes(plan, reservation, plan.now)
+    task = probes.task()
     if not (ends_first(task) and sure_to_fit(PROBER, plan, task)):
         return None
-    return asap_finish(plan, reservation, plan.now)
+    return asap_finish(plan, reservation, plan.now, probes.relaxed)
 
 
 PROBER = GreedyAgent("gree", flat=False, budget=PROBE_BUDGET, reasons=False)

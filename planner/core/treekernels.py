@@ -176,24 +176,71 @@ def least_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi
 
 
 @kernel
-def _may_hold(mins: np.ndarray, maxs: np.ndarray, node: int, demand: np.ndarray, gang: int, parallelism: int,
-              bound: int, at_least: bool) -> bool:  # pragma: no cover
-    """Whether some step under `node` may have room <= bound (exact), or >= bound (`at_least`: maxima, an upper
-    bound, so a yes may be wrong and the caller checks the steps)."""
-    if at_least:
-        return room_at(maxs[:, node], demand, gang, parallelism) >= bound
-    return room_at(mins[:, node], demand, gang, parallelism) <= bound
+def _ratio_reaches(value: float, share: float, bundles: int) -> bool:  # pragma: no cover
+    """Whether room_at's bundle count for one resource reaches `bundles`: floor(value / share + EPSILON) >= bundles,
+    with room_at's float operations."""
+    return value / share + EPSILON >= bundles
 
 
 @kernel
-def _open(mins: np.ndarray, maxs: np.ndarray, node: int, span: int, first: int, last: int, demand: np.ndarray,
-          gang: int, parallelism: int, bound: int, at_least: bool) -> bool:  # pragma: no cover
+def least_enough(share: float, bundles: int) -> float:  # pragma: no cover
+    """The least float `value` with floor(value / share + EPSILON) >= bundles in room_at's float operations.
+
+    Both operations round monotonically, so those values are exactly the ones from this one up: a search may
+    compare a resource's free capacity with it instead of dividing. It starts from the real-number answer and moves
+    by one float at a time, a few at most."""
+    value = (bundles - EPSILON) * share
+    while not _ratio_reaches(value, share, bundles):
+        value = np.nextafter(value, math.inf)
+    while _ratio_reaches(np.nextafter(value, -math.inf), share, bundles):
+        value = np.nextafter(value, -math.inf)
+    return value
+
+
+@kernel
+def room_test(demand: np.ndarray, gang: int, parallelism: int, bound: int,
+              at_least: bool) -> tuple[np.ndarray, int]:  # pragma: no cover
+    """room_at(values) <= bound (or >= bound `at_least`) as comparisons: per resource the least free capacity that
+    holds the bundles the test turns on (-inf where the bundle asks for none), and what the test says whatever the
+    values are (1 yes, 0 no, -1 it depends). `meets` applies it."""
+    bundles = bound * gang if at_least else (bound + 1) * gang  # at least this many, or fewer than this many
+    least = np.full(demand.shape[0], -math.inf)
+    needed = False
+    for r in range(demand.shape[0]):
+        if demand[r] > 0:
+            needed = True
+            least[r] = least_enough(demand[r], bundles)
+    capped = parallelism != NO_CAP and parallelism < bundles
+    if at_least:
+        if bundles <= 0:
+            return least, 1
+        return least, 0 if capped or (not needed and bundles > UNBOUNDED) else (-1 if needed else 1)
+    if bundles <= 0:
+        return least, 0
+    return least, 1 if capped or (not needed and bundles > UNBOUNDED) else (-1 if needed else 0)
+
+
+@kernel
+def meets(values: np.ndarray, least: np.ndarray, fixed: int, at_least: bool) -> bool:  # pragma: no cover
+    """What room_test's test says of one step's (or one node's) free capacities `values`."""
+    if fixed >= 0:
+        return fixed == 1
+    short = False
+    for r in range(values.shape[0]):
+        short = short or values[r] < least[r]
+    return not short if at_least else short
+
+
+@kernel
+def _open(mins: np.ndarray, maxs: np.ndarray, node: int, span: int, first: int, last: int, least: np.ndarray,
+          fixed: int, at_least: bool) -> bool:  # pragma: no cover
     """Whether the search may enter `node` (covering `span` blocks): it reaches into blocks [first, last] and the
-    tree does not rule it out."""
+    tree does not rule it out (exact for room <= bound, from the minima; from the maxima, an upper bound, for room
+    >= bound: a yes may be wrong and the caller checks the steps)."""
     start = node * span - mins.shape[1] // 2
     if start > last or start + span <= first:
         return False
-    return _may_hold(mins, maxs, node, demand, gang, parallelism, bound, at_least)
+    return meets(maxs[:, node] if at_least else mins[:, node], least, fixed, at_least)
 
 
 @kernel
@@ -206,16 +253,26 @@ def find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int,
     answer near the start costs a block's scan, and a far one O(log distance) nodes."""
     if hi <= lo:
         return -1
+    least, fixed = room_test(demand, gang, parallelism, bound, at_least)
+    return find_by(free, mins, maxs, lo, hi, least, fixed, at_least, from_right)
+
+
+@kernel
+def find_by(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, least: np.ndarray, fixed: int,
+            at_least: bool, from_right: bool) -> int:  # pragma: no cover
+    """find with its room test made (room_test): a search that asks the same test many times makes it once."""
+    if hi <= lo:
+        return -1
     size = mins.shape[1] // 2
     first, last = lo // BLOCK, (hi - 1) // BLOCK
     node, span = size + (last if from_right else first), 1
     while True:
-        if _open(mins, maxs, node, span, first, last, demand, gang, parallelism, bound, at_least):
+        if _open(mins, maxs, node, span, first, last, least, fixed, at_least):
             while span > 1:  # down to the first leaf in the direction the tree does not rule out
                 near, far = (2 * node + 1, 2 * node) if from_right else (2 * node, 2 * node + 1)
-                if _open(mins, maxs, near, span // 2, first, last, demand, gang, parallelism, bound, at_least):
+                if _open(mins, maxs, near, span // 2, first, last, least, fixed, at_least):
                     node, span = near, span // 2
-                elif _open(mins, maxs, far, span // 2, first, last, demand, gang, parallelism, bound, at_least):
+                elif _open(mins, maxs, far, span // 2, first, last, least, fixed, at_least):
                     node, span = far, span // 2
                 else:
                     break  # the maxima's bound was loose here: nothing below
@@ -223,14 +280,12 @@ def find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int,
                 block = node - size
                 begin, end = max(lo, block * BLOCK), min(hi, (block + 1) * BLOCK)
                 if _constant(mins, maxs, node):  # one value: one room for every step of the block
-                    room = room_at(mins[:, node], demand, gang, parallelism)
-                    if room >= bound if at_least else room <= bound:
+                    if meets(mins[:, node], least, fixed, at_least):
                         return end - 1 if from_right else begin
                     begin = end  # nothing here
                 for i in range(end - begin):
                     t = end - 1 - i if from_right else begin + i
-                    room = room_at(free[:, t], demand, gang, parallelism)
-                    if room >= bound if at_least else room <= bound:
+                    if meets(free[:, t], least, fixed, at_least):
                         return t
         # On to the next subtree in the direction: up until `node` has a sibling that way.
         while node > 1 and node & 1 == (0 if from_right else 1):

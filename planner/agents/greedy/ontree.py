@@ -20,7 +20,7 @@ from planner.agents.greedy.treecost import pieces, placement_cost
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
 from planner.core.jit import kernel
-from planner.core.treekernels import find, least_room, one_value_around, refresh, room_at
+from planner.core.treekernels import find, find_by, least_room, one_value_around, refresh, room_at, room_test
 
 if TYPE_CHECKING:
     from planner.agents.greedy.placer import Solution
@@ -40,6 +40,17 @@ def _find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, 
         return find(free, mins, maxs, lo, hi, demand, gang, parallelism, bound, at_least, from_right)
     steps = free.shape[1]
     found = find(free, mins, maxs, steps - hi, steps - lo, demand, gang, parallelism, bound, at_least, not from_right)
+    return -1 if found < 0 else steps - 1 - found
+
+
+@kernel
+def _find_by(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
+             least: np.ndarray, fixed: int, at_least: bool, from_right: bool) -> int:  # pragma: no cover
+    """treekernels.find_by over [lo, hi) of the view's axis."""
+    if not mirrored:
+        return find_by(free, mins, maxs, lo, hi, least, fixed, at_least, from_right)
+    steps = free.shape[1]
+    found = find_by(free, mins, maxs, steps - hi, steps - lo, least, fixed, at_least, not from_right)
     return -1 if found < 0 else steps - 1 - found
 
 
@@ -78,6 +89,8 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
     keys = np.empty(size, dtype=np.int64)  # piece i = [start i, start i - 1): its least room + before[i]
     queue = np.empty(size, dtype=np.int64)  # pieces in the lease, keys rising
     head, tail, written, first, remaining = 0, 0, 0, 0, leases
+    none_least, none_fixed = room_test(demand, gang, parallelism, 0, False)  # a step without room
+    some_least, some_fixed = room_test(demand, gang, parallelism, 1, True)  # a step with room
     start = hi - length
     while start >= lo:
         end = start + length
@@ -88,7 +101,7 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         total = before[written]
         blocked = -1
         if written == first:  # no laid lease reaches into this one: one question finds a step without room, if any
-            blocked = _find(free, mins, maxs, mirrored, start, end, demand, gang, parallelism, 0, False, False)
+            blocked = _find_by(free, mins, maxs, mirrored, start, end, none_least, none_fixed, False, False)
             fit = 0 if blocked >= 0 else _least(free, mins, maxs, mirrored, start, end, demand, gang, parallelism)
         else:
             fit = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo, demand, gang, parallelism)
@@ -102,8 +115,11 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
             if blocked < 0:
                 blocked = _leftmost_blocked(free, mins, maxs, mirrored, lo, start, end, demand, gang, parallelism,
                                             starts, before, first, written)
-            found = _last_with_room(free, mins, maxs, mirrored, lo, blocked, demand, gang, parallelism,
-                                    starts, counts, first, written)
+            if first == written:
+                found = _find_by(free, mins, maxs, mirrored, lo, blocked, some_least, some_fixed, True, True)
+            else:
+                found = _last_with_room(free, mins, maxs, mirrored, lo, blocked, demand, gang, parallelism,
+                                        starts, counts, first, written)
             if found < 0:
                 return -1
             start = found - length + 1

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from planner.agents.greedy.pack import gang_room
 from planner.core import treekernels
-from planner.core.freetree import FreeTree
+from planner.core.freetree import FreeTree, cap
 from planner.core.plan import Accepted, Allocation, Plan
 from rdl.tree import Resources
 from tests.planner.support import START, instant, make_cluster, one
@@ -71,6 +71,52 @@ def test_searches_give_the_dense_answer(data: st.DataObject, built: tuple[FreeTr
                 expected = _dense_find(room, lo, hi, bound, at_least, from_right)
                 found = tree.find(lo, hi, demand, gang, parallelism, bound, at_least=at_least, from_right=from_right)
                 assert found == expected, (bound, at_least, from_right)
+
+
+SHARES = st.one_of(st.sampled_from([0.1, 0.3, 1 / 3, 0.7, 1.5, 2.2, 1e-3, 37.9]),
+                   st.floats(1e-4, 1e4, allow_nan=False, allow_infinity=False))
+
+
+@FAST
+@given(data=st.data(), gang=st.integers(1, 4), parallelism=st.one_of(st.none(), st.integers(0, 40)),
+       bound=st.integers(0, 12), at_least=st.booleans())
+def test_the_room_test_compares_as_room_at_divides(data: st.DataObject, gang: int, parallelism: int | None,
+                                                   bound: int, at_least: bool) -> None:
+    """The searches compare free capacity with a threshold per resource instead of dividing (room_test): the same
+    answer as room_at at every float, the ones a few ulps either side of each boundary included."""
+    resources = data.draw(st.integers(1, 3))
+    demand = np.array([data.draw(st.one_of(st.just(0.0), SHARES)) for _ in range(resources)])
+    least, fixed = treekernels.room_test(demand, gang, cap(parallelism), bound, at_least)
+    for _ in range(20):
+        values = np.empty(resources)
+        for r in range(resources):
+            bundles = data.draw(st.one_of(st.sampled_from([bound * gang, (bound + 1) * gang]),  # where room turns
+                                          st.integers(0, 3 * (bound + 1) * gang)))
+            slack = data.draw(st.sampled_from([0.0, treekernels.EPSILON]))  # room_at's boundary is k - EPSILON
+            values[r] = (bundles - slack) * max(demand[r], 0.25)
+            for _ in range(data.draw(st.integers(0, 4))):
+                values[r] = np.nextafter(values[r], data.draw(st.sampled_from([np.inf, -np.inf])))
+        room = treekernels.room_at(values, demand, gang, cap(parallelism))
+        expected = room >= bound if at_least else room <= bound
+        assert treekernels.meets(values, least, fixed, at_least) == expected, (values, room)
+
+
+def test_the_room_test_turns_at_the_same_float_as_room_at() -> None:
+    """At each float around where room_at's count turns (k - EPSILON bundles), for 3,000 shares and counts: the
+    comparison says what the division says."""
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        share = float(rng.choice([rng.uniform(1e-4, 1e4), 0.1, 0.3, 1 / 3, 0.7]))
+        gang, bound, at_least = int(rng.integers(1, 4)), int(rng.integers(0, 20)), bool(rng.integers(0, 2))
+        demand = np.array([share])
+        least, fixed = treekernels.room_test(demand, gang, treekernels.NO_CAP, bound, at_least)
+        turn = (bound * gang if at_least else (bound + 1) * gang) - treekernels.EPSILON
+        value = np.nextafter(np.nextafter(turn * share, -np.inf), -np.inf)
+        for _ in range(5):
+            room = treekernels.room_at(np.array([value]), demand, gang, treekernels.NO_CAP)
+            assert treekernels.meets(np.array([value]), least, fixed, at_least) == \
+                (room >= bound if at_least else room <= bound), (share, gang, bound, at_least, value)
+            value = np.nextafter(value, np.inf)
 
 
 @FAST

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.agents.greedy.pack import gang_room
+from planner.agents.greedy.pack import gang_room, on_tree
 from planner.agents.greedy.placer import AtomFailure
 from planner.core.compile import AtomTask, Clock, Instance
 from planner.core.decision import Reason
@@ -63,15 +63,25 @@ def describe_need(task: AtomTask, lo: int, hi: int, clock: Clock) -> str:
     return f"{need} {where}"
 
 
+def _room_summary(task: AtomTask, lo: int, hi: int, plan: Plan) -> tuple[int, int]:
+    """The most bundles free at one step of [lo, hi), and the whole gangs free summed over its steps: from the
+    plan's tree where a search reads it (a long window of seconds-long steps: the summary then follows the runs of
+    one value, not the steps) and no trial placement is laid there, else from a copy of the window."""
+    tree = plan.built_tree
+    if tree is not None and on_tree(hi - lo, plan.clock.steps) and tree.holds_plan(lo, hi):
+        return tree.room_summary(lo, hi, task.demand, task.gang, task.parallelism)
+    room = gang_room(plan.free_in(lo, hi), task.demand, 1, task.parallelism)  # bundles per step
+    return int(room.max()), int((room // task.gang).sum())
+
+
 def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
     if hi <= lo:
         return "but no time is left in its window"
-    room = gang_room(plan.free_in(lo, hi), task.demand, 1, task.parallelism)  # bundles per step
-    most = int(room.max())
+    most, gangs = _room_summary(task, lo, hi, plan)
     if most < task.gang:
         return f"at most {most} {'is' if most == 1 else 'are'} free at once"
     needed = task.leases * task.gang * task.length
-    available = int((room // task.gang).sum()) * task.gang  # whole gangs only
+    available = gangs * task.gang  # whole gangs only
     hours = plan.clock.step / 3600
     if available < needed:
         return (f"only {available * hours:g} of the {needed * hours:g} bundle-hours it needs are free there "

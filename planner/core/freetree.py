@@ -35,7 +35,7 @@ class FreeTree:
         self.mins = np.empty((self.free.shape[0], 2 * size), dtype=np.float64)
         self.maxs = np.empty_like(self.mins)
         kernels.build(self.free, self.mins, self.maxs)
-        self._runs: list[np.ndarray] | None = None  # inside a trial: the runs of steps written
+        self._trials: list[list[np.ndarray]] = []  # per open trial, innermost last: the runs of steps written
 
     @property
     def steps(self) -> int:
@@ -47,7 +47,7 @@ class FreeTree:
 
     def copy(self) -> FreeTree:
         twin = FreeTree.__new__(FreeTree)
-        twin.free, twin.mins, twin.maxs, twin._runs = self.free.copy(), self.mins.copy(), self.maxs.copy(), None
+        twin.free, twin.mins, twin.maxs, twin._trials = self.free.copy(), self.mins.copy(), self.maxs.copy(), []
         return twin
 
     def reset(self, capacity: np.ndarray, used: np.ndarray, lo: int, hi: int) -> None:
@@ -69,8 +69,13 @@ class FreeTree:
 
     def written(self, runs: np.ndarray) -> None:
         """The runs of steps ([lo, hi) rows) a writer changed in place and refreshed the tree over."""
-        if self._runs is not None and runs.shape[0]:
-            self._runs.append(runs)
+        if self._trials and runs.shape[0]:
+            self._trials[-1].append(runs)
+
+    def holds_plan(self, lo: int, hi: int) -> bool:
+        """Whether steps [lo, hi) hold the plan's own free capacity: no open trial wrote there (a placement laid,
+        or laid and taken back, which may leave the last bit of a float changed until the trial ends)."""
+        return not any(((runs[:, 0] < hi) & (runs[:, 1] > lo)).any() for trial in self._trials for runs in trial)
 
     @contextmanager
     def trial(self, capacity: np.ndarray, used: np.ndarray) -> Iterator[FreeTree]:
@@ -78,21 +83,27 @@ class FreeTree:
 
         The placer takes back what it lays, with the same sums in reverse, so this only makes sure of it
         (and covers a search left open by an error). It resets the runs written, not the span around them."""
-        outer = self._runs
-        self._runs = []
+        self._trials.append([])
         try:
             yield self
         finally:
-            runs, self._runs = self._runs, outer
+            runs = self._trials.pop()
             if runs:
                 joined = np.concatenate(runs)
                 kernels.reset_runs(self.free, self.mins, self.maxs, capacity, used, joined)
-                if outer is not None:
-                    outer.append(joined)
+                if self._trials:
+                    self._trials[-1].append(joined)
 
     def least_room(self, lo: int, hi: int, demand: np.ndarray, gang: int, parallelism: int | None) -> int:
         """The least room (pack.gang_room) over steps [lo, hi)."""
         return int(kernels.least_room(self.free, self.mins, self.maxs, lo, hi, demand, gang, cap(parallelism)))
+
+    def room_summary(self, lo: int, hi: int, demand: np.ndarray, gang: int,
+                     parallelism: int | None) -> tuple[int, int]:
+        """Over steps [lo, hi) (not empty): the most bundles of `demand` free at one step, and the whole gangs of
+        `gang` bundles free summed over the steps (pack.gang_room's counts), a run of one value at a time."""
+        most, gangs = kernels.room_summary(self.free, self.mins, self.maxs, lo, hi, demand, gang, cap(parallelism))
+        return int(most), int(gangs)
 
     def find(self, lo: int, hi: int, demand: np.ndarray, gang: int, parallelism: int | None, bound: int, *,
              at_least: bool = False, from_right: bool = False) -> int:

@@ -120,6 +120,11 @@ class Plan:
         return self._tree
 
     @property
+    def built_tree(self) -> FreeTree | None:
+        """The free-capacity tree if a search has built it, else None: for a reader that would not build it."""
+        return self._tree
+
+    @property
     def nbytes(self) -> int:
         """Bytes of the plan's arrays: capacity, use, each limited user's use, and the free-capacity tree if built."""
         tree = 0 if self._tree is None else self._tree.nbytes

@@ -130,6 +130,32 @@ def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> 
 
 
 @kernel
+def room_summary(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray,
+                 gang: int, parallelism: int) -> tuple[int, int]:  # pragma: no cover
+    """Over steps [lo, hi) (not empty): the most bundles free at one step, and the whole gangs free summed over the
+    steps. A run of one value (the largest subtree whose least and greatest agree) counts once, times its length;
+    a block holding more than one value is read step by step."""
+    size, steps = mins.shape[1] // 2, free.shape[1]
+    most, gangs, t = 0, 0, lo
+    while t < hi:
+        node = size + t // BLOCK
+        if _constant(mins, maxs, node):
+            end = min(hi, one_value_around(mins, maxs, t, steps)[1])
+            bundles = room_at(mins[:, node], demand, 1, parallelism)
+            most = max(most, bundles)
+            gangs += bundles // gang * (end - t)
+            t = end
+            continue
+        end = min(hi, (t // BLOCK + 1) * BLOCK)
+        for s in range(t, end):
+            bundles = room_at(free[:, s], demand, 1, parallelism)
+            most = max(most, bundles)
+            gangs += bundles // gang
+        t = end
+    return most, gangs
+
+
+@kernel
 def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
                hi: int) -> np.ndarray:  # pragma: no cover
     """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span). A part of a block whose

@@ -210,3 +210,44 @@ def test_searches_over_many_blocks_give_the_dense_answer(data: st.DataObject, bu
             for from_right in (False, True):
                 found = tree.find(lo, hi, demand, gang, None, bound, at_least=at_least, from_right=from_right)
                 assert found == _dense_find(room, lo, hi, bound, at_least, from_right), (bound, at_least, from_right)
+
+
+def _dense_summary(free: np.ndarray, lo: int, hi: int, demand: np.ndarray, gang: int,
+                   parallelism: int | None) -> tuple[int, int]:
+    bundles = gang_room(free[:, lo:hi], demand, 1, parallelism)
+    return int(bundles.max()), int((bundles // gang).sum())
+
+
+@FAST
+@given(data=st.data(), built=st.one_of(trees(), deep_trees()), gang=st.integers(1, 3),
+       parallelism=st.one_of(st.none(), st.integers(0, 12)))
+def test_the_room_summary_counts_what_the_dense_room_counts(data: st.DataObject, built: tuple[FreeTree, np.ndarray],
+                                                            gang: int, parallelism: int | None) -> None:
+    """A rejection's reason reads the most bundles free at once and the whole gangs free over the window from the
+    tree, a run of one value at a time: the same counts as the window's room step by step."""
+    tree, free = built
+    if free.shape[1] == 0:
+        return
+    demand = data.draw(hnp.arrays(np.float64, free.shape[0], elements=DEMANDS))
+    lo = data.draw(st.integers(0, free.shape[1] - 1))
+    hi = data.draw(st.integers(lo + 1, free.shape[1]))
+    assert tree.room_summary(lo, hi, demand, gang, parallelism) == _dense_summary(free, lo, hi, demand, gang,
+                                                                                  parallelism)
+
+
+def test_the_tree_holds_the_plan_where_no_open_trial_wrote() -> None:
+    capacity = np.full((1, 400), 8.0)
+    used = np.zeros_like(capacity)
+    tree = FreeTree(capacity - used)
+    assert tree.holds_plan(0, 400)
+    with tree.trial(capacity, used):
+        tree.free[:, 100:150] -= 1.0
+        tree.touched(100, 150)
+        with tree.trial(capacity, used):
+            tree.free[:, 300:320] -= 1.0
+            tree.touched(300, 320)
+            assert not tree.holds_plan(310, 311) and not tree.holds_plan(149, 151)
+            assert tree.holds_plan(150, 300) and tree.holds_plan(0, 100)
+        assert not tree.holds_plan(300, 320)  # the inner trial gave them back; the outer one still resets them
+        assert tree.holds_plan(320, 400)
+    assert tree.holds_plan(0, 400) and np.array_equal(tree.free, capacity - used)

@@ -101,7 +101,7 @@ class FreeTree:
     def room_summary(self, lo: int, hi: int, demand: np.ndarray, gang: int,
                      parallelism: int | None) -> tuple[int, int]:
         """Over steps [lo, hi) (not empty): the most bundles of `demand` free at one step, and the whole gangs of
-        `gang` bundles free summed over the steps (pack.gang_room's counts), a run of one value at a time."""
+        `gang` bundles free summed over the steps (pack.gang_room's counts), a subtree of one room at a time."""
         most, gangs = kernels.room_summary(self.free, self.mins, self.maxs, lo, hi, demand, gang, cap(parallelism))
         return int(most), int(gangs)
 

@@ -133,25 +133,32 @@ def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> 
 def room_summary(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray,
                  gang: int, parallelism: int) -> tuple[int, int]:  # pragma: no cover
     """Over steps [lo, hi) (not empty): the most bundles free at one step, and the whole gangs free summed over the
-    steps. A run of one value (the largest subtree whose least and greatest agree) counts once, times its length;
-    a block holding more than one value is read step by step."""
+    steps. A subtree whose minima and maxima give the same room has that room at every step (room grows with each
+    resource), so it counts once, times its steps; only a block whose steps differ is read step by step."""
     size, steps = mins.shape[1] // 2, free.shape[1]
-    most, gangs, t = 0, 0, lo
-    while t < hi:
-        node = size + t // BLOCK
-        if _constant(mins, maxs, node):
-            end = min(hi, one_value_around(mins, maxs, t, steps)[1])
-            bundles = room_at(mins[:, node], demand, 1, parallelism)
-            most = max(most, bundles)
-            gangs += bundles // gang * (end - t)
-            t = end
+    first, last = lo // BLOCK, (hi - 1) // BLOCK
+    most, gangs = 0, 0
+    nodes, spans = np.empty(128, dtype=np.int64), np.empty(128, dtype=np.int64)  # depth-first, two per level
+    nodes[0], spans[0], top = 1, size, 1
+    while top > 0:
+        top -= 1
+        node, span = nodes[top], spans[top]
+        start = node * span - size  # the node's first block
+        if start > last or start + span <= first:
             continue
-        end = min(hi, (t // BLOCK + 1) * BLOCK)
-        for s in range(t, end):
-            bundles = room_at(free[:, s], demand, 1, parallelism)
-            most = max(most, bundles)
-            gangs += bundles // gang
-        t = end
+        a, b = max(lo, start * BLOCK), min(hi, (start + span) * BLOCK, steps)
+        low = room_at(mins[:, node], demand, 1, parallelism)
+        if low == room_at(maxs[:, node], demand, 1, parallelism):
+            most = max(most, low)
+            gangs += low // gang * (b - a)
+        elif span > 1:
+            nodes[top], spans[top], nodes[top + 1], spans[top + 1] = 2 * node, span // 2, 2 * node + 1, span // 2
+            top += 2
+        else:
+            for t in range(a, b):
+                bundles = room_at(free[:, t], demand, 1, parallelism)
+                most = max(most, bundles)
+                gangs += bundles // gang
     return most, gangs
 
 

@@ -66,23 +66,58 @@ def refresh(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: i
     """Recompute the blocks over steps [lo, hi) from `free`, and their ancestors."""
     if hi <= lo:
         return
-    size, steps = mins.shape[1] // 2, free.shape[1]
     first, last = lo // BLOCK, (hi - 1) // BLOCK
     for block in range(first, last + 1):
-        end = min(steps, (block + 1) * BLOCK)
-        for r in range(free.shape[0]):
-            low, high = math.inf, -math.inf
-            for t in range(block * BLOCK, end):
-                value = free[r, t]
-                low = min(low, value)
-                high = max(high, value)
-            mins[r, size + block] = low
-            maxs[r, size + block] = high
-    first, last = (size + first) // 2, (size + last) // 2
+        _read_block(free, mins, maxs, block)
+    pull_above(mins, maxs, lo, hi)
+
+
+@kernel
+def _read_block(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, block: int) -> None:  # pragma: no cover
+    """The leaf of `block` from its steps in `free`."""
+    size, end = mins.shape[1] // 2, min(free.shape[1], (block + 1) * BLOCK)
+    for r in range(free.shape[0]):
+        low, high = math.inf, -math.inf
+        for t in range(block * BLOCK, end):
+            value = free[r, t]
+            low = min(low, value)
+            high = max(high, value)
+        mins[r, size + block] = low
+        maxs[r, size + block] = high
+
+
+@kernel
+def pull_above(mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int) -> None:  # pragma: no cover
+    """Recompute the ancestors of the leaves over steps [lo, hi) from their children."""
+    if hi <= lo:
+        return
+    size = mins.shape[1] // 2
+    first, last = (size + lo // BLOCK) // 2, (size + (hi - 1) // BLOCK) // 2
     while first >= 1:
         for node in range(first, last + 1):
             _pull(mins, maxs, node)
         first, last = first // 2, last // 2
+
+
+@kernel
+def take_from(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int,
+              amounts: np.ndarray) -> None:  # pragma: no cover
+    """free[r, lo:hi] -= amounts[r], and the leaves over [lo, hi) with it (their ancestors are the caller's:
+    pull_above). A block the span covers whole moves its least and greatest by the same subtraction, exactly
+    (rounding keeps the order of the values); a block it covers in part is read again."""
+    size = mins.shape[1] // 2
+    for r in range(free.shape[0]):
+        amount = amounts[r]
+        for t in range(lo, hi):
+            free[r, t] -= amount
+    first, last = lo // BLOCK, (hi - 1) // BLOCK
+    for block in range(first, last + 1):
+        if block * BLOCK >= lo and min(free.shape[1], (block + 1) * BLOCK) <= hi:
+            for r in range(free.shape[0]):
+                mins[r, size + block] -= amounts[r]
+                maxs[r, size + block] -= amounts[r]
+        else:
+            _read_block(free, mins, maxs, block)
 
 
 @kernel

@@ -20,7 +20,16 @@ from planner.agents.greedy.treecost import pieces, placement_cost
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
 from planner.core.jit import kernel
-from planner.core.treekernels import find, find_by, least_room, one_value_around, refresh, room_at, room_test
+from planner.core.treekernels import (
+    find,
+    find_by,
+    least_room,
+    one_value_around,
+    pull_above,
+    room_at,
+    room_test,
+    take_from,
+)
 
 if TYPE_CHECKING:
     from planner.agents.greedy.placer import Solution
@@ -195,13 +204,13 @@ def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: boo
     spread thin over a long span costs its leases' steps, not the span (the placer's zero rows change nothing)."""
     los, his, held = pieces(starts, gangs, length)
     runs = np.empty((los.shape[0], 2), dtype=np.int64)
+    amounts = np.empty(free.shape[0])
     steps, written = free.shape[1], 0
     for k in range(los.shape[0]):
         here, there, bundles = los[k], his[k], float(held[k] * gang)
-        for v in range(here, there):
-            at = steps - 1 - v if mirrored else v
-            for r in range(free.shape[0]):
-                free[r, at] -= signed[r] * bundles
+        for r in range(free.shape[0]):
+            amounts[r] = signed[r] * bundles
+        take_from(free, mins, maxs, steps - there if mirrored else here, steps - here if mirrored else there, amounts)
         if written > 0 and runs[written - 1, 1] == here:
             runs[written - 1, 1] = there
         else:
@@ -213,7 +222,7 @@ def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: boo
         if mirrored:
             lo, hi = steps - hi, steps - lo
             out[k, 0], out[k, 1] = lo, hi
-        refresh(free, mins, maxs, lo, hi)
+        pull_above(mins, maxs, lo, hi)
     return out
 
 

@@ -251,3 +251,24 @@ def test_the_tree_holds_the_plan_where_no_open_trial_wrote() -> None:
         assert not tree.holds_plan(300, 320)  # the inner trial gave them back; the outer one still resets them
         assert tree.holds_plan(320, 400)
     assert tree.holds_plan(0, 400) and np.array_equal(tree.free, capacity - used)
+
+
+@FAST
+@given(data=st.data(), built=st.one_of(trees(), deep_trees()))
+def test_taking_from_a_span_keeps_the_tree_as_a_fresh_build(data: st.DataObject,
+                                                            built: tuple[FreeTree, np.ndarray]) -> None:
+    """A placement laid on the tree moves the least and greatest of each block it covers whole by the same
+    subtraction: after it (and its ancestors pulled), the tree is what building it afresh from the steps gives."""
+    tree, free = built[0], built[1].copy()  # a deep tree's free is the array it was built on
+    if free.shape[1] == 0:
+        return
+    lo = data.draw(st.integers(0, free.shape[1] - 1))
+    hi = data.draw(st.integers(lo + 1, free.shape[1]))
+    amounts = data.draw(hnp.arrays(np.float64, free.shape[0], elements=st.sampled_from([0.1, 0.5, 1 / 3, -2.0, 7.3])))
+    treekernels.take_from(tree.free, tree.mins, tree.maxs, lo, hi, amounts)
+    treekernels.pull_above(tree.mins, tree.maxs, lo, hi)
+    expected = free.copy()
+    expected[:, lo:hi] -= amounts[:, None]
+    fresh = FreeTree(expected)
+    assert np.array_equal(tree.free, expected)
+    assert np.array_equal(tree.mins, fresh.mins) and np.array_equal(tree.maxs, fresh.maxs)

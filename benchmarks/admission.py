@@ -13,7 +13,7 @@ accepted count and work, and peak memory.
 steps) through gree, gree-l and a bare compiled earliest-fit pass (each atom one block, earliest start where it fits,
 booked on a dense array: the least any admission can cost on that grid), and prints per admission the p50/p99 CPU
 time, the accepted count and the plan's memory; then the roll of a plan holding `--roll-count` reservations at the
-finest step, by one hour (the store's hourly roll).
+finest step, by one hour (the store's hourly roll; the median of five in a row).
 """
 
 from __future__ import annotations

@@ -171,8 +171,9 @@ def ends_first(task: Task | None) -> bool:
     True of an atom: a lease of any placement that starts after the greedy one's first moves there without ending
     later and without taking a step the others need (they start later still), lease by lease. True of an `order`
     without gap of such tasks: its stages share no step, and a stage that ends earlier never makes the next end
-    later. True of an `any` of such tasks, whose guess is its alternatives' earliest (_first_end). Not of an `all`,
-    whose children crowd each other, nor of an order with a gap, which a stage that ends too early can break. And
+    later. True of an `any` of such tasks, whose guess is its alternatives' earliest (_first_end), and of an `all`
+    or `order` of one such chain. Not of an `all` of more, whose children crowd each other, nor of an order with a
+    gap, which a stage that ends too early can break. And
     only while the greedy pass's budget covers one placement per atom (it places each once; an alternative it had
     no budget for would be missing from the earliest). tests/planner/agents/test_ends_first.py holds it to a
     brute-force enumeration."""
@@ -194,9 +195,12 @@ def sure_to_fit(prober: GreedyAgent, plan: Plan, task: Task | None) -> bool:
 
 
 def _chain(task: Task) -> bool:
-    """An atom, or an order without gap of such: the mirrored placer's first placement of it ends first."""
+    """An atom, or an order without gap of such: the mirrored placer's first placement of it ends first. An `all` or
+    an `order` of one child is that child to the placer (no sibling to crowd, no next stage to keep a gap to)."""
     if isinstance(task, AtomTask):
         return True
+    if task.kind in ("all", "order") and len(task.children) == 1:
+        return _chain(task.children[0])
     return task.kind == "order" and task.gap is None and all(_chain(child) for child in task.children)
 
 

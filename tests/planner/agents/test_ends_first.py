@@ -20,7 +20,7 @@ from planner.core.compile import compile_reservation
 from planner.core.plan import Plan
 from rdl import parse_cluster
 from rdl.tree import Reservation
-from tests.planner.agents.bruteforce import AtomSpec, Blocker, GroupSpec, Instance, random_instance, spans
+from tests.planner.agents.bruteforce import AtomSpec, Blocker, GroupSpec, Instance, Node, random_instance, spans
 from tests.planner.agents.test_properties import Scenario, scenarios
 from tests.planner.support import make_cluster, parse
 
@@ -48,13 +48,32 @@ def _earliest_end(instance: Instance, free: list[int]) -> int | None:
     return min(ends) if ends else None
 
 
+def _wrapped(rng: random.Random, node: Node, chance: float) -> Node:
+    """`node`, or with `chance` an `all` or an `order` (maybe with a gap) of it alone; a group's children too."""
+    if isinstance(node, GroupSpec):
+        node = replace(node, children=tuple(_wrapped(rng, child, chance / 2) for child in node.children))
+    if rng.random() >= chance:
+        return node
+    kind = rng.choice(["all", "order"])
+    return GroupSpec(kind, (node,), rng.choice([None, 0, 1]) if kind == "order" else None)
+
+
 def _cases() -> list[tuple[Instance, Planner, list[int]]]:
+    """The tiny random instances, half of them with groups of one child here and there (YARN's streams are full of
+    them: an R_ALL of one request)."""
     rng = random.Random(SEED)
-    return [(instance, *_planned(instance)) for instance in (random_instance(rng) for _ in range(INSTANCES))]
+    instances = [random_instance(rng) for _ in range(INSTANCES)]
+    instances = [replace(instance, body=_wrapped(rng, instance.body, 0.7)) if rng.random() < 1 / 2 else instance
+                 for instance in instances]
+    return [(instance, *_planned(instance)) for instance in instances]
+
+
+def _has_one_child_group(node: Node) -> bool:
+    return isinstance(node, GroupSpec) and (len(node.children) == 1 or any(map(_has_one_child_group, node.children)))
 
 
 def test_the_guess_is_the_earliest_end_of_any_placement_where_ends_first_says_so() -> None:
-    held = 0
+    held = alone = 0
     for instance, planner, free in _cases():
         plan = planner.plan
         reservation = parse(instance.reservation_text())[0]
@@ -64,10 +83,11 @@ def test_the_guess_is_the_earliest_end_of_any_placement_where_ends_first_says_so
         guess, earliest = asap_finish(plan, reservation, plan.now), _earliest_end(instance, free)
         if ends_first(task):
             held += 1
+            alone += _has_one_child_group(instance.body)
             assert guess == earliest, instance.describe()
         elif guess is not None:  # elsewhere a real placement, so never before the earliest (the oracle agrees)
             assert earliest is not None and guess >= earliest, instance.describe()
-    assert held >= 100  # the sample reaches the shapes it holds
+    assert held >= 100 and alone >= 40  # the sample reaches the shapes it holds, groups of one child among them
 
 
 def test_a_rejection_of_those_shapes_is_offered_the_earliest_end_of_any_placement() -> None:

@@ -151,25 +151,17 @@ def _constant(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma:
 
 
 @kernel
-def one_room_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int, demand: np.ndarray, gang: int,
-                    parallelism: int) -> tuple[int, int]:  # pragma: no cover
-    """Steps [lo, hi) around step t that all have the same room: the largest subtree over t's block whose minima and
-    maxima give the same room (room grows with each resource, so every step between has it; an empty span when
-    t's own block's steps differ)."""
+def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> tuple[int, int]:  # pragma: no cover
+    """Steps [lo, hi) around step t that all hold the same free capacity: the largest subtree over t's block whose
+    least and greatest agree (an empty span when t's own block holds more than one value)."""
     size = mins.shape[1] // 2
     node, span = size + t // BLOCK, 1
-    if not _one_room(mins, maxs, node, demand, gang, parallelism):
+    if not _constant(mins, maxs, node):
         return t, t
-    while node > 1 and _one_room(mins, maxs, node // 2, demand, gang, parallelism):
+    while node > 1 and _constant(mins, maxs, node // 2):
         node, span = node // 2, span * 2
     first = node * span - size
     return first * BLOCK, min(steps, (first + span) * BLOCK)
-
-
-@kernel
-def _one_room(mins: np.ndarray, maxs: np.ndarray, node: int, demand: np.ndarray, gang: int,
-              parallelism: int) -> bool:  # pragma: no cover
-    return room_at(mins[:, node], demand, gang, parallelism) == room_at(maxs[:, node], demand, gang, parallelism)
 
 
 @kernel

@@ -24,7 +24,7 @@ from planner.core.treekernels import (
     find,
     find_by,
     least_room,
-    one_room_around,
+    one_value_around,
     pull_above,
     room_at,
     room_test,
@@ -231,13 +231,12 @@ def tree_tiles(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: b
                demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
     """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last.
 
-    A tile inside a run of steps that all have the same room (a subtree whose minima and maxima give one room: a
-    stretch of one value, or a full one whose free capacity varies below a gang) has that room: the tiles after it
-    inside the same run take it without asking the tree again."""
+    A tile inside a run of steps that all hold the same free capacity (a subtree whose least and greatest agree)
+    has that run's room: the tiles after it inside the same run take it without asking the tree again."""
     tiles = (hi - lo) // length
     out = np.empty(tiles, dtype=np.int64)
     steps = free.shape[1]
-    same_lo, same_hi, same = 0, 0, 0  # the run of one room the last tile asked lay in, and that room
+    same_lo, same_hi, same = 0, 0, 0  # the run of one value the last tile asked lay in, and its room
     for tile in range(tiles):
         a, b = hi - (tile + 1) * length, hi - tile * length
         if mirrored:
@@ -246,7 +245,7 @@ def tree_tiles(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: b
             out[tile] = same
             continue
         out[tile] = least_room(free, mins, maxs, a, b, demand, gang, parallelism)
-        run_lo, run_hi = one_room_around(mins, maxs, a, steps, demand, gang, parallelism)
+        run_lo, run_hi = one_value_around(mins, maxs, a, steps)
         if run_lo <= a and b <= run_hi:
             same_lo, same_hi, same = run_lo, run_hi, out[tile]
     return out

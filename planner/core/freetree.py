@@ -75,7 +75,11 @@ class FreeTree:
     def holds_plan(self, lo: int, hi: int) -> bool:
         """Whether steps [lo, hi) hold the plan's own free capacity: no open trial wrote there (a placement laid,
         or laid and taken back, which may leave the last bit of a float changed until the trial ends)."""
-        return not any(((runs[:, 0] < hi) & (runs[:, 1] > lo)).any() for trial in self._trials for runs in trial)
+        written = [runs for trial in self._trials for runs in trial]
+        if not written:
+            return True
+        joined = np.concatenate(written)
+        return not bool(((joined[:, 0] < hi) & (joined[:, 1] > lo)).any())
 
     @contextmanager
     def trial(self, capacity: np.ndarray, used: np.ndarray) -> Iterator[FreeTree]:

@@ -152,15 +152,20 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime,
     instance = relaxed[0]
     task = mirrored(instance.task, steps)
     lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
+    # A chain's stages share no step, and an `any` of chains is placed one alternative at a time (_first_end): no
+    # search reads what another laid, so nothing is laid. Elsewhere (an `all`'s siblings crowd each other; an inner
+    # `any` ranks its alternatives by the load they add) every candidate is laid while the search goes on.
+    lays = not _any_of_chains(task)
     if pack.on_tree(hi - lo, steps):  # a long window: search the plan's tree, mirrored, instead of a copy
         from planner.agents.greedy.ontree import TreeView
 
         tree = plan.free_tree()
         with tree.trial(plan.capacity, plan.used):
-            placer = Placer(tree.free, plan.capacity[:, ::-1], flat=False, tree=TreeView(tree, mirrored=True))
+            placer = Placer(tree.free, plan.capacity[:, ::-1], flat=False, tree=TreeView(tree, mirrored=True),
+                            lays=lays)
             return _first_end(placer, task, steps)
     placer = Placer(np.ascontiguousarray(plan.free_in(lo, hi)[:, ::-1]), plan.capacity[:, ::-1], flat=False,
-                    origin=steps - hi)
+                    origin=steps - hi, lays=lays)
     return _first_end(placer, task, steps)
 
 

@@ -99,16 +99,19 @@ class Placer:
     `free` may cover only the steps the search can reach, from step `origin` of the plan on: placements and
     `capacity` (the whole plan's) stay on the plan's step axis. With a `tree` (ontree.py), `free` is the plan's own
     free-capacity tree, laid on in place and taken back, and the searches it answers (`TreeView.answers`) ask it.
+    Without `lays` it offers candidates without laying them: for a caller whose searches never read the steps a
+    candidate holds (a chain of stages, each searched before the one it precedes, shares no step).
     """
 
     def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,
-                 origin: int = 0, tree: TreeView | None = None):
+                 origin: int = 0, tree: TreeView | None = None, lays: bool = True):
         self.free = tree.free if tree is not None else free
         self.tree = tree
         self.origin = origin
         self.capacity = capacity
         self.flat = flat
         self.budget = budget
+        self.lays = lays
         self.failure: AtomFailure | None = None
 
     # -- applying candidates -----------------------------------------------------------
@@ -130,6 +133,9 @@ class Placer:
             lay(self.free, base, offsets, offsets + task.length, placement.gangs * task.gang, task.demand * sign)
 
     def _offer(self, solution: Solution) -> Iterator[Solution]:
+        if not self.lays:
+            yield solution
+            return
         self._apply(solution, +1)
         try:
             yield solution

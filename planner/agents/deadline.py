@@ -13,7 +13,7 @@ import numpy as np
 from planner.agents.base import Agent
 from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
-from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, first_start
+from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, first_start, searched_apart
 from planner.core.compile import (
     AtomTask,
     GroupTask,
@@ -152,10 +152,11 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime,
     instance = relaxed[0]
     task = mirrored(instance.task, steps)
     lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
-    # A chain's stages share no step, and an `any` of chains is placed one alternative at a time (_first_end): no
-    # search reads what another laid, so nothing is laid. Elsewhere (an `all`'s siblings crowd each other; an inner
-    # `any` ranks its alternatives by the load they add) every candidate is laid while the search goes on.
-    lays = not _any_of_chains(task)
+    # An `any` is placed one alternative at a time (_first_end): where each is searched apart, nothing is laid.
+    # Elsewhere (an `all`'s siblings crowd each other; an inner `any` ranks its alternatives by the load they add)
+    # every candidate is laid while the search goes on.
+    alternatives = task.children if isinstance(task, GroupTask) and task.kind == "any" else [task]
+    lays = not all(searched_apart(child) for child in alternatives)
     if pack.on_tree(hi - lo, steps):  # a long window: search the plan's tree, mirrored, instead of a copy
         from planner.agents.greedy.ontree import TreeView
 

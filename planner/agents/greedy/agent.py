@@ -14,7 +14,7 @@ from planner.agents.base import Outcome
 from planner.agents.explain import capacity_reason, clipped_reason, window_reason
 from planner.agents.greedy import pack
 from planner.agents.greedy.early import search_early
-from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution
+from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution, searched_apart
 from planner.core.compile import Instance, compile_reservation
 from planner.core.decision import Reason
 from planner.core.plan import Allocation, Plan
@@ -76,7 +76,10 @@ class GreedyAgent:
                 origin: int, tree: TreeView | None = None) -> Outcome:
         if reservation.placement == "early":  # the user's preference: the same search on the reversed axis (a copy)
             return search_early(plan, reservation, instances, free, origin, self.budget, self.reasons)
-        placer = Placer(free, plan.capacity, self.flat, origin=origin, tree=tree)
+        # One instance searched apart: no search reads what another candidate lays, so nothing is laid. A series
+        # keeps each instance laid while the next is searched.
+        alone = len(instances) == 1 and searched_apart(instances[0].task)
+        placer = Placer(free, plan.capacity, self.flat, origin=origin, tree=tree, lays=not alone)
         held: list[Generator[Solution, None, None]] = []  # open searches keep their placements applied to the scratch
         placed: list[tuple[Instance, Solution]] = []
         try:

@@ -84,6 +84,17 @@ def last_end(solution: Solution) -> int:
     return max(p.last_end for p in solution)
 
 
+def searched_apart(task: Task) -> bool:
+    """Whether no search of the task's pieces reads a step another piece's candidate holds, so that a placer need not
+    lay candidates while it searches (`Placer(lays=False)`): an atom, or an `order` of such (each stage is searched
+    before the one it precedes, in the steps before that one's first), or an `all` or `order` of one such child."""
+    if isinstance(task, AtomTask):
+        return True
+    if task.kind == "order" or (task.kind == "all" and len(task.children) == 1):
+        return all(searched_apart(child) for child in task.children)
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class AtomFailure:
     """Where the first atom that found no room was looking."""
@@ -99,8 +110,7 @@ class Placer:
     `free` may cover only the steps the search can reach, from step `origin` of the plan on: placements and
     `capacity` (the whole plan's) stay on the plan's step axis. With a `tree` (ontree.py), `free` is the plan's own
     free-capacity tree, laid on in place and taken back, and the searches it answers (`TreeView.answers`) ask it.
-    Without `lays` it offers candidates without laying them: for a caller whose searches never read the steps a
-    candidate holds (a chain of stages, each searched before the one it precedes, shares no step).
+    Without `lays` it offers candidates without laying them, for tasks `searched_apart`.
     """
 
     def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,

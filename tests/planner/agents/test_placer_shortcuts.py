@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.admission import Planner
-from planner.agents.greedy.placer import AtomFailure, AtomPlacement, Placer, Solution
+from planner.agents.greedy.placer import AtomFailure, AtomPlacement, Placer, Solution, searched_apart
 from planner.core.compile import AtomTask, compile_reservation
 from tests.planner.agents.test_properties import Scenario, scenarios
-from tests.planner.support import parse
+from tests.planner.support import make_cluster, parse
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TENTHS = st.integers(-40, 400).map(lambda n: n / 10)
@@ -48,6 +48,44 @@ def test_first_is_the_first_solution_and_lays_nothing(scenario: Scenario, flat: 
             assert shortcut.free.tobytes() == free.tobytes()  # nothing laid, or all of it taken back
             assert shortcut.budget == long_way.budget
         planner.submit(reservation, "gree")  # the next one meets a fuller plan
+
+
+@FAST
+@given(scenario=scenarios(), flat=st.booleans())
+def test_a_task_searched_apart_finds_the_same_without_laying_anything(scenario: Scenario, flat: bool) -> None:
+    """An atom, an order of such, or a group of one such child: no search of a piece reads a step another piece's
+    candidate holds, so a placer that lays nothing finds what one that lays finds, and leaves the scratch as is."""
+    planner = Planner(scenario.cluster(), now=scenario.clock())
+    plan = planner.plan
+    apart = 0
+    for reservation in parse(scenario.text):
+        free = plan.free()
+        for instance in compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources):
+            task = instance.task
+            if not searched_apart(task):
+                continue
+            apart += 1
+            laying = Placer(free.copy(), plan.capacity, flat)
+            expected = _solution(laying.first(task, task.lo, task.hi, (task.lo, task.hi)))
+            apart_placer = Placer(free.copy(), plan.capacity, flat, lays=False)
+            assert _solution(apart_placer.first(task, task.lo, task.hi, (task.lo, task.hi))) == expected
+            assert _failure(apart_placer.failure) == _failure(laying.failure)
+            assert apart_placer.free.tobytes() == free.tobytes()
+        planner.submit(reservation, "gree")
+
+
+def test_which_tasks_are_searched_apart() -> None:
+    planner = Planner(make_cluster({"vcores": 4}, steps=60))
+    plan = planner.plan
+    atom = "atom(b={vcores: 1}, l=1m, w=1m)"
+    expected = {f"order(a: {atom}, b: {atom})": True, f"order(a: {atom}, b: {atom}, gap=2m)": True,
+                f"all(a: {atom})": True, f"order(a: {atom}, b: order(c: {atom}, d: all(e: {atom})))": True,
+                f"all(a: {atom}, b: {atom})": False, f"any(a: {atom}, b: {atom})": False,
+                f"order(a: {atom}, b: any(c: {atom}, d: {atom}))": False}
+    for body, apart in expected.items():
+        reservation = parse(f"reservation r {{ {body} }}")[0]
+        (instance,) = compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources)
+        assert searched_apart(instance.task) is apart, body
 
 
 def _task(length: int, gang: int, demand: np.ndarray) -> AtomTask:

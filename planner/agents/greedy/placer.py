@@ -86,8 +86,9 @@ def last_end(solution: Solution) -> int:
 
 def searched_apart(task: Task) -> bool:
     """Whether no search of the task's pieces reads a step another piece's candidate holds, so that a placer need not
-    lay candidates while it searches (`Placer(lays=False)`): an atom, or an `order` of such (each stage is searched
-    before the one it precedes, in the steps before that one's first), or an `all` or `order` of one such child."""
+    lay candidates while it searches (`Placer(lays=False)`): an atom, or an `order` of such (the last stage is placed
+    first, and each one before it only in the steps before the first of the one after it), or an `all` or `order`
+    of one such child."""
     if isinstance(task, AtomTask):
         return True
     if task.kind == "order" or (task.kind == "all" and len(task.children) == 1):

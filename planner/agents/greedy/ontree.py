@@ -21,7 +21,6 @@ from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
 from planner.core.jit import kernel
 from planner.core.treekernels import (
-    find,
     find_by,
     least_room,
     one_value_around,
@@ -45,11 +44,10 @@ def _find(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, 
           demand: np.ndarray, gang: int, parallelism: int, bound: int, at_least: bool,
           from_right: bool) -> int:  # pragma: no cover
     """treekernels.find over [lo, hi) of the view's axis."""
-    if not mirrored:
-        return find(free, mins, maxs, lo, hi, demand, gang, parallelism, bound, at_least, from_right)
-    steps = free.shape[1]
-    found = find(free, mins, maxs, steps - hi, steps - lo, demand, gang, parallelism, bound, at_least, not from_right)
-    return -1 if found < 0 else steps - 1 - found
+    if hi <= lo:
+        return -1
+    least, fixed = room_test(demand, gang, parallelism, bound, at_least)
+    return _find_by(free, mins, maxs, mirrored, lo, hi, least, fixed, at_least, from_right)
 
 
 @kernel

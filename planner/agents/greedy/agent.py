@@ -90,7 +90,7 @@ class GreedyAgent:
                 if instance is instances[-1]:  # nothing reads the scratch after the last: its placement is not laid
                     solution = placer.first(task, task.lo, task.hi, (task.lo, task.hi))
                 else:
-                    search = placer.solutions(task, task.lo, task.hi, (task.lo, task.hi))
+                    search = placer.search(task, task.lo, task.hi, (task.lo, task.hi))
                     solution = next(search, None)
                 if solution is None:
                     if not self.reasons:

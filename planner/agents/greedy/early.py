@@ -35,7 +35,7 @@ def search_early(plan: Plan, reservation: Reservation, instances: list[Instance]
     for instance in instances:
         task = mirrored(instance.task, steps)
         placer.budget, placer.failure = budget, None
-        search = placer.solutions(task, task.lo, task.hi, (task.lo, task.hi))
+        search = placer.search(task, task.lo, task.hi, (task.lo, task.hi))
         solution = next(search, None)
         if solution is None:
             if not reasons:

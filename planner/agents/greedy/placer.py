@@ -4,7 +4,9 @@ Each node offers candidate placements, most preferred first, as a generator: a y
 candidate is applied to the scratch and undone when the generator moves on or closes.
 `order` places its last stage first and backtracks into later stages when an earlier
 one cannot fit (YARN's greedy gives up there); `any` tries every alternative and offers
-the cheapest first. A shared budget bounds the number of atom placements tried.
+the cheapest first. A shared budget bounds the number of atom placements tried. The `all`
+that is a whole request's task stops as soon as one child finds no room even alone, where
+backtracking would spend the budget on placements of its siblings that cannot help.
 
 Two strategies share this search. GREE puts every atom as late and as tall as it
 goes. GREE-L first spreads each atom as flat as the free capacity allows over its share
@@ -124,6 +126,7 @@ class Placer:
         self.budget = budget
         self.lays = lays
         self.failure: AtomFailure | None = None
+        self.root: Task | None = None  # the task of the search a caller began (`search`, `first`)
 
     # -- applying candidates -----------------------------------------------------------
 
@@ -187,9 +190,17 @@ class Placer:
         else:
             yield from self._any(task, lo, hi, preferred)
 
+    def search(self, task: Task, lo: int, hi: int,
+               preferred: tuple[int, int] | None = None) -> Generator[Solution, None, None]:
+        """`solutions` of a whole request's task. Nothing is searched after it fails, so the budget it leaves is
+        read by nobody, and an `all` may stop at a child that finds no room even alone (`_Alone`)."""
+        self.root = task
+        return self.solutions(task, lo, hi, preferred)
+
     def first(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None) -> Solution | None:
-        """The first candidate `solutions` offers, left off the scratch: for a search whose caller reads nothing
+        """The first candidate `search` offers, left off the scratch: for a search whose caller reads nothing
         of the scratch after it (an atom's is then never laid; any other's is taken back at once)."""
+        self.root = task
         if isinstance(task, GroupTask) and task.kind == "any":
             return self._first_of_any(task, max(lo, task.lo), min(hi, task.hi), preferred)
         if not isinstance(task, AtomTask):
@@ -299,20 +310,29 @@ class Placer:
         return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
 
     def _all(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
+        alone = _Alone(self, lo, hi) if task is self.root else None
         for children in self._all_orders(task, lo, hi):
-            yield from self._all_in_order(children, lo, hi, preferred)
+            yield from self._all_in_order(children, lo, hi, preferred, alone)
+            if alone is not None and alone.hopeless:
+                return
 
-    def _all_in_order(self, children: list[Task], lo: int, hi: int,
-                      preferred: tuple[int, int] | None) -> Iterator[Solution]:
-        def rest(index: int) -> Iterator[Solution]:
+    def _all_in_order(self, children: list[Task], lo: int, hi: int, preferred: tuple[int, int] | None,
+                      alone: _Alone | None) -> Iterator[Solution]:
+        def rest(index: int, laid: list[Solution]) -> Iterator[Solution]:
+            found = False
             for placed in self.solutions(children[index], lo, hi, preferred):
+                found = True
                 if index == len(children) - 1:
                     yield placed
                     continue
-                for others in rest(index + 1):
+                for others in rest(index + 1, [*laid, placed]):
                     yield placed + others
+                if alone is not None and alone.hopeless:
+                    return
+            if not found and alone is not None:
+                alone.check(children[index], laid)
 
-        yield from rest(0)
+        yield from rest(0, [])
 
     @staticmethod
     def _all_orders(task: GroupTask, lo: int, hi: int) -> list[list[Task]]:
@@ -376,6 +396,45 @@ class _Alternative:
     index: int
     first: Solution
     spent: int
+
+
+class _Alone:
+    """Whether an `all`'s children each find room alone: the search of the whole request's `all` stops as soon as one
+    does not (`hopeless`), for then no placement of the others leaves it room.
+
+    Asked when a child offers no candidate. An atom is placed alone on the scratch as it was when the `all` began
+    (the candidates laid for its siblings taken back for the test, then laid again): GREE's latest placement finds
+    room whenever any placement of the atom has it, and laying only takes room away. A child that is not an atom is
+    never tested; one that found room alone is not tested again. With no budget left, nothing more is found."""
+
+    def __init__(self, placer: Placer, lo: int, hi: int):
+        self.placer, self.lo, self.hi = placer, lo, hi
+        self.fits: set[int] = set()  # ids of the children that found room alone
+        self.hopeless = False
+
+    def check(self, child: Task, laid: list[Solution]) -> None:
+        placer = self.placer
+        if placer.budget <= 0:
+            self.hopeless = True
+            return
+        if not isinstance(child, AtomTask) or id(child) in self.fits:
+            return
+        if not laid:  # the scratch is as the `all` found it: this very search found no room
+            self.hopeless = True
+            return
+        lo, hi = max(self.lo, child.lo), min(self.hi, child.hi)
+        taken = laid if placer.lays else []
+        for solution in reversed(taken):
+            placer._apply(solution, -1)
+        try:
+            fits = placer._place(child, lo, hi, False, _Room(placer, child, lo, hi)) is not None
+        finally:
+            for solution in taken:
+                placer._apply(solution, +1)
+        if fits:
+            self.fits.add(id(child))
+        else:
+            self.hopeless = True
 
 
 class _Room:

@@ -1,4 +1,4 @@
-"""The placer's shortcuts decide what the long way decides: `Placer.first` is the first of `solutions` without laying
+"""The placer's shortcuts decide what the long way decides: `Placer.first` is the first of `search` without laying
 it, an atom placement's held bundles are counted once as the sums give them, laying one block or many writes what
 the outer product writes, and the cost reads the same quotients with or without masking."""
 
@@ -39,7 +39,7 @@ def test_first_is_the_first_solution_and_lays_nothing(scenario: Scenario, flat: 
         for instance in compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources):
             task = instance.task
             long_way = Placer(free.copy(), plan.capacity, flat, budget)
-            search = long_way.solutions(task, task.lo, task.hi, (task.lo, task.hi))
+            search = long_way.search(task, task.lo, task.hi, (task.lo, task.hi))
             expected = _solution(next(search, None))
             search.close()
             shortcut = Placer(free.copy(), plan.capacity, flat, budget)

@@ -1,0 +1,124 @@
+"""A whole request's `all` is given up as soon as one child finds no room even alone, and that decides what the long
+search decides: GREE's latest placement finds room whenever any arrangement of the leases has it (brute force), and
+laying siblings only takes room away."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from planner.admission import Planner
+from planner.agents.greedy import pack
+from planner.agents.greedy.ontree import TreeView
+from planner.agents.greedy.placer import AtomFailure, Placer, Solution
+from planner.core.compile import compile_reservation
+from tests.planner.support import at, make_cluster, parse, pinned
+
+
+def _most_leases(room: np.ndarray, length: int) -> int:
+    """The most leases of `length` steps the room holds, over every way of placing them (brute force)."""
+    starts = room.shape[0] - length + 1
+    best = 0
+
+    def place(start: int, left: np.ndarray, count: int) -> None:
+        nonlocal best
+        if start >= starts:
+            best = max(best, count)
+            return
+        for more in range(int(left[start:start + length].min()) + 1):
+            taken = left.copy()
+            taken[start:start + length] -= more
+            place(start + 1, taken, count + more)
+
+    place(0, room.copy(), 0)
+    return best
+
+
+def test_latest_finds_room_whenever_some_arrangement_has_it() -> None:
+    rng = random.Random(5)
+    for _ in range(1500):
+        steps = rng.randint(1, 8)
+        length = rng.randint(1, min(4, steps))
+        room = np.array([rng.randint(0, 3) for _ in range(steps)], dtype=np.int64)
+        most = _most_leases(room, length)
+        for leases in range(1, most + 2):
+            assert (pack.latest(room.copy(), length, leases) is not None) == (leases <= most), (room, length, leases)
+
+
+def _solution(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
+    return None if solution is None else [(p.task.label, p.starts.tolist(), p.gangs.tolist()) for p in solution]
+
+
+def _failure(failure: AtomFailure | None) -> tuple[str, int, int] | None:
+    return None if failure is None else (failure.task.label, failure.lo, failure.hi)
+
+
+def _atom(rng: random.Random, name: str, steps: int) -> str:
+    length = rng.randint(1, 6)
+    gang = rng.randint(1, 3)
+    leases = rng.randint(1, 4)
+    body = f"{name}: atom(b={{vcores: 1}}, g={gang}, l={length}m, w={gang * leases * length}m)"
+    if rng.random() < 0.5:  # a child window of its own, inside the plan
+        lo = rng.randint(0, steps - length)
+        hi = rng.randint(lo + length, steps)
+        body = f"{name}: window(s={at(lo)}, e={at(hi)}, {body.split(': ', 1)[1]})"
+    return body
+
+
+def _plans(seed: int, count: int) -> list[tuple[Planner, str]]:
+    """Small plans with some capacity taken, each with an `all` of two to four atoms to search on it."""
+    rng = random.Random(seed)
+    made = []
+    for index in range(count):
+        steps = rng.randint(12, 40)
+        planner = Planner(make_cluster({"vcores": rng.randint(3, 8)}, steps=steps))
+        for held in range(rng.randint(0, 6)):
+            start = rng.randint(0, steps - 2)
+            text = pinned(f"h{held}", start, rng.randint(1, min(8, steps - start)), rng.randint(1, 3))
+            planner.submit(parse(text)[0], "gree")
+        children = ", ".join(_atom(rng, f"c{child}", steps) for child in range(rng.randint(2, 4)))
+        made.append((planner, f"reservation r{index} {{ all({children}) }}"))
+    return made
+
+
+def test_an_all_given_up_alone_decides_what_the_long_search_decides() -> None:
+    """`search` (the whole request: may give up) against `solutions` (never does), on the same plans, GREE and
+    GREE-L: the same first solution and the same failure; the short way spends no more of the budget, and on some
+    plans less. Fails if a child were tested with its siblings' candidates still laid, or never tested."""
+    shorter = succeeded_after_a_failure = 0
+    for planner, text in _plans(seed=3, count=300):
+        plan = planner.plan
+        (instance,) = compile_reservation(parse(text)[0], plan.now, plan.clock, plan.now_step, plan.resources)
+        task = instance.task
+        for flat in (False, True):
+            long_way = Placer(plan.free(), plan.capacity, flat)
+            search = long_way.solutions(task, task.lo, task.hi, (task.lo, task.hi))
+            expected = _solution(next(search, None))
+            search.close()
+            short_way = Placer(plan.free(), plan.capacity, flat)
+            search = short_way.search(task, task.lo, task.hi, (task.lo, task.hi))
+            assert _solution(next(search, None)) == expected, text
+            search.close()
+            assert _failure(short_way.failure) == _failure(long_way.failure), text
+            assert short_way.free.tobytes() == plan.free().tobytes()
+            assert short_way.budget >= long_way.budget
+            shorter += short_way.budget > long_way.budget
+            succeeded_after_a_failure += expected is not None and long_way.failure is not None
+    assert shorter >= 20 and succeeded_after_a_failure >= 5, (shorter, succeeded_after_a_failure)
+
+
+def test_an_all_on_the_tree_is_given_up_as_on_a_copy() -> None:
+    """The same on the plan's free-capacity tree: the siblings' candidates are taken off the tree for the test and
+    laid again, so the tree is as it was after the search."""
+    for planner, text in _plans(seed=4, count=120):
+        plan = planner.plan
+        (instance,) = compile_reservation(parse(text)[0], plan.now, plan.clock, plan.now_step, plan.resources)
+        task = instance.task
+        expected = _solution(Placer(plan.free(), plan.capacity, False).first(task, task.lo, task.hi))
+        tree = plan.free_tree()
+        before = tree.free.tobytes(), tree.mins.tobytes(), tree.maxs.tobytes()
+        with tree.trial(plan.capacity, plan.used):
+            on_tree = Placer(tree.free, plan.capacity, False, tree=TreeView(tree))
+            assert _solution(on_tree.first(task, task.lo, task.hi)) == expected, text
+        assert (tree.free.tobytes(), tree.mins.tobytes(), tree.maxs.tobytes()) == before

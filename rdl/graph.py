@@ -95,6 +95,24 @@ def longest(graph: nx.DiGraph) -> CriticalPath:
     return CriticalPath(steps, tuple(n for n in path if n != SINK and graph.nodes[n]["atom"]))
 
 
+def critical_steps(expr: Expr, atom_steps: AtomSteps) -> int | None:
+    """The critical path's length alone, folded over the tree (`order` adds up, `all` takes the longest, `any` its
+    shortest alternative that can fit): what `critical_path` gives as `steps`, without building the graph, for a
+    check that names the path only when it fails."""
+    if isinstance(expr, Atom):
+        return atom_steps(expr)
+    if isinstance(expr, Window):
+        return critical_steps(expr.child, atom_steps)
+    lengths = [critical_steps(child, atom_steps) for child in expr.children]
+    if isinstance(expr, Any):
+        possible = [length for length in lengths if length is not None]
+        return min(possible) if possible else None
+    if any(length is None for length in lengths):
+        return None
+    known = [length for length in lengths if length is not None]
+    return sum(known) if isinstance(expr, Order) else max(known, default=0)
+
+
 def critical_path(expr: Expr, atom_steps: AtomSteps, path: str = "0",
                   parent: Expr | None = None) -> CriticalPath | None:
     """The least time the expression takes on an empty cluster; None when it can never fit."""

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 
 from rdl import units
 from rdl.cluster import Cluster
 from rdl.errors import ErrorSink, RDLError, Span, did_you_mean
-from rdl.graph import critical_path
+from rdl.graph import critical_path, critical_steps
 from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
 from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, child_path, label, walk
 
@@ -36,6 +36,7 @@ class Context:
     now: datetime
     step: int
     origin: datetime
+    known_steps: dict[int, tuple[Atom, int | None]] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(cluster: Cluster | None, now: datetime | None = None) -> Context:
@@ -49,7 +50,11 @@ class Context:
         return self.cluster.peak_capacity() if self.cluster is not None else None
 
     def steps(self, atom: Atom) -> int | None:
-        return min_steps(atom, self.step, self.capacity)
+        """The atom's least steps on the cluster (min_steps), worked out once per atom: the checks ask many times."""
+        key = id(atom)
+        if key not in self.known_steps:
+            self.known_steps[key] = (atom, min_steps(atom, self.step, self.capacity))  # the atom kept: its id stays
+        return self.known_steps[key][1]
 
     def fmt(self, step: int) -> str:
         return units.format_instant(self.origin + timedelta(seconds=step * self.step))
@@ -296,13 +301,14 @@ class _Checker:
         errors = self.check(window.child, child_path(window, path, 0), inner)
         if errors or _serial_steps(window.child, context) <= inner[1] - inner[0]:
             return errors  # run one after another it already fits: no need for the critical path
-        path_length = critical_path(window.child, context.steps, child_path(window, path, 0), window)
-        if path_length is not None and path_length.steps > inner[1] - inner[0]:
+        least = critical_steps(window.child, context.steps)
+        if least is not None and least > inner[1] - inner[0]:  # too long: the graph names the path
+            found = critical_path(window.child, context.steps, child_path(window, path, 0), window)
+            names = " → ".join(found.atoms) if found is not None else ""
             errors.append(RDLError(window.span, f"window `{name}` [{context.fmt(inner[0])}, {context.fmt(inner[1])}) "
                                    f"is {units.format_duration((inner[1] - inner[0]) * context.step)} long, but what "
-                                   f"it holds needs at least {units.format_duration(path_length.steps * context.step)}"
-                                   " even on an empty cluster (critical path: "
-                                   f"{' → '.join(path_length.atoms)})"))
+                                   f"it holds needs at least {units.format_duration(least * context.step)}"
+                                   f" even on an empty cluster (critical path: {names})"))
         return errors
 
     def any(self, node: Any, path: str, bounds: tuple[int, int]) -> list[RDLError]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rdl
 from rdl import All, Any, Atom, Order, Relative, Resources, Window
-from rdl.graph import critical_path, longest, precedence_graph
+from rdl.graph import critical_path, critical_steps, longest, precedence_graph
 from rdl.shape import min_steps
 from tests.rdl.support import FILE, SMALL_CLUSTER, body, errors_of, parse_and_validate
 
@@ -29,6 +31,24 @@ def path(expr: rdl.Expr) -> tuple[int, tuple[str, ...]] | None:
 
 
 # -- the critical path --------------------------------------------------------------------------
+
+
+def _trees(children: st.SearchStrategy[rdl.Expr]) -> st.SearchStrategy[rdl.Expr]:
+    many = st.lists(children, min_size=1, max_size=4).map(tuple)
+    return st.one_of(st.builds(Order, children=many), st.builds(All, children=many), st.builds(Any, children=many),
+                     children.map(lambda child: Window(child, end=Relative(3600.0))))
+
+
+TREES = st.recursive(st.sampled_from([0, 1, 2, 3, 5, 8, IMPOSSIBLE]).map(a), _trees, max_leaves=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(expr=TREES)
+def test_the_folded_length_is_the_graphs(expr: rdl.Expr) -> None:
+    """Validation folds the length over the tree and builds the graph only to name a path that is too long."""
+    found = critical_path(expr, minutes)
+    assert critical_steps(expr, minutes) == (None if found is None else found.steps)
+
 
 
 def test_one_atom() -> None:

@@ -177,7 +177,7 @@ def _place_item(free: np.ndarray, capacity: np.ndarray, flat: bool,
     for instance in instances:
         placer.budget, placer.failure = 16, None
         search = placer.search(instance.task, instance.task.lo, instance.task.hi,
-                                  (instance.task.lo, instance.task.hi))
+                               (instance.task.lo, instance.task.hi))
         solution: Solution | None = next(search, None)
         if solution is None:
             return None

@@ -6,7 +6,8 @@ candidate is applied to the scratch and undone when the generator moves on or cl
 one cannot fit (YARN's greedy gives up there); `any` tries every alternative and offers
 the cheapest first. A shared budget bounds the number of atom placements tried. The `all`
 that is a whole request's task stops as soon as one child finds no room even alone, where
-backtracking would spend the budget on placements of its siblings that cannot help.
+backtracking would spend the budget on placements of its siblings that cannot help; an
+`order` with a gap passes over the starts of a stage that the stage before cannot reach.
 
 Two strategies share this search. GREE puts every atom as late and as tall as it
 goes. GREE-L first spreads each atom as flat as the free capacity allows over its share
@@ -127,6 +128,7 @@ class Placer:
         self.lays = lays
         self.failure: AtomFailure | None = None
         self.root: Task | None = None  # the task of the search a caller began (`search`, `first`)
+        self.short: tuple[AtomTask, int] | None = None  # an atom whose first candidate ended too early, and its end
 
     # -- applying candidates -----------------------------------------------------------
 
@@ -230,7 +232,7 @@ class Placer:
     def _atom(self, task: AtomTask, lo: int, hi: int, preferred: tuple[int, int] | None,
               min_end: int | None) -> Iterator[Solution]:
         seen: set[tuple[bytes, bytes]] = set()
-        first = True
+        first, offered = True, False
         for candidate, latest_first in self._atom_candidates(task, lo, hi, preferred):
             if candidate is None:
                 if first and self.failure is None:
@@ -245,8 +247,11 @@ class Placer:
                 if latest_first:
                     # GREE's candidates (GREE-L's after its flat ones) only end earlier from here on: trying them
                     # would spend the shared budget on nothing.
+                    if not offered:
+                        self._fell_short(task, last_end(candidate))
                     return
                 continue
+            offered = True
             yield from self._offer(candidate)
 
     def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
@@ -281,6 +286,8 @@ class Placer:
         def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
             min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
             failed_below, failures = None, 0
+            before = task.children[index - 1] if index > 0 else None
+            reach: int | None = None  # the latest the stage before can end, once a start it could not meet showed it
             for placed in self.solutions(task.children[index], lo, end, shares[index], min_end):
                 if min_end is not None and last_end(placed) < min_end:
                     continue
@@ -290,10 +297,19 @@ class Placer:
                 start = first_start(placed)
                 if failed_below is not None and start <= failed_below:
                     continue
+                if reach is not None and task.gap is not None and reach < start - task.gap:
+                    # GREE's search of the stage before would end by `reach` again (nothing it reads has changed,
+                    # and its window only shrank) and give up after one placement: only its budget is spent.
+                    if self.budget > 0:
+                        self.budget -= 1
+                    continue
+                self.short = None
                 found = False
                 for earlier in stages(index - 1, start, start):
                     found = True
                     yield earlier + placed
+                if not found and self.short is not None and self.short[0] is before and not self.flat:
+                    reach = self.short[1]
                 if not found and give_up_after is not None:
                     failures += 1
                     if failures >= give_up_after:
@@ -301,6 +317,11 @@ class Placer:
                     failed_below = start
 
         yield from stages(len(task.children) - 1, hi, None)
+
+    def _fell_short(self, task: AtomTask, end: int) -> None:
+        """Note that the atom's first candidate, its latest placement, ended at `end`, before the step it had to
+        reach: an `order` with a gap skips the starts of its next stage that the atom cannot reach either."""
+        self.short = (task, end)
 
     def _shares(self, task: GroupTask, window: tuple[int, int]) -> list[tuple[int, int] | None]:
         works = [task_work(child) for child in task.children]

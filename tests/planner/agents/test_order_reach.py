@@ -1,0 +1,81 @@
+"""An `order` with a gap skips the starts of a stage that the stage before it cannot reach, as GREE's search of that
+stage would find, and spends the budget that search would have spent: the same first solution, failure and budget
+left as the long way, with fewer placements."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from planner.admission import Planner
+from planner.agents.greedy.placer import AtomFailure, Placer, Solution
+from planner.core.compile import compile_reservation
+from tests.planner.support import make_cluster, parse, pinned
+
+
+def _solution(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
+    return None if solution is None else [(p.task.label, p.starts.tolist(), p.gangs.tolist()) for p in solution]
+
+
+def _failure(failure: AtomFailure | None) -> tuple[str, int, int] | None:
+    return None if failure is None else (failure.task.label, failure.lo, failure.hi)
+
+
+def _orders(seed: int, count: int) -> list[tuple[Planner, str]]:
+    """Small plans with capacity taken here and there, each with an `order` of two to four atoms and a gap."""
+    rng = random.Random(seed)
+    made = []
+    for index in range(count):
+        steps = rng.randint(20, 60)
+        planner = Planner(make_cluster({"vcores": rng.randint(3, 8)}, steps=steps))
+        for held in range(rng.randint(1, 10)):
+            start = rng.randint(0, steps - 2)
+            text = pinned(f"h{held}", start, rng.randint(1, min(10, steps - start)), rng.randint(1, 4))
+            planner.submit(parse(text)[0], "gree")
+        stages = []
+        for stage in range(rng.randint(2, 4)):
+            gang, length = rng.randint(1, 3), rng.randint(1, 5)
+            stages.append(f"s{stage}: atom(b={{vcores: 1}}, g={gang}, l={length}m, "
+                          f"w={gang * rng.randint(1, 3) * length}m)")
+        gap = rng.choice(["0m", "0m", "1m", "3m"])
+        made.append((planner, f"reservation r{index} {{ order({', '.join(stages)}, gap={gap}) }}"))
+    return made
+
+
+def _searched(plan: object, task: object, flat: bool, budget: int, lays: bool,
+              long_way: bool) -> tuple[object, object, int, int, bytes]:
+    placer = Placer(plan.free(), plan.capacity, flat, budget, lays=lays)  # type: ignore[attr-defined]
+    placed = 0
+    original = placer._place
+
+    def counted(*args: object) -> object:
+        nonlocal placed
+        placed += 1
+        return original(*args)  # type: ignore[arg-type]
+
+    placer._place = counted  # type: ignore[method-assign]
+    with pytest.MonkeyPatch.context() as patch:
+        if long_way:
+            patch.setattr(Placer, "_fell_short", lambda self, task, end: None)
+        search = placer.search(task, task.lo, task.hi, (task.lo, task.hi))  # type: ignore[attr-defined]
+        found = _solution(next(search, None))
+        search.close()
+    return found, _failure(placer.failure), placer.budget, placed, placer.free.tobytes()
+
+
+def test_an_order_skips_the_starts_its_stage_before_cannot_reach() -> None:
+    fewer = 0
+    for planner, text in _orders(seed=8, count=250):
+        plan = planner.plan
+        (instance,) = compile_reservation(parse(text)[0], plan.now, plan.clock, plan.now_step, plan.resources)
+        for flat in (False, True):
+            for budget in (1, 3, 16, 64):
+                for lays in (True, False):
+                    short = _searched(plan, instance.task, flat, budget, lays, long_way=False)
+                    long = _searched(plan, instance.task, flat, budget, lays, long_way=True)
+                    assert short[:3] == long[:3], (text, flat, budget, lays)
+                    assert short[4] == long[4] == plan.free().tobytes()
+                    assert short[3] <= long[3]
+                    fewer += short[3] < long[3]
+    assert fewer >= 50, fewer

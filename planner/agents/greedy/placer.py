@@ -128,7 +128,7 @@ class Placer:
         self.lays = lays
         self.failure: AtomFailure | None = None
         self.root: Task | None = None  # the task of the search a caller began (`search`, `first`)
-        self.short: tuple[AtomTask, int] | None = None  # an atom whose first candidate ended too early, and its end
+        self.short: tuple[AtomTask, int | None] | None = None  # an atom whose first candidate ended too early
 
     # -- applying candidates -----------------------------------------------------------
 
@@ -235,8 +235,10 @@ class Placer:
         first, offered = True, False
         for candidate, latest_first in self._atom_candidates(task, lo, hi, preferred):
             if candidate is None:
-                if first and self.failure is None:
-                    self.failure = AtomFailure(task, lo, hi)
+                if first:
+                    self._fell_short(task, None)
+                    if self.failure is None:
+                        self.failure = AtomFailure(task, lo, hi)
                 return
             first = False
             key = candidate[0].key()
@@ -287,7 +289,9 @@ class Placer:
             min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
             failed_below, failures = None, 0
             before = task.children[index - 1] if index > 0 else None
-            reach: int | None = None  # the latest the stage before can end, once a start it could not meet showed it
+            # The latest the stage before can end before a start it could not meet (None: no room at all).
+            reach: tuple[int, int | None] | None = None
+            failed: dict[int, int] = {}  # starts the stages before found nothing for, and the budget that took
             for placed in self.solutions(task.children[index], lo, end, shares[index], min_end):
                 if min_end is not None and last_end(placed) < min_end:
                     continue
@@ -297,19 +301,20 @@ class Placer:
                 start = first_start(placed)
                 if failed_below is not None and start <= failed_below:
                     continue
-                if reach is not None and task.gap is not None and reach < start - task.gap:
-                    # GREE's search of the stage before would end by `reach` again (nothing it reads has changed,
-                    # and its window only shrank) and give up after one placement: only its budget is spent.
-                    if self.budget > 0:
-                        self.budget -= 1
-                    continue
-                self.short = None
+                if task.gap is not None:
+                    skipped = self._passed_over(start, task.gap, failed, reach)
+                    if skipped:
+                        self.budget -= min(skipped, self.budget)
+                        continue
+                self.short, budget = None, self.budget
                 found = False
                 for earlier in stages(index - 1, start, start):
                     found = True
                     yield earlier + placed
-                if not found and self.short is not None and self.short[0] is before and not self.flat:
-                    reach = self.short[1]
+                if not found and task.gap is not None:
+                    failed[start] = budget - self.budget
+                    if self.short is not None and self.short[0] is before and not self.flat:
+                        reach = (start, self.short[1])
                 if not found and give_up_after is not None:
                     failures += 1
                     if failures >= give_up_after:
@@ -318,9 +323,22 @@ class Placer:
 
         yield from stages(len(task.children) - 1, hi, None)
 
-    def _fell_short(self, task: AtomTask, end: int) -> None:
+    @staticmethod
+    def _passed_over(start: int, gap: int, failed: dict[int, int], reach: tuple[int, int | None] | None) -> int:
+        """The budget the stages before a stage of an `order` with a gap would spend finding nothing for a start
+        of it, when that is known without searching; else 0. They read only the steps before `start`, which this
+        stage's candidates never hold, so: the same start finds nothing again (a search given less budget than
+        it took stops on the way); and before an earlier start, GREE's search of the stage before ends where it
+        ended (or finds no room) again, after one placement."""
+        if start in failed:
+            return failed[start]
+        unreached = reach is not None and start <= reach[0] and (reach[1] is None or reach[1] < start - gap)
+        return 1 if unreached else 0
+
+    def _fell_short(self, task: AtomTask, end: int | None) -> None:
         """Note that the atom's first candidate, its latest placement, ended at `end`, before the step it had to
-        reach: an `order` with a gap skips the starts of its next stage that the atom cannot reach either."""
+        reach, or that it had none: an `order` with a gap skips the starts of its next stage that the atom cannot
+        reach either."""
         self.short = (task, end)
 
     def _shares(self, task: GroupTask, window: tuple[int, int]) -> list[tuple[int, int] | None]:

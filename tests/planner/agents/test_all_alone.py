@@ -11,9 +11,10 @@ import numpy as np
 from planner.admission import Planner
 from planner.agents.greedy import pack
 from planner.agents.greedy.ontree import TreeView
-from planner.agents.greedy.placer import AtomFailure, Placer, Solution
+from planner.agents.greedy.placer import Placer
 from planner.core.compile import compile_reservation
-from tests.planner.support import at, make_cluster, parse, pinned
+from tests.planner.agents.placing import failure_data, plan_with_holds, solution_data
+from tests.planner.support import at, parse
 
 
 def _most_leases(room: np.ndarray, length: int) -> int:
@@ -46,14 +47,6 @@ def test_latest_finds_room_whenever_some_arrangement_has_it() -> None:
             assert (pack.latest(room.copy(), length, leases) is not None) == (leases <= most), (room, length, leases)
 
 
-def _solution(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
-    return None if solution is None else [(p.task.label, p.starts.tolist(), p.gangs.tolist()) for p in solution]
-
-
-def _failure(failure: AtomFailure | None) -> tuple[str, int, int] | None:
-    return None if failure is None else (failure.task.label, failure.lo, failure.hi)
-
-
 def _atom(rng: random.Random, name: str, steps: int) -> str:
     length = rng.randint(1, 6)
     gang = rng.randint(1, 3)
@@ -72,11 +65,7 @@ def _plans(seed: int, count: int) -> list[tuple[Planner, str]]:
     made = []
     for index in range(count):
         steps = rng.randint(12, 40)
-        planner = Planner(make_cluster({"vcores": rng.randint(3, 8)}, steps=steps))
-        for held in range(rng.randint(0, 6)):
-            start = rng.randint(0, steps - 2)
-            text = pinned(f"h{held}", start, rng.randint(1, min(8, steps - start)), rng.randint(1, 3))
-            planner.submit(parse(text)[0], "gree")
+        planner = plan_with_holds(rng, steps, rng.randint(0, 6), longest=8, tallest=3)
         children = ", ".join(_atom(rng, f"c{child}", steps) for child in range(rng.randint(2, 4)))
         made.append((planner, f"reservation r{index} {{ all({children}) }}"))
     return made
@@ -94,13 +83,13 @@ def test_an_all_given_up_alone_decides_what_the_long_search_decides() -> None:
         for flat in (False, True):
             long_way = Placer(plan.free(), plan.capacity, flat)
             search = long_way.solutions(task, task.lo, task.hi, (task.lo, task.hi))
-            expected = _solution(next(search, None))
+            expected = solution_data(next(search, None))
             search.close()
             short_way = Placer(plan.free(), plan.capacity, flat)
             search = short_way.search(task, task.lo, task.hi, (task.lo, task.hi))
-            assert _solution(next(search, None)) == expected, text
+            assert solution_data(next(search, None)) == expected, text
             search.close()
-            assert _failure(short_way.failure) == _failure(long_way.failure), text
+            assert failure_data(short_way.failure) == failure_data(long_way.failure), text
             assert short_way.free.tobytes() == plan.free().tobytes()
             assert short_way.budget >= long_way.budget
             shorter += short_way.budget > long_way.budget
@@ -115,10 +104,10 @@ def test_an_all_on_the_tree_is_given_up_as_on_a_copy() -> None:
         plan = planner.plan
         (instance,) = compile_reservation(parse(text)[0], plan.now, plan.clock, plan.now_step, plan.resources)
         task = instance.task
-        expected = _solution(Placer(plan.free(), plan.capacity, False).first(task, task.lo, task.hi))
+        expected = solution_data(Placer(plan.free(), plan.capacity, False).first(task, task.lo, task.hi))
         tree = plan.free_tree()
         before = tree.free.tobytes(), tree.mins.tobytes(), tree.maxs.tobytes()
         with tree.trial(plan.capacity, plan.used):
             on_tree = Placer(tree.free, plan.capacity, False, tree=TreeView(tree))
-            assert _solution(on_tree.first(task, task.lo, task.hi)) == expected, text
+            assert solution_data(on_tree.first(task, task.lo, task.hi)) == expected, text
         assert (tree.free.tobytes(), tree.mins.tobytes(), tree.maxs.tobytes()) == before

@@ -9,17 +9,10 @@ import random
 import pytest
 
 from planner.admission import Planner
-from planner.agents.greedy.placer import AtomFailure, Placer, Solution
+from planner.agents.greedy.placer import Placer
 from planner.core.compile import compile_reservation
-from tests.planner.support import make_cluster, parse, pinned
-
-
-def _solution(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
-    return None if solution is None else [(p.task.label, p.starts.tolist(), p.gangs.tolist()) for p in solution]
-
-
-def _failure(failure: AtomFailure | None) -> tuple[str, int, int] | None:
-    return None if failure is None else (failure.task.label, failure.lo, failure.hi)
+from tests.planner.agents.placing import failure_data, plan_with_holds, solution_data
+from tests.planner.support import parse
 
 
 def _orders(seed: int, count: int) -> list[tuple[Planner, str]]:
@@ -27,12 +20,7 @@ def _orders(seed: int, count: int) -> list[tuple[Planner, str]]:
     rng = random.Random(seed)
     made = []
     for index in range(count):
-        steps = rng.randint(20, 60)
-        planner = Planner(make_cluster({"vcores": rng.randint(3, 8)}, steps=steps))
-        for held in range(rng.randint(1, 10)):
-            start = rng.randint(0, steps - 2)
-            text = pinned(f"h{held}", start, rng.randint(1, min(10, steps - start)), rng.randint(1, 4))
-            planner.submit(parse(text)[0], "gree")
+        planner = plan_with_holds(rng, rng.randint(20, 60), rng.randint(1, 10), longest=10, tallest=4)
         stages = []
         for stage in range(rng.randint(2, 4)):
             gang, length, leases = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 6)
@@ -59,9 +47,9 @@ def _searched(plan: object, task: object, flat: bool, budget: int, lays: bool,
         if long_way:
             patch.setattr(Placer, "_passed_over", staticmethod(lambda *args: 0))
         search = placer.search(task, task.lo, task.hi, (task.lo, task.hi))  # type: ignore[attr-defined]
-        found = _solution(next(search, None))
+        found = solution_data(next(search, None))
         search.close()
-    return found, _failure(placer.failure), placer.budget, placed, placer.free.tobytes()
+    return found, failure_data(placer.failure), placer.budget, placed, placer.free.tobytes()
 
 
 def test_an_order_skips_the_starts_its_stage_before_cannot_reach() -> None:

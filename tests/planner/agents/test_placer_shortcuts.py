@@ -10,23 +10,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.admission import Planner
-from planner.agents.greedy.placer import AtomFailure, AtomPlacement, Placer, Solution, searched_apart
+from planner.agents.greedy.placer import AtomPlacement, Placer, searched_apart
 from planner.core.compile import AtomTask, compile_reservation
+from tests.planner.agents.placing import failure_data, solution_data
 from tests.planner.agents.test_properties import Scenario, scenarios
 from tests.planner.support import make_cluster, parse
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TENTHS = st.integers(-40, 400).map(lambda n: n / 10)
-
-
-def _solution(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
-    if solution is None:
-        return None
-    return [(p.task.label, p.starts.tolist(), p.gangs.tolist()) for p in solution]
-
-
-def _failure(failure: AtomFailure | None) -> tuple[str, int, int] | None:
-    return None if failure is None else (failure.task.label, failure.lo, failure.hi)
 
 
 @FAST
@@ -40,11 +31,11 @@ def test_first_is_the_first_solution_and_lays_nothing(scenario: Scenario, flat: 
             task = instance.task
             long_way = Placer(free.copy(), plan.capacity, flat, budget)
             search = long_way.search(task, task.lo, task.hi, (task.lo, task.hi))
-            expected = _solution(next(search, None))
+            expected = solution_data(next(search, None))
             search.close()
             shortcut = Placer(free.copy(), plan.capacity, flat, budget)
-            assert _solution(shortcut.first(task, task.lo, task.hi, (task.lo, task.hi))) == expected
-            assert _failure(shortcut.failure) == _failure(long_way.failure)
+            assert solution_data(shortcut.first(task, task.lo, task.hi, (task.lo, task.hi))) == expected
+            assert failure_data(shortcut.failure) == failure_data(long_way.failure)
             assert shortcut.free.tobytes() == free.tobytes()  # nothing laid, or all of it taken back
             assert shortcut.budget == long_way.budget
         planner.submit(reservation, "gree")  # the next one meets a fuller plan
@@ -66,10 +57,10 @@ def test_a_task_searched_apart_finds_the_same_without_laying_anything(scenario: 
                 continue
             apart += 1
             laying = Placer(free.copy(), plan.capacity, flat)
-            expected = _solution(laying.first(task, task.lo, task.hi, (task.lo, task.hi)))
+            expected = solution_data(laying.first(task, task.lo, task.hi, (task.lo, task.hi)))
             apart_placer = Placer(free.copy(), plan.capacity, flat, lays=False)
-            assert _solution(apart_placer.first(task, task.lo, task.hi, (task.lo, task.hi))) == expected
-            assert _failure(apart_placer.failure) == _failure(laying.failure)
+            assert solution_data(apart_placer.first(task, task.lo, task.hi, (task.lo, task.hi))) == expected
+            assert failure_data(apart_placer.failure) == failure_data(laying.failure)
             assert apart_placer.free.tobytes() == free.tobytes()
         planner.submit(reservation, "gree")
 

@@ -1,0 +1,30 @@
+"""Helpers of the placer's tests: searches compared as plain data, and small plans with capacity taken."""
+
+from __future__ import annotations
+
+import random
+
+from planner.admission import Planner
+from planner.agents.greedy.placer import AtomFailure, Solution
+from tests.planner.support import make_cluster, parse, pinned
+
+
+def solution_data(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
+    """A search's solution as labels, starts and gangs, to compare two searches."""
+    return None if solution is None else [(p.task.label, p.starts.tolist(), p.gangs.tolist()) for p in solution]
+
+
+def failure_data(failure: AtomFailure | None) -> tuple[str, int, int] | None:
+    """Where a search's first failing atom looked, to compare two searches."""
+    return None if failure is None else (failure.task.label, failure.lo, failure.hi)
+
+
+def plan_with_holds(rng: random.Random, steps: int, holds: int, longest: int, tallest: int) -> Planner:
+    """A plan of `steps` one-minute steps and 3-8 vcores holding up to `holds` pinned reservations, each at most
+    `longest` steps long and `tallest` vcores tall, so that free capacity changes here and there."""
+    planner = Planner(make_cluster({"vcores": rng.randint(3, 8)}, steps=steps))
+    for held in range(holds):
+        start = rng.randint(0, steps - 2)
+        text = pinned(f"h{held}", start, rng.randint(1, min(longest, steps - start)), rng.randint(1, tallest))
+        planner.submit(parse(text)[0], "gree")
+    return planner

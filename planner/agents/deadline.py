@@ -210,15 +210,16 @@ def _chain(task: Task) -> bool:
     return task.kind == "order" and task.gap is None and all(_chain(child) for child in task.children)
 
 
-def _first_end(placer: Placer, task: Task, steps: int) -> int | None:
+def _first_end(placer: Placer, task: Task, steps: int, whole: bool = True) -> int | None:
     """Where the mirrored task's first placement ends on the plan's axis; an `any`'s, the earliest of its
-    alternatives' (the placer itself takes the first alternative that fits, which may end much later)."""
+    alternatives' (the placer itself takes the first alternative that fits, which may end much later). The
+    alternatives share the placer's budget, so none of them is searched as a `whole` request."""
     if isinstance(task, GroupTask) and task.kind == "any":
-        ends = [_first_end(placer, replace(child, lo=max(child.lo, task.lo), hi=min(child.hi, task.hi)), steps)
-                for child in task.children]
+        ends = [_first_end(placer, replace(child, lo=max(child.lo, task.lo), hi=min(child.hi, task.hi)), steps,
+                           whole=False) for child in task.children]
         found = [end for end in ends if end is not None]
         return min(found) if found else None
-    solution = placer.first(task, task.lo, task.hi)
+    solution = placer.first(task, task.lo, task.hi, whole=whole)
     return None if solution is None else steps - first_start(solution)
 
 

@@ -5,13 +5,15 @@ laying siblings only takes room away."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 
 from planner.admission import Planner
+from planner.agents.deadline import _first_end
 from planner.agents.greedy import pack
 from planner.agents.greedy.ontree import TreeView
-from planner.agents.greedy.placer import Placer
+from planner.agents.greedy.placer import Placer, first_start
 from planner.core.compile import compile_reservation
 from tests.planner.agents.placing import failure_data, plan_with_holds, solution_data
 from tests.planner.support import at, parse
@@ -111,3 +113,29 @@ def test_an_all_on_the_tree_is_given_up_as_on_a_copy() -> None:
             on_tree = Placer(tree.free, plan.capacity, False, tree=TreeView(tree))
             assert solution_data(on_tree.first(task, task.lo, task.hi)) == expected, text
         assert (tree.free.tobytes(), tree.mins.tobytes(), tree.maxs.tobytes()) == before
+
+
+def test_the_alternatives_of_an_any_in_the_deadline_guess_are_not_whole_searches() -> None:
+    """The earliest-deadline guess searches an `any`'s alternatives one after another with one budget: an `all`
+    among them must not stop early, or the next alternative would start with more budget than before."""
+    rng = random.Random(6)
+    for planner, text in _plans(seed=7, count=150):
+        plan = planner.plan
+        body = text.split("{ ", 1)[1].rsplit(" }", 1)[0]
+        other = ", ".join(_atom(rng, f"d{child}", plan.clock.steps) for child in range(rng.randint(2, 3)))
+        reservation = parse(f"reservation r {{ any(a: {body}, b: all({other})) }}")[0]
+        (instance,) = compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources)
+        task = instance.task
+        for budget in (2, 4, 8, 64):
+            guessed = Placer(plan.free(), plan.capacity, False, budget)
+            end = _first_end(guessed, task, plan.clock.steps)
+            long_way = Placer(plan.free(), plan.capacity, False, budget)
+            ends = []
+            for child in task.children:  # type: ignore[union-attr]
+                child = replace(child, lo=max(child.lo, task.lo), hi=min(child.hi, task.hi))
+                search = long_way.solutions(child, child.lo, child.hi)
+                found = next(search, None)
+                search.close()
+                if found is not None:
+                    ends.append(plan.clock.steps - first_start(found))
+            assert (end, guessed.budget) == (min(ends) if ends else None, long_way.budget), (text, budget)

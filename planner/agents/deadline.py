@@ -13,7 +13,8 @@ import numpy as np
 from planner.agents.base import Agent
 from planner.agents.greedy import pack
 from planner.agents.greedy.agent import GreedyAgent, reach
-from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, first_start, searched_apart
+from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer
+from planner.agents.greedy.solution import first_start, searched_apart
 from planner.core.compile import (
     AtomTask,
     GroupTask,

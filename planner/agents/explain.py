@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.agents.greedy.pack import gang_room, on_tree
-from planner.agents.greedy.placer import AtomFailure
+from planner.agents.greedy.solution import AtomFailure
 from planner.core.compile import AtomTask, Clock, Instance
 from planner.core.decision import Reason
 from planner.core.plan import Plan

@@ -14,7 +14,8 @@ from planner.agents.base import Outcome
 from planner.agents.explain import capacity_reason, clipped_reason, window_reason
 from planner.agents.greedy import pack
 from planner.agents.greedy.early import search_early
-from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer, Solution, searched_apart
+from planner.agents.greedy.placer import DEFAULT_BUDGET, Placer
+from planner.agents.greedy.solution import Solution, searched_apart
 from planner.core.compile import Instance, compile_reservation
 from planner.core.decision import Reason
 from planner.core.plan import Allocation, Plan

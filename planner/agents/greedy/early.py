@@ -16,7 +16,8 @@ import numpy as np
 
 from planner.agents.base import Outcome
 from planner.agents.explain import capacity_reason, clipped_reason
-from planner.agents.greedy.placer import AtomFailure, Placer, Solution
+from planner.agents.greedy.placer import Placer
+from planner.agents.greedy.solution import AtomFailure, Solution
 from planner.core.compile import Instance, mirrored
 from planner.core.decision import Reason
 from planner.core.plan import Allocation, Plan

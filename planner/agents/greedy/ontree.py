@@ -31,7 +31,7 @@ from planner.core.treekernels import (
 )
 
 if TYPE_CHECKING:
-    from planner.agents.greedy.placer import Solution
+    from planner.agents.greedy.solution import Solution
 
 Blocks = tuple[np.ndarray, np.ndarray]
 # Leases of this many steps and more: GREE-L's tiles from the tree (see TreeView.answers). Every lease, since a tile

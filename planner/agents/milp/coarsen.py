@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.agents.greedy.agent import to_allocations
-from planner.agents.greedy.placer import Placer, Solution
+from planner.agents.greedy.placer import Placer
+from planner.agents.greedy.solution import Solution
 from planner.agents.milp.model import AtomKey, Item
 from planner.core.compile import AtomTask, GroupTask, Instance, Task, atoms_of
 from planner.core.plan import Allocation

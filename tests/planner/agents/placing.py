@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from planner.admission import Planner
-from planner.agents.greedy.placer import AtomFailure, Solution
+from planner.agents.greedy.solution import AtomFailure, Solution
 from tests.planner.support import make_cluster, parse, pinned
 
 

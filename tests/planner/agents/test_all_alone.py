@@ -13,7 +13,8 @@ from planner.admission import Planner
 from planner.agents.deadline import _first_end
 from planner.agents.greedy import pack
 from planner.agents.greedy.ontree import TreeView
-from planner.agents.greedy.placer import Placer, first_start
+from planner.agents.greedy.placer import Placer
+from planner.agents.greedy.solution import first_start
 from planner.core.compile import compile_reservation
 from tests.planner.agents.placing import failure_data, plan_with_holds, solution_data
 from tests.planner.support import at, parse

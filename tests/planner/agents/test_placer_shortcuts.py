@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.admission import Planner
-from planner.agents.greedy.placer import AtomPlacement, Placer, searched_apart
+from planner.agents.greedy.placer import Placer
+from planner.agents.greedy.solution import AtomPlacement, searched_apart
 from planner.core.compile import AtomTask, compile_reservation
 from tests.planner.agents.placing import failure_data, solution_data
 from tests.planner.agents.test_properties import Scenario, scenarios

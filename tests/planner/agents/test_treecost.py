@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.agents.greedy.ontree import TreeView
-from planner.agents.greedy.placer import AtomPlacement, Placer
+from planner.agents.greedy.placer import Placer
+from planner.agents.greedy.solution import AtomPlacement
 from planner.agents.greedy.treecost import pieces
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree

@@ -1,0 +1,61 @@
+"""benchmarks/compare.py's own Python: a run decides what `Planner.submit` decides, runs of one side merge to each
+decision's least time, and the report says whether two sides decided the same."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.admission import Planner
+from planner.agents.registry import get_agent
+from tests.peers.yarn import streams
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("compare", ROOT / "benchmarks" / "compare.py")
+assert spec is not None and spec.loader is not None
+compare = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = compare
+spec.loader.exec_module(compare)
+
+COUNTS = {"count": 12, "mixed": 20, "week": 20}
+
+
+def test_a_run_decides_what_submit_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a run puts its checkout's folders first
+    run = compare.work(ROOT, ["gree"], ["gangs"], COUNTS, repeat=2, warmup=0, explain=True)
+    cluster, stream = streams.gangs(12, 7 + 6)
+    planner, agent = Planner(cluster), get_agent("gree")
+    assert run["gangs gree"]["accepted"] == [planner.submit(r, agent).accepted for r in stream.reservations]
+    assert len(run["gangs gree"]["seconds"]) == 12
+    assert run["_planner"].startswith(str(ROOT))
+    again = compare.work(ROOT, ["gree"], ["gangs"], COUNTS, repeat=1, warmup=1, explain=True)
+    assert again["gangs gree"]["records"] == run["gangs gree"]["records"]
+
+
+def result(seconds: list[float], accepted: list[bool], records: str = "r") -> dict:  # type: ignore[type-arg]
+    return {"seconds": seconds, "accepted": accepted, "records": records}
+
+
+def test_runs_merge_to_each_decisions_least_time_and_refuse_a_changed_decision() -> None:
+    kept = compare.merge(None, {"s a": result([3.0, 1.0], [True, False])})
+    kept = compare.merge(kept, {"s a": result([2.0, 4.0], [True, False])})
+    assert kept["s a"]["seconds"] == [2.0, 1.0]
+    with pytest.raises(SystemExit, match="not deterministic"):
+        compare.merge(kept, {"s a": result([1.0, 1.0], [True, True], records="other")})
+
+
+@pytest.mark.parametrize(("head", "said"), [
+    (result([0.002, 0.001], [True, False]), "same records"),
+    (result([0.002, 0.001], [True, False], records="other"), "same accept/reject, other records"),
+    (result([0.002, 0.001], [True, True], records="other"), "DIFFERENT (1 decisions)"),
+])
+def test_the_report_says_whether_the_sides_decided_the_same(head: dict, said: str,  # type: ignore[type-arg]
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    base = result([0.004, 0.001], [True, False])
+    compare.report({"base": {"gangs gree": base}, "head": {"gangs gree": head}}, {"base": "b", "head": "h"})
+    out = capsys.readouterr().out
+    assert f"decisions: {said}" in out
+    assert "0.50x" in out  # head's p99 (about 2 ms) over base's (about 4 ms)

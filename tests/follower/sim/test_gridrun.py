@@ -74,3 +74,15 @@ def test_evaluate_runs_on_a_dask_cluster_given_by_its_address(small: str, tmp_pa
     assert result.exit_code == 0, result.output
     assert f"on the Dask cluster at {cluster.scheduler_address}" in result.stderr and "[4/4]" in result.stderr
     assert "| small | 3 | gree-l | fair | 2 |" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_a_local_cluster_left_without_workers_fails_the_grid_rather_than_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    from follower.sim import gridrun
+
+    monkeypatch.setattr(gridrun, "NO_WORKERS_TIMEOUT", "1s")
+    with grid_client(None, 1) as client:
+        workers = list(client.scheduler_info()["workers"])
+        client.retire_workers(workers, close_workers=True, remove=True)  # gone, and their nannies with them
+        assert client.scheduler_info()["workers"] == {}
+        with pytest.raises(ConnectionError, match="no Dask worker ran for 1s"):
+            run_each(client, abs, [-1, -2], (), lambda index, outcome: None)

@@ -6,8 +6,10 @@ candidate is applied to the scratch and undone when the generator moves on or cl
 one cannot fit (YARN's greedy gives up there); `any` tries every alternative and offers
 the cheapest first. A shared budget bounds the number of atom placements tried. The `all`
 that is a whole request's task stops as soon as one child finds no room even alone, where
-backtracking would spend the budget on placements of its siblings that cannot help; an
-`order` with a gap passes over the starts of a stage that the stage before cannot reach.
+backtracking would spend the budget on placements of its siblings that cannot help; the
+whole request's `order`, once a stage has found nothing, stops if one of its stages finds
+no room even alone in the widest stretch the others leave it; an `order` with a gap passes
+over the starts of a stage that the stage before cannot reach.
 
 Two strategies share this search. GREE puts every atom as late and as tall as it
 goes. GREE-L first spreads each atom as flat as the free capacity allows over its share
@@ -211,6 +213,7 @@ class Placer:
         # start either: GREE's next candidates only start earlier, so one failure ends the search there;
         # GREE-L's first candidates are flat and may start later than its last ones, so it tries a few.
         give_up_after = None if task.gap is not None else (3 if self.flat else 1)
+        alone = _StagesAlone(self, task, lo, hi) if task is self.root and not self.lays else None
 
         def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
             min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
@@ -238,6 +241,8 @@ class Placer:
                 for earlier in stages(index - 1, start, start):
                     found = True
                     yield earlier + placed
+                if not found and alone is not None and alone.hopeless():
+                    return
                 if not found and task.gap is not None:
                     failed[start] = budget - self.budget
                     if self.short is not None and self.short[0] is before and not self.flat:
@@ -401,6 +406,39 @@ class _Alone:
             self.fits.add(id(child))
         else:
             self.hopeless = True
+
+
+class _StagesAlone:
+    """Whether a stage of a whole request's `order` finds no room even alone: then no placement of the order exists,
+    and its search stops (`hopeless`) instead of backtracking through the later stages' candidates.
+
+    Each atom stage is placed alone, GREE's latest (it finds room whenever any placement has it), in the widest
+    stretch the order leaves it: its own window, after the stages before it and before the stages after it, each
+    taking at least its lease length. Only where nothing is laid while the order is searched (`Placer(lays=False)`),
+    so that the scratch is as the order found it; asked once, and only after some atom has recorded the search's
+    failure, which the long search would record first too (the reason stays the same)."""
+
+    def __init__(self, placer: Placer, task: GroupTask, lo: int, hi: int):
+        self.placer, self.task, self.lo, self.hi = placer, task, lo, hi
+        self.asked = False
+        self.found = False
+
+    def hopeless(self) -> bool:
+        placer = self.placer
+        if self.asked or placer.failure is None:
+            return self.found
+        self.asked = True
+        least = [child.length if isinstance(child, AtomTask) else 0 for child in self.task.children]
+        before, after = 0, sum(least)
+        for child, steps in zip(self.task.children, least, strict=True):
+            after -= steps
+            if isinstance(child, AtomTask):
+                lo, hi = max(child.lo, self.lo + before), min(child.hi, self.hi - after)
+                if placer._place(child, lo, hi, False, _Room(placer, child, lo, hi)) is None:
+                    self.found = True
+                    return True
+            before += steps
+        return False
 
 
 class _Room:

@@ -124,8 +124,8 @@ def test_names_are_looked_up_in_the_scenarios_folder_and_a_report_is_not_overwri
                                                                                      tmp_path: Path) -> None:
     out = tmp_path / "r"
     args = ["evaluate", "--scenarios", str(Path(small).parent), "--reservations", "small", "--fairness", "",
-            "--agents", "none", "--slacks", "3", "--seeds", "1", "--workers", "1", "--load-scenarios", "", "--out",
-            str(out)]
+            "--agents", "none", "--slacks", "3", "--seeds", "1", "--workers", "1", "--load-scenarios", "", "--no-spark",
+            "--out", str(out)]  # the Spark section has tests of its own
     first = CliRunner().invoke(main, args)
     assert first.exit_code == 0, first.output
     (out / "report.md").write_text("kept")

@@ -6,7 +6,7 @@ import random
 
 from planner.admission import Planner
 from planner.agents.greedy.solution import AtomFailure, Solution
-from tests.planner.support import make_cluster, parse, pinned
+from tests.planner.support import at, make_cluster, parse, pinned
 
 
 def solution_data(solution: Solution | None) -> list[tuple[str, list[int], list[int]]] | None:
@@ -28,3 +28,17 @@ def plan_with_holds(rng: random.Random, steps: int, holds: int, longest: int, ta
         text = pinned(f"h{held}", start, rng.randint(1, min(longest, steps - start)), rng.randint(1, tallest))
         planner.submit(parse(text)[0], "gree")
     return planner
+
+
+def atom_text(rng: random.Random, name: str, steps: int) -> str:
+    """A random atom of one-vcore bundles (lease of 1-6 minutes, gang 1-3, 1-4 leases), half of them inside a window
+    of their own within the plan's `steps`."""
+    length = rng.randint(1, 6)
+    gang = rng.randint(1, 3)
+    leases = rng.randint(1, 4)
+    body = f"{name}: atom(b={{vcores: 1}}, g={gang}, l={length}m, w={gang * leases * length}m)"
+    if rng.random() < 0.5:  # a child window of its own, inside the plan
+        lo = rng.randint(0, steps - length)
+        hi = rng.randint(lo + length, steps)
+        body = f"{name}: window(s={at(lo)}, e={at(hi)}, {body.split(': ', 1)[1]})"
+    return body

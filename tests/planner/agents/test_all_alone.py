@@ -16,8 +16,8 @@ from planner.agents.greedy.ontree import TreeView
 from planner.agents.greedy.placer import Placer
 from planner.agents.greedy.solution import first_start
 from planner.core.compile import compile_reservation
-from tests.planner.agents.placing import failure_data, plan_with_holds, solution_data
-from tests.planner.support import at, parse
+from tests.planner.agents.placing import atom_text, failure_data, plan_with_holds, solution_data
+from tests.planner.support import parse
 
 
 def _most_leases(room: np.ndarray, length: int) -> int:
@@ -50,18 +50,6 @@ def test_latest_finds_room_whenever_some_arrangement_has_it() -> None:
             assert (pack.latest(room.copy(), length, leases) is not None) == (leases <= most), (room, length, leases)
 
 
-def _atom(rng: random.Random, name: str, steps: int) -> str:
-    length = rng.randint(1, 6)
-    gang = rng.randint(1, 3)
-    leases = rng.randint(1, 4)
-    body = f"{name}: atom(b={{vcores: 1}}, g={gang}, l={length}m, w={gang * leases * length}m)"
-    if rng.random() < 0.5:  # a child window of its own, inside the plan
-        lo = rng.randint(0, steps - length)
-        hi = rng.randint(lo + length, steps)
-        body = f"{name}: window(s={at(lo)}, e={at(hi)}, {body.split(': ', 1)[1]})"
-    return body
-
-
 def _plans(seed: int, count: int) -> list[tuple[Planner, str]]:
     """Small plans with some capacity taken, each with an `all` of two to four atoms to search on it."""
     rng = random.Random(seed)
@@ -69,7 +57,7 @@ def _plans(seed: int, count: int) -> list[tuple[Planner, str]]:
     for index in range(count):
         steps = rng.randint(12, 40)
         planner = plan_with_holds(rng, steps, rng.randint(0, 6), longest=8, tallest=3)
-        children = ", ".join(_atom(rng, f"c{child}", steps) for child in range(rng.randint(2, 4)))
+        children = ", ".join(atom_text(rng, f"c{child}", steps) for child in range(rng.randint(2, 4)))
         made.append((planner, f"reservation r{index} {{ all({children}) }}"))
     return made
 
@@ -123,7 +111,7 @@ def test_the_alternatives_of_an_any_in_the_deadline_guess_are_not_whole_searches
     for planner, text in _plans(seed=7, count=150):
         plan = planner.plan
         body = text.split("{ ", 1)[1].rsplit(" }", 1)[0]
-        other = ", ".join(_atom(rng, f"d{child}", plan.clock.steps) for child in range(rng.randint(2, 3)))
+        other = ", ".join(atom_text(rng, f"d{child}", plan.clock.steps) for child in range(rng.randint(2, 3)))
         reservation = parse(f"reservation r {{ any(a: {body}, b: all({other})) }}")[0]
         (instance,) = compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources)
         task = instance.task

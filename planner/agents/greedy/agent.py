@@ -35,6 +35,7 @@ class GreedyAgent:
     flat: bool
     budget: int = DEFAULT_BUDGET
     reasons: bool = True  # False: a failed search says only `capacity` (the deadline search's probes need no more)
+    refutes: bool = True  # False: an `order` is never given up early because a stage finds no room alone (Placer)
 
     def place(self, plan: Plan, reservation: Reservation, submitted: datetime) -> Outcome:
         instances = compile_reservation(reservation, submitted, plan.clock, plan.now_step, plan.resources)
@@ -80,7 +81,8 @@ class GreedyAgent:
         # One instance searched apart: no search reads what another candidate lays, so nothing is laid. A series
         # keeps each instance laid while the next is searched.
         alone = len(instances) == 1 and searched_apart(instances[0].task)
-        placer = Placer(free, plan.capacity, self.flat, origin=origin, tree=tree, lays=not alone)
+        placer = Placer(free, plan.capacity, self.flat, origin=origin, tree=tree, lays=not alone,
+                        refutes=self.refutes)
         held: list[Generator[Solution, None, None]] = []  # open searches keep their placements applied to the scratch
         placed: list[tuple[Instance, Solution]] = []
         try:

@@ -41,11 +41,12 @@ class Placer:
     `free` may cover only the steps the search can reach, from step `origin` of the plan on: placements and
     `capacity` (the whole plan's) stay on the plan's step axis. With a `tree` (ontree.py), `free` is the plan's own
     free-capacity tree, laid on in place and taken back, and the searches it answers (`TreeView.answers`) ask it.
-    Without `lays` it offers candidates without laying them, for tasks `searched_apart`.
+    Without `lays` it offers candidates without laying them, for tasks `searched_apart`. Without `refutes` a whole
+    request's `order` never stops early (`_StagesAlone`).
     """
 
     def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,
-                 origin: int = 0, tree: TreeView | None = None, lays: bool = True):
+                 origin: int = 0, tree: TreeView | None = None, lays: bool = True, refutes: bool = True):
         self.free = tree.free if tree is not None else free
         self.tree = tree
         self.origin = origin
@@ -53,6 +54,7 @@ class Placer:
         self.flat = flat
         self.budget = budget
         self.lays = lays
+        self.refutes = refutes
         self.failure: AtomFailure | None = None
         self.root: Task | None = None  # the task of the search a caller began (`search`, `first`)
         self.short: tuple[AtomTask, int | None] | None = None  # an atom whose first candidate ended too early
@@ -213,7 +215,7 @@ class Placer:
         # start either: GREE's next candidates only start earlier, so one failure ends the search there;
         # GREE-L's first candidates are flat and may start later than its last ones, so it tries a few.
         give_up_after = None if task.gap is not None else (3 if self.flat else 1)
-        alone = _StagesAlone(self, task, lo, hi) if task is self.root and not self.lays else None
+        alone = _StagesAlone(self, task, lo, hi) if task is self.root and self.refutes and not self.lays else None
 
         def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
             min_end = next_start - task.gap if next_start is not None and task.gap is not None else None

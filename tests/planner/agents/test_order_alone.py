@@ -61,14 +61,16 @@ def test_an_order_given_up_alone_decides_what_the_long_search_decides(flat: bool
     assert shorter >= 20 and rejected >= 60, (shorter, rejected)
 
 
-def test_an_order_that_lays_its_candidates_is_never_given_up_early() -> None:
-    """With candidates laid while it searches, the scratch is not as the order found it: no stage is tested."""
+@pytest.mark.parametrize(("lays", "refutes"), [(True, True), (False, False)], ids=["laying", "not-refuting"])
+def test_an_order_is_never_given_up_early_while_it_lays_or_without_refutes(lays: bool, refutes: bool) -> None:
+    """With candidates laid while it searches, the scratch is not as the order found it: no stage is tested. Nor
+    without `refutes` (GREE-L's earliest-deadline probes)."""
     for planner, text in _plans(seed=12, count=120):
         plan = planner.plan
         (instance,) = compile_reservation(parse(text)[0], plan.now, plan.clock, plan.now_step, plan.resources)
         task = instance.task
-        long_way = Placer(plan.free(), plan.capacity, False)
-        short_way = Placer(plan.free(), plan.capacity, False)
+        long_way = Placer(plan.free(), plan.capacity, False, lays=lays, refutes=refutes)
+        short_way = Placer(plan.free(), plan.capacity, False, lays=lays, refutes=refutes)
         assert _first(short_way, task, whole=True) == _first(long_way, task, whole=False), text
         assert short_way.budget == long_way.budget
 

@@ -1,12 +1,13 @@
 """Two commits' admission times side by side, their runs alternating, and whether they decide the same.
 
-    python benchmarks/compare.py BASE [--head REV] [--agents gree] [--streams yarn,tight,gangs] [--rounds 3]
+    python benchmarks/compare.py BASE [--head REV] [--agents gree] [--streams yarn,tight,gangs] [--rounds 4]
                                  [--repeat 3] [--warmup 1] [--count 300] [--mixed-count 1000] [--week-count 2000]
                                  [--no-explain]
 
 On a machine whose speed swings from minute to minute, one run of each commit decides a close comparison by
 noise. Here BASE and HEAD (default: this checkout as it is, uncommitted changes included) are checked out side
-by side (git worktrees in a temporary folder, removed at the end) and run in turn, `--rounds` times each, every
+by side (git worktrees in a temporary folder, removed at the end) and run in turn, `--rounds` times each (BASE
+first in odd rounds, HEAD first in even ones: on some machines the second of two runs is the slower), every
 run a fresh process submitting every stream `--warmup` times untimed (numba compiles its kernels on first use, and
 a fresh worktree has none cached), then `--repeat` times timed, each pass to a fresh `Planner`. Each decision keeps
 its least CPU time (`time.process_time`) over all of its side's passes, so a pause that hits one pass of one side
@@ -185,7 +186,7 @@ def main() -> None:
     parser.add_argument("--head", default=None, help="the other commit (default: this checkout as it is)")
     parser.add_argument("--agents", default="gree", help="our agents, comma-separated")
     parser.add_argument("--streams", default="yarn,tight,gangs", help="yarn, tight, gangs, mixed[@STEP], week[@STEP]")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each side, alternating")
+    parser.add_argument("--rounds", type=int, default=4, help="runs of each side, alternating")
     parser.add_argument("--repeat", type=int, default=3, help="passes over each stream per run")
     parser.add_argument("--warmup", type=int, default=1, help="untimed passes over each stream first, per run")
     parser.add_argument("--count", type=int, default=300, help="reservations of yarn, tight and gangs")
@@ -210,7 +211,7 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     with checkouts(args.base, args.head) as roots:
         for round_ in range(args.rounds):
-            for side in SIDES:
+            for side in SIDES if round_ % 2 == 0 else SIDES[::-1]:  # ABBA: neither side always runs second
                 began = time.monotonic()
                 results[side] = merge(results.get(side), run_side(roots[side], args))
                 print(f"round {round_ + 1}/{args.rounds} {labels[side]}: {time.monotonic() - began:.0f} s",

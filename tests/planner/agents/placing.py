@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from planner.admission import Planner
 from planner.agents.greedy.solution import AtomFailure, Solution
@@ -42,3 +43,16 @@ def atom_text(rng: random.Random, name: str, steps: int) -> str:
         hi = rng.randint(lo + length, steps)
         body = f"{name}: window(s={at(lo)}, e={at(hi)}, {body.split(': ', 1)[1]})"
     return body
+
+
+def requests_on_plans(seed: int, count: int, holds: int, longest: int,
+                      body: Callable[[random.Random, int], str]) -> list[tuple[Planner, str]]:
+    """`count` small plans (12-40 one-minute steps, up to `holds` pinned reservations at most `longest` steps long and
+    3 vcores tall), each with a request `r<index>` whose body `body(rng, steps)` writes."""
+    rng = random.Random(seed)
+    made = []
+    for index in range(count):
+        steps = rng.randint(12, 40)
+        planner = plan_with_holds(rng, steps, rng.randint(0, holds), longest=longest, tallest=3)
+        made.append((planner, f"reservation r{index} {{ {body(rng, steps)} }}"))
+    return made

@@ -16,7 +16,7 @@ from planner.agents.greedy.ontree import TreeView
 from planner.agents.greedy.placer import Placer
 from planner.agents.greedy.solution import first_start
 from planner.core.compile import compile_reservation
-from tests.planner.agents.placing import atom_text, failure_data, plan_with_holds, solution_data
+from tests.planner.agents.placing import atom_text, failure_data, requests_on_plans, solution_data
 from tests.planner.support import parse
 
 
@@ -52,14 +52,10 @@ def test_latest_finds_room_whenever_some_arrangement_has_it() -> None:
 
 def _plans(seed: int, count: int) -> list[tuple[Planner, str]]:
     """Small plans with some capacity taken, each with an `all` of two to four atoms to search on it."""
-    rng = random.Random(seed)
-    made = []
-    for index in range(count):
-        steps = rng.randint(12, 40)
-        planner = plan_with_holds(rng, steps, rng.randint(0, 6), longest=8, tallest=3)
-        children = ", ".join(atom_text(rng, f"c{child}", steps) for child in range(rng.randint(2, 4)))
-        made.append((planner, f"reservation r{index} {{ all({children}) }}"))
-    return made
+    def body(rng: random.Random, steps: int) -> str:
+        return "all(" + ", ".join(atom_text(rng, f"c{child}", steps) for child in range(rng.randint(2, 4))) + ")"
+
+    return requests_on_plans(seed, count, holds=6, longest=8, body=body)
 
 
 def test_an_all_given_up_alone_decides_what_the_long_search_decides() -> None:

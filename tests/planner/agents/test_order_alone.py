@@ -14,22 +14,18 @@ from planner.admission import Planner
 from planner.agents.greedy.ontree import TreeView
 from planner.agents.greedy.placer import Placer
 from planner.core.compile import compile_reservation
-from tests.planner.agents.placing import atom_text, failure_data, plan_with_holds, solution_data
+from tests.planner.agents.placing import atom_text, failure_data, requests_on_plans, solution_data
 from tests.planner.support import parse
 
 
 def _plans(seed: int, count: int) -> list[tuple[Planner, str]]:
     """Small plans with some capacity taken, each with an `order` of two to four atoms (no gap, gap 0, or a gap of
     a few minutes) to search on it."""
-    rng = random.Random(seed)
-    made = []
-    for index in range(count):
-        steps = rng.randint(12, 40)
-        planner = plan_with_holds(rng, steps, rng.randint(0, 8), longest=10, tallest=3)
+    def body(rng: random.Random, steps: int) -> str:
         stages = ", ".join(atom_text(rng, f"s{stage}", steps) for stage in range(rng.randint(2, 4)))
-        gap = rng.choice(["", "", ", gap=0m", f", gap={rng.randint(1, 5)}m"])
-        made.append((planner, f"reservation r{index} {{ order({stages}{gap}) }}"))
-    return made
+        return f"order({stages}{rng.choice(['', '', ', gap=0m', f', gap={rng.randint(1, 5)}m'])})"
+
+    return requests_on_plans(seed, count, holds=8, longest=10, body=body)
 
 
 def _first(placer: Placer, task: Any, whole: bool) -> tuple[Any, Any]:

@@ -195,7 +195,7 @@ def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirror
 @kernel
 def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, starts: np.ndarray,
              gangs: np.ndarray, length: int, gang: int, signed: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """Placer._apply on the tree: free -= signed demand x bundles held per step (the same float operations as the
+    """Placer.apply on the tree: free -= signed demand x bundles held per step (the same float operations as the
     placer's np.outer), then the tree over the steps written; the runs written, [lo, hi) rows on the plan's axis.
 
     It walks the leases' starts and ends in order and writes only where the placement holds something: a placement

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.agents.greedy.pack import Blocks, flattest, gang_room, latest
+from planner.agents.greedy.giveup import AllAlone, StagesAlone
+from planner.agents.greedy.pack import Blocks, flattest, latest
+from planner.agents.greedy.room import AtomRoom
 from planner.agents.greedy.solution import AtomFailure, AtomPlacement, Solution, first_start, last_end
 from planner.core.compile import AtomTask, GroupTask, Task, task_work
 
@@ -42,7 +44,7 @@ class Placer:
     `capacity` (the whole plan's) stay on the plan's step axis. With a `tree` (ontree.py), `free` is the plan's own
     free-capacity tree, laid on in place and taken back, and the searches it answers (`TreeView.answers`) ask it.
     Without `lays` it offers candidates without laying them, for tasks `searched_apart`. Without `refutes` a whole
-    request's `order` never stops early (`_StagesAlone`).
+    request's `order` never stops early (`StagesAlone`).
     """
 
     def __init__(self, free: np.ndarray, capacity: np.ndarray, flat: bool, budget: int = DEFAULT_BUDGET,
@@ -61,7 +63,7 @@ class Placer:
 
     # -- applying candidates -----------------------------------------------------------
 
-    def _apply(self, solution: Solution, sign: int) -> None:
+    def apply(self, solution: Solution, sign: int) -> None:
         for placement in solution:
             if self.tree is not None:
                 self.tree.lay(placement.starts - self.origin, placement.gangs, placement.task, sign)
@@ -81,11 +83,11 @@ class Placer:
         if not self.lays:
             yield solution
             return
-        self._apply(solution, +1)
+        self.apply(solution, +1)
         try:
             yield solution
         finally:
-            self._apply(solution, -1)
+            self.apply(solution, -1)
 
     def cost(self, solution: Solution) -> float:
         """What a placement costs: its share of capacity, weighted up where the plan is already loaded."""
@@ -124,7 +126,7 @@ class Placer:
     def search(self, task: Task, lo: int, hi: int,
                preferred: tuple[int, int] | None = None) -> Generator[Solution, None, None]:
         """`solutions` of a whole request's task. Nothing is searched after it fails, so the budget it leaves is
-        read by nobody, and an `all` may stop at a child that finds no room even alone (`_Alone`)."""
+        read by nobody, and an `all` may stop at a child that finds no room even alone (`AllAlone`)."""
         self.root = task
         return self.solutions(task, lo, hi, preferred)
 
@@ -148,7 +150,7 @@ class Placer:
             self.failure = AtomFailure(task, lo, hi)
         return found[0]
 
-    def _place(self, task: AtomTask, lo: int, hi: int, spread: bool, room: _Room) -> Solution | None:
+    def place_atom(self, task: AtomTask, lo: int, hi: int, spread: bool, room: AtomRoom) -> Solution | None:
         if hi - lo < task.length:
             return None
         blocks: Blocks | None
@@ -190,19 +192,19 @@ class Placer:
     def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
                          preferred: tuple[int, int] | None) -> Generator[tuple[Solution | None, bool], None, None]:
         """Candidates, each with whether it is GREE's latest-first kind (each one ends before the one before)."""
-        room = _Room(self, task, lo, hi)
+        room = AtomRoom(self, task, lo, hi)
         if self.flat:
             for a, b in ([(max(lo, preferred[0]), min(hi, preferred[1]))] if preferred else []) + [(lo, hi)]:
                 if self.budget <= 0:
                     return
                 self.budget -= 1
-                spread = self._place(task, a, b, True, room)
+                spread = self.place_atom(task, a, b, True, room)
                 if spread is not None:
                     yield spread, False
         bound = hi
         while self.budget > 0:
             self.budget -= 1
-            placed = self._place(task, lo, bound, False, room)
+            placed = self.place_atom(task, lo, bound, False, room)
             yield placed, True
             if placed is None:
                 return
@@ -215,7 +217,7 @@ class Placer:
         # start either: GREE's next candidates only start earlier, so one failure ends the search there;
         # GREE-L's first candidates are flat and may start later than its last ones, so it tries a few.
         give_up_after = None if task.gap is not None else (3 if self.flat else 1)
-        alone = _StagesAlone(self, task, lo, hi) if task is self.root and self.refutes and not self.lays else None
+        alone = StagesAlone(self, task, lo, hi) if task is self.root and self.refutes and not self.lays else None
 
         def stages(index: int, end: int, next_start: int | None) -> Iterator[Solution]:
             min_end = next_start - task.gap if next_start is not None and task.gap is not None else None
@@ -283,14 +285,14 @@ class Placer:
         return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
 
     def _all(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
-        alone = _Alone(self, lo, hi) if task is self.root else None
+        alone = AllAlone(self, lo, hi) if task is self.root else None
         for children in self._all_orders(task, lo, hi):
             yield from self._all_in_order(children, lo, hi, preferred, alone)
             if alone is not None and alone.hopeless:
                 return
 
     def _all_in_order(self, children: list[Task], lo: int, hi: int, preferred: tuple[int, int] | None,
-                      alone: _Alone | None) -> Iterator[Solution]:
+                      alone: AllAlone | None) -> Iterator[Solution]:
         def rest(index: int, laid: list[Solution]) -> Iterator[Solution]:
             found = False
             for placed in self.solutions(children[index], lo, hi, preferred):
@@ -369,95 +371,3 @@ class _Alternative:
     index: int
     first: Solution
     spent: int
-
-
-class _Alone:
-    """Whether an `all`'s children each find room alone: the search of the whole request's `all` stops as soon as one
-    does not (`hopeless`), for then no placement of the others leaves it room.
-
-    Asked when a child offers no candidate. An atom is placed alone on the scratch as it was when the `all` began
-    (the candidates laid for its siblings taken back for the test, then laid again): GREE's latest placement finds
-    room whenever any placement of the atom has it, and laying only takes room away. A child that is not an atom is
-    never tested; one that found room alone is not tested again. With no budget left, nothing more is found."""
-
-    def __init__(self, placer: Placer, lo: int, hi: int):
-        self.placer, self.lo, self.hi = placer, lo, hi
-        self.fits: set[int] = set()  # ids of the children that found room alone
-        self.hopeless = False
-
-    def check(self, child: Task, laid: list[Solution]) -> None:
-        placer = self.placer
-        if placer.budget <= 0:
-            self.hopeless = True
-            return
-        if not isinstance(child, AtomTask) or id(child) in self.fits:
-            return
-        if not laid:  # the scratch is as the `all` found it: this very search found no room
-            self.hopeless = True
-            return
-        lo, hi = max(self.lo, child.lo), min(self.hi, child.hi)
-        taken = laid if placer.lays else []
-        for solution in reversed(taken):
-            placer._apply(solution, -1)
-        try:
-            fits = placer._place(child, lo, hi, False, _Room(placer, child, lo, hi)) is not None
-        finally:
-            for solution in taken:
-                placer._apply(solution, +1)
-        if fits:
-            self.fits.add(id(child))
-        else:
-            self.hopeless = True
-
-
-class _StagesAlone:
-    """Whether a stage of a whole request's `order` finds no room even alone: then no placement of the order exists,
-    and its search stops (`hopeless`) instead of backtracking through the later stages' candidates.
-
-    Each atom stage is placed alone, GREE's latest (it finds room whenever any placement has it), in the widest
-    stretch the order leaves it: its own window, after the stages before it and before the stages after it, each
-    taking at least its lease length. Only where nothing is laid while the order is searched (`Placer(lays=False)`),
-    so that the scratch is as the order found it; asked once, and only after some atom has recorded the search's
-    failure, which the long search would record first too (the reason stays the same)."""
-
-    def __init__(self, placer: Placer, task: GroupTask, lo: int, hi: int):
-        self.placer, self.task, self.lo, self.hi = placer, task, lo, hi
-        self.asked = False
-        self.found = False
-
-    def hopeless(self) -> bool:
-        placer = self.placer
-        if self.asked or placer.failure is None:
-            return self.found
-        self.asked = True
-        least = [child.length if isinstance(child, AtomTask) else 0 for child in self.task.children]
-        before, after = 0, sum(least)
-        for child, steps in zip(self.task.children, least, strict=True):
-            after -= steps
-            if isinstance(child, AtomTask):
-                lo, hi = max(child.lo, self.lo + before), min(child.hi, self.hi - after)
-                if placer._place(child, lo, hi, False, _Room(placer, child, lo, hi)) is None:
-                    self.found = True
-                    return True
-            before += steps
-        return False
-
-
-class _Room:
-    """One atom's gangs per step over [lo, hi), computed when first asked and sliced for every candidate after.
-
-    Between two candidates of one atom the scratch is as it was when the atom's search began: a candidate's own
-    placement, and whatever later searches laid on top of it, are taken back before the next one is made (the
-    generators nest), so its room does not change."""
-
-    def __init__(self, placer: Placer, task: AtomTask, lo: int, hi: int):
-        self.placer, self.task, self.lo, self.hi = placer, task, lo, hi
-        self.room: np.ndarray | None = None
-
-    def over(self, lo: int, hi: int) -> np.ndarray:
-        """The room of steps [lo, hi), inside the atom's [lo, hi)."""
-        if self.room is None:
-            free, origin, task = self.placer.free, self.placer.origin, self.task
-            self.room = gang_room(free[:, self.lo - origin:self.hi - origin], task.demand, task.gang,
-                                  task.parallelism)
-        return self.room[lo - self.lo:hi - self.lo]

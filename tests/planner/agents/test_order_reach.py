@@ -35,14 +35,14 @@ def _searched(plan: object, task: object, flat: bool, budget: int, lays: bool,
               long_way: bool) -> tuple[object, object, int, int, bytes]:
     placer = Placer(plan.free(), plan.capacity, flat, budget, lays=lays)  # type: ignore[attr-defined]
     placed = 0
-    original = placer._place
+    original = placer.place_atom
 
     def counted(*args: object) -> object:
         nonlocal placed
         placed += 1
         return original(*args)  # type: ignore[arg-type]
 
-    placer._place = counted  # type: ignore[method-assign]
+    placer.place_atom = counted  # type: ignore[method-assign]
     with pytest.MonkeyPatch.context() as patch:
         if long_way:
             patch.setattr(Placer, "_passed_over", staticmethod(lambda *args: 0))

@@ -128,7 +128,7 @@ def test_laying_writes_what_the_outer_product_writes(data: st.DataObject, resour
             base, held = _reference_held(placement.starts, placement.gangs, placement.task.length,
                                          placement.task.gang)
             expected[:, base - origin:base - origin + held.shape[0]] -= np.outer(placement.task.demand * sign, held)
-        placer._apply(solution, sign)
+        placer.apply(solution, sign)
         assert placer.free.tobytes() == expected.tobytes()
 
 

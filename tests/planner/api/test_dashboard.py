@@ -26,6 +26,13 @@ def test_the_dashboard_is_served_at_the_root_and_loads_only_what_the_server_serv
         assert "default-src 'self'" in page.headers["content-security-policy"]  # the browser enforces it too
 
 
+def test_the_icon_a_browser_asks_every_page_for_is_no_content_not_an_error(api: Server) -> None:
+    with api.client() as anyone:
+        icon = anyone.get("/favicon.ico")
+        assert icon.status_code == 204 and icon.content == b""
+        assert "/favicon.ico" not in anyone.get("/openapi.json").json()["paths"]
+
+
 def test_the_scripts_import_only_their_neighbours() -> None:
     for script in (STATIC / "js").glob("*.js"):
         for name in IMPORTED.findall(script.read_text()):

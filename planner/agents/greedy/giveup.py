@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     from planner.agents.greedy.placer import Placer
 
 
+def has_room(placer: Placer, atom: AtomTask, lo: int, hi: int) -> bool:
+    """Whether any placement of the atom inside [lo, hi) fits the placer's scratch as it is: GREE's latest placement
+    finds one whenever one exists (tests/planner/agents/test_all_alone.py)."""
+    return placer.place_atom(atom, lo, hi, False, AtomRoom(placer, atom, lo, hi)) is not None
+
+
 class AllAlone:
     """Whether an `all`'s children each find room alone: the search of the whole request's `all` stops as soon as one
     does not (`hopeless`), for then no placement of the others leaves it room.
@@ -42,7 +48,7 @@ class AllAlone:
         for solution in reversed(taken):
             placer.apply(solution, -1)
         try:
-            fits = placer.place_atom(child, lo, hi, False, AtomRoom(placer, child, lo, hi)) is not None
+            fits = has_room(placer, child, lo, hi)
         finally:
             for solution in taken:
                 placer.apply(solution, +1)
@@ -78,7 +84,7 @@ class StagesAlone:
             after -= steps
             if isinstance(child, AtomTask):
                 lo, hi = max(child.lo, self.lo + before), min(child.hi, self.hi - after)
-                if placer.place_atom(child, lo, hi, False, AtomRoom(placer, child, lo, hi)) is None:
+                if not has_room(placer, child, lo, hi):
                     self.found = True
                     return True
             before += steps

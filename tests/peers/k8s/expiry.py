@@ -51,8 +51,8 @@ class Ending:
     window: tuple[float, float]
     submitted: float | None = None
     running: dict[str, float] = field(default_factory=dict)  # pod -> first seen running
-    stopped: dict[str, float] = field(default_factory=dict)  # pod -> its deletion time (the API server's), else
-    # the first sample it was gone in
+    stopped: dict[str, float] = field(default_factory=dict)  # pod -> when its deletion was asked (the API server's),
+    # else the first sample it was gone in
     still_running: list[str] = field(default_factory=list)  # at the end of the watch
     watched_until: float = 0.0
     queue: list[tuple[float, str]] = field(default_factory=list)  # gamma in the ConfigMap: (t, state) at each change
@@ -123,7 +123,10 @@ def _watch(api: Any, ending: Ending, start: datetime, space: str, until: float) 
                 ending.running.setdefault(name, seen)
             elif name in ending.running and name not in ending.stopped:
                 deleted = item.metadata.deletion_timestamp if item is not None else None
-                ending.stopped[name] = round(deleted.timestamp() - start.timestamp(), 1) if deleted else seen
+                # A graceful deletion's timestamp is when its grace period ends (asked + 30 s by default), not when
+                # it was asked: read raw, a pod seen while terminating stopped 30 s after one already gone.
+                grace = (item.metadata.deletion_grace_period_seconds or 0) if deleted else 0
+                ending.stopped[name] = round(deleted.timestamp() - grace - start.timestamp(), 1) if deleted else seen
         ending.still_running = sorted(n for n in ending.running if n not in ending.stopped)
         ending.watched_until = seen
         if seen > until or (ending.on_expiry == "kill" and ending.running and not ending.still_running):

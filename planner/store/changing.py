@@ -186,10 +186,12 @@ class Changing(Deciding):
         better, nothing changes.
         """
         started = time.perf_counter()
+        attempts = 0
         for attempt in range(lifecycle.REPLAN_ATTEMPTS):
             left = None if time_limit is None else time_limit - (time.perf_counter() - started)
             if attempt and left is not None and left < lifecycle.REPLAN_LEAST_SECONDS:
                 break  # the time limit covers the attempts together
+            attempts += 1
             with self._lock, self._db.session(write=False) as (connection, meta):
                 plan = self._cache.planner(connection, meta).plan.copy()
                 cluster = self._cache.cluster(connection, meta)
@@ -206,8 +208,10 @@ class Changing(Deciding):
                     moved = {name: plan.accepted[name] for name in outcome.moved}
                     self._cache.advance(rows.version, swapping(moved))
                 return outcome
-        raise StoreError("conflict", f"the plan changed while it was being re-planned, {lifecycle.REPLAN_ATTEMPTS} "
-                         "times; nothing was written", "run the re-planning again when submissions are quieter")
+        short = " (the time limit left too little for another)" if attempts < lifecycle.REPLAN_ATTEMPTS else ""
+        raise StoreError("conflict", f"the plan changed while it was being re-planned, {attempts} "
+                         f"time{'s' if attempts > 1 else ''}{short}; nothing was written",
+                         "run the re-planning again when submissions are quieter")
 
     def readmit(self, actor: str | None = None, until: float | None = None,
                 skipped: builtins.list[str] | None = None) -> builtins.list[Decision]:

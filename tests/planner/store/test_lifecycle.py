@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 import planner.replan.optimise
+import planner.store.lifecycle
 from follower.cli import main
 from planner.core.check import check_plan
 from planner.replan.adapt import parse_vector
@@ -506,9 +507,28 @@ def test_replan_solves_again_when_the_plan_changed_meanwhile(store: Store, path:
     monkeypatch.setattr(planner.replan.optimise, "replan", always_busy)
     before = len(store.log())
     with pytest.raises(StoreError) as error:
-        store.replan(time_limit=1)
-    assert error.value.code == "conflict" and len(calls) == 2 + 3
+        store.replan()  # no time limit: how long the machine takes decides nothing here
+    assert error.value.code == "conflict" and len(calls) == 2 + 3 and "3 times" in error.value.message
     assert [e.action for e in store.log()[before:]] == ["submit"] * 3  # the re-planning wrote nothing
+
+
+def test_replan_stops_solving_again_when_the_time_limit_leaves_too_little(store: Store, path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    store.submit(one(flexible("r", 0, 60, 2, 10)))
+    calls = []
+
+    def always_busy(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(set(plan.accepted))
+        with Store.open(path) as other:
+            other.submit(one(pinned(f"busy{len(calls)}", 40, 1, 1)))
+        return ReplanReport("timeout")
+
+    monkeypatch.setattr(planner.replan.optimise, "replan", always_busy)
+    monkeypatch.setattr(planner.store.lifecycle, "REPLAN_LEAST_SECONDS", 10.0**9)  # any limit is too short for a second
+    with pytest.raises(StoreError) as error:
+        store.replan(time_limit=1)
+    assert error.value.code == "conflict" and len(calls) == 1
+    assert "1 time (the time limit left too little for another)" in error.value.message
 
 
 def test_every_operation_keeps_the_stored_plan_valid(store: Store, path: Path) -> None:

@@ -5,11 +5,12 @@
                                  [--no-explain]
 
 On a machine whose speed swings from minute to minute, one run of each commit decides a close comparison by
-noise. Here BASE and HEAD (default: this checkout as it is, uncommitted changes included) are checked out side
-by side (git worktrees in a temporary folder, removed at the end) and run in turn, `--rounds` times each (BASE
-first in odd rounds, HEAD first in even ones: on some machines the second of two runs is the slower), every
-run a fresh process submitting every stream `--warmup` times untimed (numba compiles its kernels on first use, and
-a fresh worktree has none cached), then `--repeat` times timed, each pass to a fresh `Planner`. Each decision keeps
+noise. Here BASE and HEAD (default: this checkout as it is when the comparison starts, uncommitted changes and new
+files included, copied so that later edits change neither side) are checked out side by side (git worktrees and
+the copy in a temporary folder, removed at the end) and run in turn, `--rounds` times each (BASE first in odd
+rounds, HEAD first in even ones: on some machines the second of two runs is the slower), every run a fresh process
+submitting every stream `--warmup` times untimed (numba compiles its kernels on first use, and a fresh worktree has
+none cached), then `--repeat` times timed, each pass to a fresh `Planner`. Each decision keeps
 its least CPU time (`time.process_time`) over all of its side's passes, so a pause that hits one pass of one side
 drops out.
 
@@ -31,6 +32,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -104,16 +106,17 @@ def work(root: Path, agents: list[str], names: list[str], counts: dict[str, int]
 
 @contextlib.contextmanager
 def checkouts(base: str, head: str | None) -> Iterator[dict[str, Path]]:
-    """Each side's checkout: a git worktree of the commit, or (HEAD left out) this checkout itself."""
+    """Each side's checkout: a git worktree of the commit, or (HEAD left out) a copy of this checkout as it is now,
+    so that editing it while the comparison runs changes neither side."""
     repo = HERE.parents[1]
     with tempfile.TemporaryDirectory(prefix="rayon-compare-") as folder:
         roots, added = {}, []
         try:
             for side, rev in (("base", base), ("head", head)):
-                if rev is None:
-                    roots[side] = repo
-                    continue
                 root = Path(folder) / side
+                if rev is None:
+                    roots[side] = snapshot(repo, root)
+                    continue
                 subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "-q", str(root), rev],
                                check=True)
                 added.append(root)
@@ -122,6 +125,19 @@ def checkouts(base: str, head: str | None) -> Iterator[dict[str, Path]]:
         finally:
             for root in added:
                 subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(root)], check=False)
+
+
+def snapshot(repo: Path, root: Path) -> Path:
+    """A copy at `root` of the checkout's files as they are now: tracked ones with their changes, and new ones that
+    git does not ignore."""
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = repo / name
+        if source.is_file():  # a tracked file deleted in the checkout is left out, as it is there
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    return root
 
 
 def run_side(root: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -183,7 +199,7 @@ def report(results: dict[str, dict[str, Any]], labels: dict[str, str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("base", nargs="?", help="the commit to compare with (any git revision)")
-    parser.add_argument("--head", default=None, help="the other commit (default: this checkout as it is)")
+    parser.add_argument("--head", default=None, help="the other commit (default: a copy of this checkout as it is)")
     parser.add_argument("--agents", default="gree", help="our agents, comma-separated")
     parser.add_argument("--streams", default="yarn,tight,gangs", help="yarn, tight, gangs, mixed[@STEP], week[@STEP]")
     parser.add_argument("--rounds", type=int, default=4, help="runs of each side, alternating")

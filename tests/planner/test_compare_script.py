@@ -4,6 +4,7 @@ decision's least time, and the report says whether two sides decided the same.""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -59,3 +60,25 @@ def test_the_report_says_whether_the_sides_decided_the_same(head: dict, said: st
     out = capsys.readouterr().out
     assert f"decisions: {said}" in out
     assert "0.50x" in out  # head's p99 (about 2 ms) over base's (about 4 ms)
+
+
+def test_this_checkout_is_compared_as_it_was_when_the_comparison_started(tmp_path: Path) -> None:
+    repo, copy = tmp_path / "repo", tmp_path / "copy"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    (repo / "kept.py").write_text("committed\n")
+    (repo / "gone.py").write_text("committed\n")
+    (repo / ".gitignore").write_text("ignored.txt\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    (repo / "kept.py").write_text("edited, not committed\n")
+    (repo / "gone.py").unlink()
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "new.py").write_text("new, not added\n")
+    (repo / "ignored.txt").write_text("ignored\n")
+    assert compare.snapshot(repo, copy) == copy
+    (repo / "kept.py").write_text("edited while the comparison runs\n")
+    assert (copy / "kept.py").read_text() == "edited, not committed\n"
+    assert (copy / "pkg" / "new.py").read_text() == "new, not added\n"
+    assert not (copy / "gone.py").exists() and not (copy / "ignored.txt").exists()

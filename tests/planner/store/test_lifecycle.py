@@ -479,10 +479,23 @@ def test_replan_that_finds_nothing_better_changes_nothing(store: Store, path: Pa
     assert len(after["rayon_log"]) == len(before["rayon_log"]) + 1
 
 
+def always_busy(path: Path, calls: list[set[str]]):  # type: ignore[no-untyped-def]
+    """A solver that, each time it is asked, records what it was given, lets another writer commit a submission
+    meanwhile, and finds nothing better."""
+
+    def solve(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(set(plan.accepted))
+        with Store.open(path) as other:
+            other.submit(one(pinned(f"busy{len(calls)}", 40, 1, 1)))
+        return ReplanReport("timeout")
+
+    return solve
+
+
 def test_replan_solves_again_when_the_plan_changed_meanwhile(store: Store, path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     store.submit(one(flexible("r", 0, 60, 2, 10)))
-    calls = []
+    calls: list[set[str]] = []
     original = planner.replan.optimise.replan
 
     def busy(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -498,13 +511,7 @@ def test_replan_solves_again_when_the_plan_changed_meanwhile(store: Store, path:
     assert {r.name for r in store.list(state="accepted")} == {"r", "meanwhile"}
     assert violations(store) == []
 
-    def always_busy(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(set(plan.accepted))
-        with Store.open(path) as other:
-            other.submit(one(pinned(f"busy{len(calls)}", 40, 1, 1)))
-        return ReplanReport("timeout")
-
-    monkeypatch.setattr(planner.replan.optimise, "replan", always_busy)
+    monkeypatch.setattr(planner.replan.optimise, "replan", always_busy(path, calls))
     before = len(store.log())
     with pytest.raises(StoreError) as error:
         store.replan()  # no time limit: how long the machine takes decides nothing here
@@ -515,15 +522,8 @@ def test_replan_solves_again_when_the_plan_changed_meanwhile(store: Store, path:
 def test_replan_stops_solving_again_when_the_time_limit_leaves_too_little(store: Store, path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     store.submit(one(flexible("r", 0, 60, 2, 10)))
-    calls = []
-
-    def always_busy(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(set(plan.accepted))
-        with Store.open(path) as other:
-            other.submit(one(pinned(f"busy{len(calls)}", 40, 1, 1)))
-        return ReplanReport("timeout")
-
-    monkeypatch.setattr(planner.replan.optimise, "replan", always_busy)
+    calls: list[set[str]] = []
+    monkeypatch.setattr(planner.replan.optimise, "replan", always_busy(path, calls))
     monkeypatch.setattr(planner.store.lifecycle, "REPLAN_LEAST_SECONDS", 10.0**9)  # any limit is too short for a second
     with pytest.raises(StoreError) as error:
         store.replan(time_limit=1)

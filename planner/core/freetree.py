@@ -12,12 +12,15 @@ own free array and takes them back (`trial`), so a decision copies nothing of it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 import numpy as np
 
 from planner.core import treekernels as kernels
+
+T = TypeVar("T")
 
 
 def cap(parallelism: int | None) -> int:
@@ -36,6 +39,9 @@ class FreeTree:
         self.maxs = np.empty_like(self.mins)
         kernels.build(self.free, self.mins, self.maxs)
         self._trials: list[list[np.ndarray]] = []  # per open trial, innermost last: the runs of steps written
+        self.version = 0  # counts the writes: an answer remembered holds until the next one
+        self._answers: dict[Hashable, object] = {}
+        self._answered_at = 0
 
     @property
     def steps(self) -> int:
@@ -48,6 +54,7 @@ class FreeTree:
     def copy(self) -> FreeTree:
         twin = FreeTree.__new__(FreeTree)
         twin.free, twin.mins, twin.maxs, twin._trials = self.free.copy(), self.mins.copy(), self.maxs.copy(), []
+        twin.version, twin._answers, twin._answered_at = 0, {}, 0
         return twin
 
     def reset(self, capacity: np.ndarray, used: np.ndarray, lo: int, hi: int) -> None:
@@ -56,6 +63,7 @@ class FreeTree:
         if lo < hi:
             np.subtract(capacity[:, lo:hi], used[:, lo:hi], out=self.free[:, lo:hi])
             kernels.refresh(self.free, self.mins, self.maxs, lo, hi)
+            self.version += 1
 
     def touched(self, lo: int, hi: int, refreshed: bool = False) -> None:
         """Steps [lo, hi) of `free` were written in place (a trial placement laid or taken back); `refreshed`:
@@ -69,8 +77,10 @@ class FreeTree:
 
     def written(self, runs: np.ndarray) -> None:
         """The runs of steps ([lo, hi) rows) a writer changed in place and refreshed the tree over."""
-        if self._trials and runs.shape[0]:
-            self._trials[-1].append(runs)
+        if runs.shape[0]:
+            self.version += 1
+            if self._trials:
+                self._trials[-1].append(runs)
 
     def holds_plan(self, lo: int, hi: int) -> bool:
         """Whether steps [lo, hi) hold the plan's own free capacity: no open trial wrote there (a placement laid,
@@ -95,8 +105,19 @@ class FreeTree:
             if runs:
                 joined = np.concatenate(runs)
                 kernels.reset_runs(self.free, self.mins, self.maxs, capacity, used, joined)
+                self.version += 1
                 if self._trials:
                     self._trials[-1].append(joined)
+
+    def answer(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, a question about the tree as it is now, asked once per `key` until the tree is next written
+        (the earliest-deadline search's probes ask the same windows again, on a plan none of them changes)."""
+        if self._answered_at != self.version:
+            self._answers.clear()
+            self._answered_at = self.version
+        if key not in self._answers:
+            self._answers[key] = compute()
+        return self._answers[key]  # type: ignore[return-value]
 
     def least_room(self, lo: int, hi: int, demand: np.ndarray, gang: int, parallelism: int | None) -> int:
         """The least room (pack.gang_room) over steps [lo, hi)."""

@@ -284,7 +284,14 @@ class TreeView:
         return not spread or length >= FLAT_FROM
 
     def blocks(self, spread: bool, task: AtomTask, lo: int, hi: int) -> Blocks | None:
-        """The atom's leases inside [lo, hi), flattest or latest (pack.flattest, pack.latest), or None."""
+        """The atom's leases inside [lo, hi), flattest or latest (pack.flattest, pack.latest), or None; the same
+        question on the same tree is answered once (FreeTree.answer), each caller given its own arrays."""
+        key = (self.mirrored, spread, lo, hi, task.length, task.leases, task.demand.tobytes(), task.gang,
+               task.parallelism)
+        found = self.tree.answer(key, lambda: self._blocks(spread, task, lo, hi))
+        return None if found is None else (found[0].copy(), found[1].copy())
+
+    def _blocks(self, spread: bool, task: AtomTask, lo: int, hi: int) -> Blocks | None:
         demand, gang, parallelism = task.demand, task.gang, task.parallelism
         if not spread:
             return self.latest(demand, gang, parallelism, lo, hi, task.length, task.leases)

@@ -134,3 +134,47 @@ def test_each_tiles_room_on_the_tree_is_the_dense_one(data: st.DataObject, view:
     found = tree_tiles(tree.free, tree.mins, tree.maxs, view.mirrored, lo, hi, length, demand, gang,
                        cap(parallelism))
     assert found.tolist() == pack.tile_room(room, length).tolist()
+
+
+@FAST
+@given(data=st.data(), view=views(), length=st.integers(1, 12), leases=st.integers(1, 12), gang=st.integers(1, 2))
+def test_an_answer_asked_again_is_the_dense_one_after_any_write(data: st.DataObject, view: TreeView, length: int,
+                                                                leases: int, gang: int) -> None:
+    """The same questions asked again and again, between placements laid, taken back and a trial closed: every
+    answer is the one a dense read of the free capacity at that moment gives (a remembered answer never outlives a
+    write to the tree)."""
+    steps = view.free.shape[1]
+    demand = data.draw(hnp.arrays(np.float64, view.free.shape[0], elements=st.sampled_from([0.0, 1.0, 2.0])))
+    windows = data.draw(st.lists(st.tuples(st.integers(0, steps - 1), st.integers(1, steps)), min_size=1,
+                                 max_size=3))
+    windows = [(lo, max(lo + 1, hi)) for lo, hi in windows]
+    task = AtomTask("a", None, demand, gang, None, length, leases, 0, steps)  # type: ignore[arg-type]
+    plan_free = view.tree.free.copy()
+    laid = []
+
+    def answers_are_dense() -> None:
+        for lo, hi in windows:
+            room = pack.gang_room(np.ascontiguousarray(view.free[:, lo:hi]), demand, gang, None)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(pack, "COMPILED_FROM", 10**9)
+                latest = pack.latest(room, length, leases) if hi - lo >= length else None
+            for spread, expected in ((False, latest), (True, pack.flattest(room, length, leases))):
+                found = view.blocks(spread, task, lo, hi)
+                assert (found is None) == (expected is None)
+                if found is not None and expected is not None:
+                    assert found[0].tolist() == expected[0].tolist() and found[1].tolist() == expected[1].tolist()
+                    found[1][:] = 99  # a caller's copy: writing it changes no later answer
+
+    capacity = np.full_like(plan_free, 50.0)
+    with view.tree.trial(capacity, capacity - plan_free):  # the plan's use, on the tree's own axis
+        for _ in range(data.draw(st.integers(1, 4))):
+            answers_are_dense()
+            if steps >= length and data.draw(st.booleans()):
+                starts = np.array([data.draw(st.integers(0, steps - length))])
+                view.lay(starts, np.array([1]), task, +1)
+                laid.append(starts)
+            elif laid:
+                view.lay(laid.pop(), np.array([1]), task, -1)
+        answers_are_dense()
+    assert np.array_equal(view.tree.free, plan_free)  # the trial closed: the plan's own free capacity again
+    answers_are_dense()

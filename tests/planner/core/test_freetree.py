@@ -272,3 +272,24 @@ def test_taking_from_a_span_keeps_the_tree_as_a_fresh_build(data: st.DataObject,
     fresh = FreeTree(expected)
     assert np.array_equal(tree.free, expected)
     assert np.array_equal(tree.mins, fresh.mins) and np.array_equal(tree.maxs, fresh.maxs)
+
+
+def test_an_answer_is_remembered_until_the_tree_is_next_written() -> None:
+    capacity, used = np.full((1, 40), 4.0), np.zeros((1, 40))
+    tree = FreeTree(capacity - used)
+    asked: list[int] = []
+
+    def ask() -> int:
+        return tree.answer("question", lambda: asked.append(1) or len(asked))
+
+    assert (ask(), ask()) == (1, 1)
+    tree.reset(capacity, used, 40, 50)  # past the steps: nothing written
+    assert ask() == 1
+    tree.reset(capacity, used, 0, 5)
+    assert (ask(), ask()) == (2, 2)
+    with tree.trial(capacity, used):
+        tree.free[:, 3] -= 1
+        tree.touched(3, 4)
+        assert (ask(), ask()) == (3, 3)
+    assert ask() == 4  # the trial took its write back
+    assert tree.copy().answer("question", lambda: 0) == 0  # a copy remembers nothing

@@ -21,6 +21,7 @@ import numpy as np
 from planner.core import treekernels as kernels
 
 T = TypeVar("T")
+ANSWERS_KEPT = 4096  # answers remembered at most: a long run of decisions that write nothing keeps no more than this
 
 
 def cap(parallelism: int | None) -> int:
@@ -112,7 +113,7 @@ class FreeTree:
     def answer(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, a question about the tree as it is now, asked once per `key` until the tree is next written
         (the earliest-deadline search's probes ask the same windows again, on a plan none of them changes)."""
-        if self._answered_at != self.version:
+        if self._answered_at != self.version or len(self._answers) >= ANSWERS_KEPT:
             self._answers.clear()
             self._answered_at = self.version
         if key not in self._answers:

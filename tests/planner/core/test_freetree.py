@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from planner.agents.greedy.pack import gang_room
-from planner.core import treekernels
+from planner.core import freetree, treekernels
 from planner.core.freetree import FreeTree, cap
 from planner.core.plan import Accepted, Allocation, Plan
 from rdl.tree import Resources
@@ -293,3 +293,6 @@ def test_an_answer_is_remembered_until_the_tree_is_next_written() -> None:
         assert (ask(), ask()) == (3, 3)
     assert ask() == 4  # the trial took its write back
     assert tree.copy().answer("question", lambda: 0) == 0  # a copy remembers nothing
+    for n in range(freetree.ANSWERS_KEPT):  # no write for a long while: it remembers a bounded number of answers
+        tree.answer(n, lambda: 0)
+    assert len(tree._answers) <= freetree.ANSWERS_KEPT and ask() == 5

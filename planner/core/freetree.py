@@ -40,9 +40,7 @@ class FreeTree:
         self.maxs = np.empty_like(self.mins)
         kernels.build(self.free, self.mins, self.maxs)
         self._trials: list[list[np.ndarray]] = []  # per open trial, innermost last: the runs of steps written
-        self.version = 0  # counts the writes: an answer remembered holds until the next one
-        self._answers: dict[Hashable, object] = {}
-        self._answered_at = 0
+        self._answers: dict[Hashable, object] = {}  # questions answered since the tree was last written
 
     @property
     def steps(self) -> int:
@@ -55,7 +53,7 @@ class FreeTree:
     def copy(self) -> FreeTree:
         twin = FreeTree.__new__(FreeTree)
         twin.free, twin.mins, twin.maxs, twin._trials = self.free.copy(), self.mins.copy(), self.maxs.copy(), []
-        twin.version, twin._answers, twin._answered_at = 0, {}, 0
+        twin._answers = {}
         return twin
 
     def reset(self, capacity: np.ndarray, used: np.ndarray, lo: int, hi: int) -> None:
@@ -64,7 +62,7 @@ class FreeTree:
         if lo < hi:
             np.subtract(capacity[:, lo:hi], used[:, lo:hi], out=self.free[:, lo:hi])
             kernels.refresh(self.free, self.mins, self.maxs, lo, hi)
-            self.version += 1
+            self._answers.clear()
 
     def touched(self, lo: int, hi: int, refreshed: bool = False) -> None:
         """Steps [lo, hi) of `free` were written in place (a trial placement laid or taken back); `refreshed`:
@@ -79,7 +77,7 @@ class FreeTree:
     def written(self, runs: np.ndarray) -> None:
         """The runs of steps ([lo, hi) rows) a writer changed in place and refreshed the tree over."""
         if runs.shape[0]:
-            self.version += 1
+            self._answers.clear()
             if self._trials:
                 self._trials[-1].append(runs)
 
@@ -106,17 +104,16 @@ class FreeTree:
             if runs:
                 joined = np.concatenate(runs)
                 kernels.reset_runs(self.free, self.mins, self.maxs, capacity, used, joined)
-                self.version += 1
+                self._answers.clear()
                 if self._trials:
                     self._trials[-1].append(joined)
 
     def answer(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, a question about the tree as it is now, asked once per `key` until the tree is next written
         (the earliest-deadline search's probes ask the same windows again, on a plan none of them changes)."""
-        if self._answered_at != self.version or len(self._answers) >= ANSWERS_KEPT:
-            self._answers.clear()
-            self._answered_at = self.version
         if key not in self._answers:
+            if len(self._answers) >= ANSWERS_KEPT:
+                self._answers.clear()
             self._answers[key] = compute()
         return self._answers[key]  # type: ignore[return-value]
 

@@ -48,7 +48,8 @@ def finite(value: float, text: str) -> float:
 
 def parse_duration(text: str, likely_unit: str = "m") -> float:
     """A duration of time such as `90m`, `1.5h` or `1h30m` (units largest first, each once), in seconds; at most a
-    century; a bare number is an error suggesting `likely_unit` (what the setting is usually given in)."""
+    century; a bare number is an error suggesting `likely_unit` (what the setting is usually given in), except zero,
+    which is zero in every unit (`gap=0`)."""
     return bounded(parse_work(text, likely_unit), text)
 
 
@@ -57,6 +58,8 @@ def parse_work(text: str, likely_unit: str = "m") -> float:
     if _COMPOUND.match(text.strip()) and not NUMBER_WITH_UNIT.match(text.strip()):
         return _compound_duration(text)
     number, unit = split_number(text)
+    if not unit and number == 0:
+        return 0.0
     if not unit:
         raise ValueError(f"`{text}` needs a unit for a duration (did you mean `{text}{likely_unit}`?)")
     return finite(number * _duration_unit(unit, text), text)

@@ -147,7 +147,7 @@ class ValueReader:
         if token.kind == "time":
             instant = self.convert(token, units.parse_instant, key)
             return Absolute(instant) if instant is not None else None  # type: ignore[arg-type]
-        hint = f"did you mean `+{token.text}`?" if token.kind == "number" else None
+        hint = f"did you mean `+{_with_unit(token.text)}`?" if token.kind == "number" else None
         return self.bad(token, f"`{key}` is a time, got {token.describe()}",
                         "an ISO-8601 time with a zone or a relative time such as `+6h`", hint)
 
@@ -429,3 +429,13 @@ def parse_text(text: str, file: str = "<input>") -> list[Reservation]:
         raise RDLErrors([RDLError(parser.token.span, "expressions are nested too deeply")], sources) from None
     parser.sink.raise_if_any(sources)
     return reservations
+
+
+def _with_unit(text: str) -> str:
+    """A number as a relative time's offset: with minutes when it has no unit and is not zero (a bare offset is an
+    error, as a bare duration is)."""
+    try:
+        number, unit = units.split_number(text)
+    except ValueError:
+        return text
+    return text if unit or number == 0 else f"{text}m"

@@ -340,6 +340,16 @@ def test_json_nested_order_keeps_its_gap() -> None:
     assert flat[0].body.gap == 300.0  # type: ignore[union-attr]
 
 
+def test_a_bare_zero_gap_is_no_gap_in_text_and_json() -> None:
+    """rdl.md writes YARN's R_ORDER_NO_GAP as `gap=0`: zero needs no unit (it is zero in every unit)."""
+    (text,) = rdl.parse_text("reservation r { order(atom(b={vcores: 1}, w=1h), atom(b={vcores: 1}, w=1h), gap=0) }")
+    atom = {"atom": {"b": {"vcores": 1}, "w": "1h"}}
+    (number,) = from_json({"name": "r", "expr": {"order": [atom, atom], "gap": 0}})
+    (string,) = from_json({"name": "r", "expr": {"order": [atom, atom], "gap": "0"}})
+    assert text.body.gap == number.body.gap == string.body.gap == 0.0  # type: ignore[union-attr]
+    assert text == number == string
+
+
 def test_json_user_and_queue_are_taken_verbatim() -> None:
     for word in ["123", "+6h", " spaced ", "2026-11-23T06:00:00Z", "a\"b", "José"]:
         (r,) = from_json({"name": "r", "user": word, "queue": word, "expr": {"atom": {"b": {"vcores": 1}, "w": "1h"}}})

@@ -18,7 +18,7 @@ from typing import Literal
 import yaml
 
 from rdl import config, units
-from rdl.config import ConfigReader
+from rdl.config import ConfigReader, Entries
 from rdl.errors import Span, did_you_mean
 from rdl.policy import check_policy
 from rdl.source import read_text
@@ -151,6 +151,7 @@ def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:
     groups = []
     for index, item in enumerate(node.value):
         entries = dict(reader.mapping(item, f"node group {index + 1}"))
+        _misspelt_group_keys(reader, entries, index)
         name_entry = entries.pop("name", None)
         name = str(name_entry[1].value) if name_entry else f"group{index + 1}"
         count_entry = entries.pop("count", None)
@@ -160,6 +161,34 @@ def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:
         if size is not None and isinstance(count, int):
             groups.append(NodeGroup(name, count, size))
     return tuple(groups)
+
+
+def _misspelt_group_keys(reader: ConfigReader, entries: Entries, index: int) -> None:
+    """Report, and drop, a key of a node group that is `count` or `name` misspelt (`cont: 4`), which would otherwise be
+    read as a resource while the group silently took one node: a group without `count` whose key is close to it, or
+    without `name` whose key is close to it and holds no number."""
+    for word in ("count", "name"):
+        if word in entries:
+            continue
+        for key in list(entries):
+            value = entries[key][1]
+            if _close(key, [word]) is None or key in ALIASES or key == units.MEMORY:
+                continue
+            if word == "name" and isinstance(value, yaml.ScalarNode) and _is_number(str(value.value)):
+                continue
+            reader.sink.add(reader.span(entries[key][0]), f"node group {index + 1} has `{key}`, which is neither a "
+                            f"resource's amount nor a key of a node group (`name`, `count`)",
+                            hint=f"did you mean `{word}`?")
+            del entries[key]
+            break
+
+
+def _is_number(text: str) -> bool:
+    try:
+        units.split_number(text)
+    except ValueError:
+        return False
+    return True
 
 
 # Per node group, its name and the key node of each resource it names: where a misspelt resource is written.

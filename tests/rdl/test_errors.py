@@ -370,6 +370,10 @@ CLUSTER_BAD = [
     case("start without zone", CLUSTER_OK.replace("00:00:00Z", "00:00:00"), "1:8", "with a zone"),
     case("no capacity", "start: 2026-11-23T00:00:00Z\n", "1:1", "needs `capacity`"),
     case("empty file", "# nothing\n", "1:1", "is empty"),
+    case("misspelt node count", "start: 2026-11-23T00:00:00Z\nnodes:\n  - {name: n, cont: 4, memory: 1GiB}\n",
+         "3:15", "node group 1 has `cont`", hint="did you mean `count`?"),
+    case("misspelt node name", "start: 2026-11-23T00:00:00Z\nnodes:\n  - {nme: n, count: 4, memory: 1GiB}\n",
+         "3:6", "node group 1 has `nme`", hint="did you mean `name`?"),
     case("bad node count", "start: 2026-11-23T00:00:00Z\nnodes:\n  - {count: 1.5, memory: 1GiB}\n", "3:13",
          "`count`", "whole number"),
 ]

@@ -87,7 +87,7 @@ class GreedyAgent:
         placed: list[tuple[Instance, Solution]] = []
         try:
             for instance in instances:
-                placer.budget, placer.failure = self.budget, None
+                placer.begin(self.budget)
                 task = instance.task
                 search = None
                 if instance is instances[-1]:  # nothing reads the scratch after the last: its placement is not laid

@@ -35,7 +35,7 @@ def search_early(plan: Plan, reservation: Reservation, instances: list[Instance]
     placed: list[tuple[Instance, Solution]] = []
     for instance in instances:
         task = mirrored(instance.task, steps)
-        placer.budget, placer.failure = budget, None
+        placer.begin(budget)
         search = placer.search(task, task.lo, task.hi, (task.lo, task.hi))
         solution = next(search, None)
         if solution is None:

@@ -55,11 +55,17 @@ class Placer:
         self.capacity = capacity
         self.flat = flat
         self.budget = budget
+        self.refunds = budget  # budget an `any`'s alternatives that find nothing may give back (_ranked)
         self.lays = lays
         self.refutes = refutes
         self.failure: AtomFailure | None = None
         self.root: Task | None = None  # the task of the search a caller began (`search`, `first`)
         self.short: tuple[AtomTask, int | None] | None = None  # an atom whose first candidate ended too early
+
+    def begin(self, budget: int) -> None:
+        """Start the search of one instance: `budget` placements, and as many again that an `any`'s alternatives which
+        find nothing may give back (_ranked)."""
+        self.budget, self.refunds, self.failure = budget, budget, None
 
     # -- applying candidates -----------------------------------------------------------
 
@@ -333,7 +339,10 @@ class Placer:
             yield from self.solutions(task.children[alternative.index], lo, hi, preferred)
 
     def _ranked(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> list[_Alternative]:
-        """The alternatives of an `any` that place, cheapest first (then as written), with their first candidates."""
+        """The alternatives of an `any` that place, cheapest first (then as written), with their first candidates.
+        An alternative that finds nothing gives back the budget it spent (up to `refunds` over the instance's search,
+        so the work stays bounded): one that cannot fit, such as an `order` stepping its last stage back through
+        every start, would otherwise leave the alternatives after it no budget to find the one that fits."""
         ranked = []
         for index, child in enumerate(task.children):
             budget = self.budget
@@ -341,6 +350,9 @@ class Placer:
             first = next(trial, None)
             if first is not None:
                 ranked.append(_Alternative(self.cost(first), index, first, budget - self.budget))
+            else:  # found nothing: what it spent goes back to the alternatives after it, or it would starve them
+                refund = min(budget - self.budget, self.refunds)
+                self.budget, self.refunds = self.budget + refund, self.refunds - refund
             trial.close()
         return sorted(ranked, key=lambda alternative: (alternative.cost, alternative.index))
 

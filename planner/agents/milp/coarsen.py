@@ -176,7 +176,7 @@ def _place_item(free: np.ndarray, capacity: np.ndarray, flat: bool,
     searches: list[Iterator[Solution]] = []  # open searches keep their placements applied
     placed: list[tuple[Instance, Solution]] = []
     for instance in instances:
-        placer.budget, placer.failure = 16, None
+        placer.begin(16)
         search = placer.search(instance.task, instance.task.lo, instance.task.hi,
                                (instance.task.lo, instance.task.hi))
         solution: Solution | None = next(search, None)

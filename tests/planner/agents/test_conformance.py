@@ -233,6 +233,24 @@ def test_any_skips_an_alternative_that_could_never_fit(agent: str) -> None:
     assert {x.atom for x in run.leases("r")} == {"ok"}
 
 
+@pytest.mark.parametrize("blocked", [False, True])
+def test_an_order_alternative_that_finds_no_room_leaves_the_next_alternative_its_budget(agent: str,
+                                                                                        blocked: bool) -> None:
+    """Its last stage stepped back through every start (one placement each, past the search's budget of 64) and left
+    the alternative after it none: GREE-L rejected a request whose other alternative fits. Without the blocker the
+    order can never fit its window (rdl.md: never chosen, not an error); with it, it could on an empty cluster."""
+    cluster = make_cluster({"vcores": 4}, steps=400)
+    first, second = (180, 60) if blocked else (180, 240)
+    run = run_plan(cluster, (pinned("blocker", 0, 240, 4) if blocked else "") + f"""
+        reservation r {{ window(s={at(0)}, e={at(360)}, any(
+            seq: order(a: atom(b={{vcores: 1}}, l={first}m, w={first}m), b: atom(b={{vcores: 1}}, l={second}m,
+                                                                            w={second}m)),
+            short: atom(b={{vcores: 1}}, l=10m, w=10m))) }}""", agent)
+    assert run.violations == []
+    assert run.accepted("r")
+    assert {x.atom for x in run.leases("r")} == {"short"}
+
+
 def test_any_none_of_whose_alternatives_fits_now_is_a_capacity_rejection(agent: str) -> None:
     cluster = make_cluster({"vcores": 4}, steps=10)
     run = run_plan(cluster, pinned("blocker", 0, 10, 3) + f"""

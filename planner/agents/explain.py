@@ -107,11 +107,16 @@ def clipped_reason(instance: Instance, plan: Plan, reservation: Reservation) -> 
                   "empty cluster")
 
 
-def capacity_reason(failure: AtomFailure | None, instance: Instance, plan: Plan,
-                    reservation: Reservation) -> Reason:
-    """A `capacity` rejection naming the first piece that found no room."""
+def capacity_reason(failure: AtomFailure | None, instance: Instance, plan: Plan, reservation: Reservation,
+                    tried: int | None = None) -> Reason:
+    """A `capacity` rejection naming the first piece that found no room; with none, what kept the pieces apart, or
+    (`tried`: the search spent its budget of that many placements) that the search gave up."""
     which = f" (instance {instance.index} of every {units.format_duration(reservation.every or 0)})" \
         if instance.index else ""
+    if failure is None and tried is not None:
+        return Reason("capacity", f"the search tried {tried} placements of the pieces of `{reservation.name}`{which} "
+                      "and found none that keeps their order and gaps on the current plan (each piece found room where "
+                      "it was tried; the `milp` agent searches every placement)")
     if failure is None:
         return Reason("capacity", f"no placement of `{reservation.name}`{which} satisfies its order and gaps "
                       "on the current plan")

@@ -99,7 +99,8 @@ class GreedyAgent:
                     if not self.reasons:
                         return Outcome(None, Reason("capacity", "no placement found"))
                     reason = clipped_reason(instance, plan, reservation)
-                    return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation))
+                    tried = self.budget if placer.budget <= 0 else None
+                    return Outcome(None, reason or capacity_reason(placer.failure, instance, plan, reservation, tried))
                 if search is not None:
                     held.append(search)
                 placed.append((instance, solution))

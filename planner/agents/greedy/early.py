@@ -43,7 +43,8 @@ def search_early(plan: Plan, reservation: Reservation, instances: list[Instance]
                 return Outcome(None, Reason("capacity", "no placement found"))
             failure = unmirrored(placer.failure, steps)
             return Outcome(None, clipped_reason(instance, plan, reservation)
-                           or capacity_reason(failure, instance, plan, reservation))
+                           or capacity_reason(failure, instance, plan, reservation,
+                                              budget if placer.budget <= 0 else None))
         held.append(search)
         placed.append((instance, solution))
     return Outcome(tuple(early_allocations(placed, steps)))

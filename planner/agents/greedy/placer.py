@@ -9,7 +9,9 @@ that is a whole request's task stops as soon as one child finds no room even alo
 backtracking would spend the budget on placements of its siblings that cannot help; the
 whole request's `order`, once a stage has found nothing, stops if one of its stages finds
 no room even alone in the widest stretch the others leave it; an `order` with a gap passes
-over the starts of a stage that the stage before cannot reach.
+over the starts of a stage that the stage before cannot reach, and a one-lease stage's next
+candidates go straight to the latest start the stage before can reach (one step at a time, they
+spent the budget before they got there).
 
 Two strategies share this search. GREE puts every atom as late and as tall as it
 goes. GREE-L first spreads each atom as flat as the free capacity allows over its share
@@ -117,11 +119,12 @@ class Placer:
     # -- candidates per node -----------------------------------------------------------
 
     def solutions(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None,
-                  min_end: int | None = None) -> Generator[Solution, None, None]:
-        """Candidate placements of `task` inside [lo, hi), applied while yielded."""
+                  min_end: int | None = None, ceiling: Ceiling | None = None) -> Generator[Solution, None, None]:
+        """Candidate placements of `task` inside [lo, hi), applied while yielded; an atom's GREE candidates end by
+        `ceiling.end` once the caller sets it."""
         lo, hi = max(lo, task.lo), min(hi, task.hi)
         if isinstance(task, AtomTask):
-            yield from self._atom(task, lo, hi, preferred, min_end)
+            yield from self._atom(task, lo, hi, preferred, min_end, ceiling)
         elif task.kind == "order":
             yield from self._order(task, lo, hi, preferred)
         elif task.kind == "all":
@@ -169,10 +172,10 @@ class Placer:
         return [AtomPlacement(task, blocks[0] + lo, blocks[1])]
 
     def _atom(self, task: AtomTask, lo: int, hi: int, preferred: tuple[int, int] | None,
-              min_end: int | None) -> Iterator[Solution]:
+              min_end: int | None, ceiling: Ceiling | None = None) -> Iterator[Solution]:
         seen: set[tuple[bytes, bytes]] = set()
-        first, offered = True, False
-        for candidate, latest_first in self._atom_candidates(task, lo, hi, preferred):
+        first, latest = True, True
+        for candidate, latest_first in self._atom_candidates(task, lo, hi, preferred, ceiling):
             if candidate is None:
                 if first:
                     self._fell_short(task, None)
@@ -180,23 +183,24 @@ class Placer:
                         self.failure = AtomFailure(task, lo, hi)
                 return
             first = False
+            if min_end is not None and latest_first and last_end(candidate) < min_end:
+                # GREE's candidates (GREE-L's after its flat ones) only end earlier from here on: trying them
+                # would spend the shared budget on nothing. The first of them ends as late as any placement of the
+                # atom in the window can (GREE-L's flat ones too): the next stage of an `order` with a gap reads it.
+                if latest:
+                    self._fell_short(task, last_end(candidate))
+                return
+            latest = latest and not latest_first
             key = candidate[0].key()
             if key in seen:
                 continue
             seen.add(key)
             if min_end is not None and last_end(candidate) < min_end:
-                if latest_first:
-                    # GREE's candidates (GREE-L's after its flat ones) only end earlier from here on: trying them
-                    # would spend the shared budget on nothing.
-                    if not offered:
-                        self._fell_short(task, last_end(candidate))
-                    return
                 continue
-            offered = True
             yield from self._offer(candidate)
 
-    def _atom_candidates(self, task: AtomTask, lo: int, hi: int,
-                         preferred: tuple[int, int] | None) -> Generator[tuple[Solution | None, bool], None, None]:
+    def _atom_candidates(self, task: AtomTask, lo: int, hi: int, preferred: tuple[int, int] | None,
+                         ceiling: Ceiling | None = None) -> Generator[tuple[Solution | None, bool], None, None]:
         """Candidates, each with whether it is GREE's latest-first kind (each one ends before the one before)."""
         room = AtomRoom(self, task, lo, hi)
         if self.flat:
@@ -215,6 +219,8 @@ class Placer:
             if placed is None:
                 return
             bound = last_end(placed) - 1
+            if ceiling is not None and ceiling.end is not None:
+                bound = min(bound, ceiling.end)
 
     def _order(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
         shares = self._shares(task, preferred or (lo, hi)) if self.flat else [None] * len(task.children)
@@ -232,7 +238,8 @@ class Placer:
             # The latest the stage before can end before a start it could not meet (None: no room at all).
             reach: tuple[int, int | None] | None = None
             failed: dict[int, int] = {}  # starts the stages before found nothing for, and the budget that took
-            for placed in self.solutions(task.children[index], lo, end, shares[index], min_end):
+            ceiling = Ceiling()
+            for placed in self.solutions(task.children[index], lo, end, shares[index], min_end, ceiling):
                 if min_end is not None and last_end(placed) < min_end:
                     continue
                 if index == 0:
@@ -245,6 +252,8 @@ class Placer:
                     skipped = self._passed_over(start, task.gap, failed, reach)
                     if skipped:
                         self.budget -= min(skipped, self.budget)
+                        if not self._jumped(task.children[index], start, task.gap, reach, ceiling):
+                            return
                         continue
                 self.short, budget = None, self.budget
                 found = False
@@ -255,8 +264,10 @@ class Placer:
                     return
                 if not found and task.gap is not None:
                     failed[start] = budget - self.budget
-                    if self.short is not None and self.short[0] is before and not self.flat:
+                    if self.short is not None and self.short[0] is before:
                         reach = (start, self.short[1])
+                        if not self._jumped(task.children[index], start, task.gap, reach, ceiling):
+                            return
                 if not found and give_up_after is not None:
                     failures += 1
                     if failures >= give_up_after:
@@ -276,6 +287,20 @@ class Placer:
             return failed[start]
         unreached = reach is not None and start <= reach[0] and (reach[1] is None or reach[1] < start - gap)
         return 1 if unreached else 0
+
+    @staticmethod
+    def _jumped(stage: Task, start: int, gap: int, reach: tuple[int, int | None] | None, ceiling: Ceiling) -> bool:
+        """After a start of `stage` the stage before cannot reach (`reach`, GREE's): make the stage's next GREE
+        candidates start where it can, rather than one step earlier each, each charged to the budget. A one-lease
+        atom's next candidates start earlier and earlier, each its end less its length, so: they may end no later than
+        the stage before's latest end, plus the gap, plus the length; none, when the stage before has no room at all.
+        Whether the stage has more candidates worth trying (False: stop)."""
+        if not isinstance(stage, AtomTask) or stage.leases != 1 or reach is None or start > reach[0]:
+            return True
+        if reach[1] is None:
+            return False
+        ceiling.end = reach[1] + gap + stage.length
+        return True
 
     def _fell_short(self, task: AtomTask, end: int | None) -> None:
         """Note that the atom's first candidate, its latest placement, ended at `end`, before the step it had to
@@ -373,6 +398,13 @@ def _first_of(search: Generator[Solution, None, None]) -> Solution | None:
         return next(search, None)
     finally:
         search.close()
+
+
+@dataclass(slots=True)
+class Ceiling:
+    """The latest an atom's next GREE candidates may end, once its caller knows later ones cannot be used."""
+
+    end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

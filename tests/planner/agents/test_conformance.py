@@ -194,6 +194,38 @@ def test_order_gap_zero_forces_back_to_back(agent: str) -> None:
     assert not 1 <= a.start < 5 and not (b.start < 5 and b.end > 1)
 
 
+@pytest.mark.parametrize("gap", [0, 10])
+def test_order_whose_later_stage_must_step_back_past_the_budget(agent: str, gap: int) -> None:
+    # `a` ends by 60, `b` starts from 60 and ends by 180: `b` must start by 60 + gap, a hundred steps before its
+    # latest start. The greedy agents stepped `b` back one step (and one placement) at a time and ran out of
+    # their budget of 64 first; GREE's `b` now goes straight to the latest start `a` can reach.
+    cluster = make_cluster({"vcores": 1}, steps=200)
+    run = run_plan(cluster, f"""
+        reservation r {{ order(a: window(s={at(0)}, e={at(60)}, atom(b={{vcores: 1}}, l=30m, w=30m)),
+                               b: window(s={at(60)}, e={at(180)}, atom(b={{vcores: 1}}, l=30m, w=30m)),
+                               gap={gap}m) }}""", agent)
+    assert run.violations == []
+    assert run.accepted("r")
+    (a,), (b,) = [x for x in run.leases("r") if x.atom == "a"], [x for x in run.leases("r") if x.atom == "b"]
+    assert a.end <= b.start <= a.end + gap
+    if agent == "gree":
+        assert (a.start, b.start) == (30, 60 + gap)
+
+
+def test_a_search_that_runs_out_of_budget_says_so_rather_than_that_nothing_fits(agent: str) -> None:
+    # As above, with a `b` of two one-after-the-other leases: its candidates still step back one at a time. A
+    # placement exists (a at 30..60, b at 60..80), so a rejection must not say that none does.
+    cluster = make_cluster({"vcores": 1}, steps=200)
+    run = run_plan(cluster, f"""
+        reservation r {{ order(a: window(s={at(0)}, e={at(60)}, atom(b={{vcores: 1}}, l=30m, w=30m)),
+                               b: window(s={at(60)}, e={at(180)}, atom(b={{vcores: 1}}, h=1, l=10m, w=20m)),
+                               gap=10m) }}""", agent)
+    assert run.violations == []
+    if not run.accepted("r"):
+        message = run.decision("r")["reason"]["message"]
+        assert "the search tried 64 placements" in message and "satisfies" not in message, message
+
+
 def test_order_gap_zero_that_fits_only_at_the_start_of_its_window(agent: str) -> None:
     # The blocker holds 140..210 of a 280-step window: only a at 0..70 then b at 70..140 fits. YARN's agents find
     # it (tests/peers/yarn); GREE-L once spent its whole budget on later candidates of `a` that end too early.

@@ -140,7 +140,7 @@ def counted_in_units(reader: ConfigReader, node: yaml.Node, what: str, skip: tup
                 continue  # reported where the vector is read
             if math.isfinite(amount) and amount != int(amount):
                 reader.sink.add(reader.span(value), f"`{name}` in {what} must be a whole number (it is counted in "
-                                f"units), got {value.value}", hint=f"such as `{name}: {math.floor(amount)}`")
+                                f"units), got {value.value}", hint=f"such as `{name}: {max(1, math.floor(amount))}`")
 
 
 def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:

@@ -737,6 +737,8 @@ CLUSTER_HEAD = "start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\n"
     ("capacity: {memory: 4TiB, vcores: 819.2}\n", ":4:34:",
      "`vcores` in `capacity` must be a whole number (it is counted in units), got 819.2 (such as `vcores: 819`)"),
     ("nodes: [{name: n, count: 4, memory: 32GiB, vcores: 1.5}]\n", ":4:52:", "`vcores` in node group `n` must be"),
+    ("capacity: {memory: 4TiB, vcores: 8, gpu: 0.5}\n", ":4:42:", "got 0.5 (such as `gpu: 1`)"),
+    ("nodes: [{name: n, cont: 4, memory: 32GiB, vcores: 8}]\n", ":4:19:", "did you mean `count`?"),
     ("capacity: {memory: 4TiB, vcores: 8}\nchanges:\n  - {at: +1h, capacity: {vcores: 2.5}}\n", ":6:34:",
      "`vcores` in the changed capacity must be a whole number"),
     ("capacity: {mem: 4TiB, vcores: 8}\n", ":4:12:", "did you mean `memory`?"),

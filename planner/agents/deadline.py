@@ -52,7 +52,9 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     (ends_first) and GREE surely places it there (sure_to_fit), that is the answer, with no placement
     at all; when it fits, to the agent, and a step earlier does not, too (two placements). Otherwise
     it gallops later, or bisects earlier, from there, to the step on plans of minute steps or longer and
-    to the minute on finer ones: a few placements instead of a bisection over the whole horizon.
+    to the minute on finer ones: a few placements instead of a bisection over the whole horizon. Without that pass
+    (a series; an `order` whose pass found nothing), the request placed by the horizon's end says whether any
+    deadline fits, and the gallop starts from the request's own deadline.
     """
     arrival = reservation.arrival_at(submitted)
     current = deadline_of(reservation, arrival)
@@ -80,24 +82,35 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     if failed >= clock.steps:
         return None
     guess = asap_finish(plan, reservation, submitted, compiled.relaxed)
-    if guess is None:
-        return clock.at(clock.steps) if fits(clock.steps) else None
     grain = max(1, GRAIN_SECONDS // clock.step)  # a gallop's first jump, and how close a bisection gets
-    probe, jump = max(guess, failed + 1), grain
-    task = compiled.task()
-    lowest = probe == guess and ends_first(task)  # no placement at all ends before the probe
-    if (lowest and sure_to_fit(prober, plan, task)) or fits(probe):  # almost always: the guess is the answer
-        if lowest or probe - failed <= 1 or not fits(probe - 1):
-            return clock.at(probe)
-        probe -= 1
-    else:
+    if guess is None:  # a series, or a greedy pass that found nothing: gallop from the deadline itself
+        if not fits(clock.steps):  # not even by the horizon's end: no deadline to find
+            return None
+        probe, jump = failed, grain
         while True:
             failed = probe
-            if probe >= clock.steps or probes >= MAX_PROBES:
-                return None
             probe, jump = min(probe + jump, clock.steps), jump * 2
+            if probe >= clock.steps or probes >= MAX_PROBES:
+                probe = clock.steps  # fits (above)
+                break
             if fits(probe):
                 break
+    else:
+        probe, jump = max(guess, failed + 1), grain
+        task = compiled.task()
+        lowest = probe == guess and ends_first(task)  # no placement at all ends before the probe
+        if (lowest and sure_to_fit(prober, plan, task)) or fits(probe):  # almost always: the guess is the answer
+            if lowest or probe - failed <= 1 or not fits(probe - 1):
+                return clock.at(probe)
+            probe -= 1
+        else:
+            while True:
+                failed = probe
+                if probe >= clock.steps or probes >= MAX_PROBES:
+                    return None
+                probe, jump = min(probe + jump, clock.steps), jump * 2
+                if fits(probe):
+                    break
     while probe - failed > grain and probes < MAX_PROBES:
         middle = (failed + probe) // 2
         if fits(middle):

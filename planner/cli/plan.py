@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -131,7 +132,7 @@ def plan_reservations(cluster: Cluster, reservations: Sequence[Reservation], age
               "from the batch's size and the time limit; 1 = at the plan step).")
 @click.option("--smooth/--no-smooth", default=True, show_default=True,
               help="Spend the MILP's time left on fewer allocation changes (the accepted set stays).")
-@click.option("--dump-model", type=click.Path(dir_okay=False, writable=True),
+@click.option("--dump-model", type=click.Path(dir_okay=False, writable=True), callback=lambda _c, _p, v: _writable(v),
               help="Write the MILP (.mps for MPS, else LP format) for debugging.")
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Give each rejection for capacity the earliest deadline that would fit (greedy agents; most of the "
@@ -186,3 +187,11 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, when: Ti
 
 
 COMMANDS = [plan_command]
+
+
+def _writable(path: str | None) -> str | None:
+    """`--dump-model`'s file, refused before any planning when its folder does not exist (not an internal error after
+    the solve)."""
+    if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise click.BadParameter(f"the folder of `{path}` does not exist", param_hint="'--dump-model'")
+    return path

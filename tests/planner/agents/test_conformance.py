@@ -556,6 +556,22 @@ def test_earliest_deadline_after_a_lighter_load_is_earlier(agent: str) -> None:
     assert run.violations == []
 
 
+def test_a_series_earliest_deadline_is_searched_not_the_horizon_s_end(agent: str) -> None:
+    # Every 20 minutes, a 2-minute lease in the first 2 minutes of the period; the whole cluster is held at 40-44,
+    # where the third instance would run: with a deadline of +6m it fits after the blocker. A series was offered
+    # the horizon's end, unsearched.
+    cluster = make_cluster({"vcores": 4}, steps=60)
+    run = run_plan(cluster, pinned("blocker", 40, 4, 4), agent)
+    (record,) = run.submit("reservation s deadline=+2m every=20m { x: atom(b={vcores: 1}, l=2m, w=2m) }")
+    assert not record["accepted"] and record["reason"]["code"] == "capacity"
+    earliest = record["reason"]["earliest_deadline"]
+    assert step_of(earliest) < 60
+    offset = step_of(earliest)  # the series arrives at step 0: its deadline offset is the step
+    (again,) = run.submit(f"reservation s_at deadline=+{offset}m every=20m {{ x: atom(b={{vcores: 1}}, l=2m, w=2m) }}")
+    assert again["accepted"]
+    assert run.violations == []
+
+
 # -- what submissions do to the plan ---------------------------------------------------------------
 
 MIXED = f"""

@@ -619,6 +619,15 @@ def test_each_backend_smooths_without_losing_anything(backend: str) -> None:
 # -- dumping the model --------------------------------------------------------------------------------------------
 
 
+def test_dump_model_into_a_missing_folder_is_bad_input(batch_files: tuple[Path, Path, Cluster]) -> None:
+    cluster_path, rdl, _ = batch_files
+    result = _rayon("plan", "--cluster", cluster_path, "--agent", "milp", "--dump-model",
+                    rdl.parent / "missing" / "model.lp", rdl)
+    assert result.exit_code == 2, result.stderr
+    assert "--dump-model" in result.stderr and "does not exist" in result.stderr
+    assert result.stdout == ""
+
+
 @pytest.mark.parametrize("suffix", [".lp", ".mps"])
 def test_dump_model_from_the_cli(batch_files: tuple[Path, Path, Cluster], suffix: str) -> None:
     cluster_path, rdl, _ = batch_files

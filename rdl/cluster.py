@@ -117,6 +117,7 @@ class Cluster:
 # Names other systems give a resource rayon (and YARN) call otherwise: a cluster naming one would plan a resource
 # no reservation asks for, and leave the one they ask for at nothing (`cpus: 32` on 64 nodes, issue #30).
 # (`vcore` beside `vcores` is a misspelling, reported where the others are: `check_node_resource_names`.)
+KNOWN_RESOURCES = (units.MEMORY, "vcores")  # every reservation asks for these: one spelt nearly so is a typo
 ALIASES = {"cpus": "vcores", "cpu": "vcores", "cores": "vcores", "vcpus": "vcores", "vcpu": "vcores",
            "mem": "memory", "ram": "memory"}
 
@@ -141,6 +142,20 @@ def counted_in_units(reader: ConfigReader, node: yaml.Node, what: str, skip: tup
             if math.isfinite(amount) and amount != int(amount):
                 reader.sink.add(reader.span(value), f"`{name}` in {what} must be a whole number (it is counted in "
                                 f"units), got {value.value}", hint=f"such as `{name}: {max(1, math.floor(amount))}`")
+
+
+def misspelt_known(reader: ConfigReader, node: yaml.Node, what: str) -> None:
+    """Report a resource of `capacity` spelt nearly as `memory` or `vcores` (`memroy`, `vcore`): read as a resource of
+    its own, it would leave the one every reservation asks for missing. (Node groups compare their spellings with
+    each other's, `check_node_resource_names`; a change may name only the resources the capacity has.)"""
+    if not isinstance(node, yaml.MappingNode):
+        return
+    for key, _ in node.value:
+        name = str(key.value)
+        if name not in KNOWN_RESOURCES and name not in ALIASES \
+                and (known := _close(name, list(KNOWN_RESOURCES), 0.8)) is not None:
+            reader.sink.add(reader.span(key), f"{what} names `{name}`, which looks like `{known}` misspelt",
+                            hint=f"did you mean `{known}`?")
 
 
 def node_groups(reader: ConfigReader, node: yaml.Node) -> tuple[NodeGroup, ...]:
@@ -207,9 +222,9 @@ def node_resource_keys(reader: ConfigReader, node: yaml.Node) -> NodeKeys:
     return found
 
 
-def _close(word: str, choices: list[str]) -> str | None:
-    """The closest of `choices` to `word`, by the same measure as `did_you_mean`, or None."""
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+def _close(word: str, choices: list[str], cutoff: float = 0.6) -> str | None:
+    """The closest of `choices` to `word`, by the same measure as `did_you_mean` (at `cutoff`), or None."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return close[0] if close else None
 
 
@@ -340,6 +355,7 @@ def _capacity(reader: ConfigReader, entries: dict, file: str) -> tuple[Resources
         reader.sink.add(reader.span(entries["nodes"][0]), "give either `capacity` or `nodes`, not both")
     if "capacity" in entries:
         counted_in_units(reader, entries["capacity"][1], "`capacity`")
+        misspelt_known(reader, entries["capacity"][1], "`capacity`")
         capacity = reader.resources(entries["capacity"][1], "`capacity`")
         if capacity is None and isinstance(entries["capacity"][1], yaml.MappingNode):
             reader.sink.add(reader.span(entries["capacity"][1]), "`capacity` names no resource",

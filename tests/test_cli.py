@@ -742,6 +742,8 @@ CLUSTER_HEAD = "start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\n"
     ("capacity: {memory: 4TiB, vcores: 8}\nchanges:\n  - {at: +1h, capacity: {vcores: 2.5}}\n", ":6:34:",
      "`vcores` in the changed capacity must be a whole number"),
     ("capacity: {mem: 4TiB, vcores: 8}\n", ":4:12:", "did you mean `memory`?"),
+    ("capacity: {memroy: 4096, vcores: 8}\n", ":4:12:", "`memroy`, which looks like `memory` misspelt"),
+    ("capacity: {memory: 4TiB, vcore: 8, gpu: 2}\n", ":4:26:", "did you mean `vcores`?"),
 ])
 def test_a_cluster_file_s_likely_mistakes_are_errors(tmp_path: Path, body: str, place: str, said: str) -> None:
     (tmp_path / "c.yaml").write_text(CLUSTER_HEAD + body)

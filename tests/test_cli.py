@@ -684,6 +684,17 @@ def test_plan_fail_on_reject_exits_3_after_printing_every_decision() -> None:
     assert rayon("plan", "--cluster", CLUSTER, "--fail-on-reject", EXAMPLES / "etl_nightly.rdl").exit_code == 0
 
 
+def test_a_name_repeated_across_files_is_reported_where_it_is_repeated(tmp_path: Path) -> None:
+    atom = "atom(b={memory: 2GiB, vcores: 1}, w=30m)"
+    (tmp_path / "a.rdl").write_text(f"reservation a {{ {atom} }}\n")
+    (tmp_path / "b.rdl").write_text(f"# second\nreservation b {{ {atom} }}\nreservation a {{ {atom} }}\n")
+    result = rayon("plan", "--cluster", CLUSTER, tmp_path / "a.rdl", tmp_path / "b.rdl")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"{tmp_path / 'b.rdl'}:3:1: reservation `a` is defined again (first at {tmp_path / 'a.rdl'}:1:1)" \
+        in result.stderr
+    assert "nothing was planned" in result.stderr
+
+
 def test_plan_of_no_reservation_exits_2(tmp_path: Path) -> None:
     empty = tmp_path / "empty.rdl"
     empty.write_text("\n")

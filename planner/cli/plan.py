@@ -31,7 +31,7 @@ from rdl.cli import (
     time_help,
 )
 from rdl.cluster import Cluster
-from rdl.errors import EXIT_INTERNAL, RayonError, Reported
+from rdl.errors import EXIT_INTERNAL, ErrorSink, RayonError, RDLErrors, Reported, Span
 from rdl.load import all_errors, load
 from rdl.progress import progress
 from rdl.tree import Reservation
@@ -155,11 +155,7 @@ def plan_command(paths: tuple[str, ...], cluster_path: str, agent: str, when: Ti
                          "nothing was planned")
     reservations = load_valid(paths, cluster, now, "nothing was planned")
     require_reservations(reservations, paths, "nothing was planned")
-    names = [r.name for r in reservations]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise RayonError(f"reservation names must be unique across the files; repeated: {', '.join(duplicates)}; "
-                         "nothing was planned")
+    _unique_across_files(reservations)
     chosen = get_agent(agent)
     milp = replace(chosen, backend=solver, time_limit=time_limit, gap=gap, dump_model=dump_model, coarsen=coarsen,
                    smooth=smooth) if isinstance(chosen, MilpAgent) else None
@@ -195,3 +191,17 @@ def _writable(path: str | None) -> str | None:
     if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         raise click.BadParameter(f"the folder of `{path}` does not exist", param_hint="'--dump-model'")
     return path
+
+
+def _unique_across_files(reservations: Sequence[Reservation]) -> None:
+    """Each name once across the files (a file's own repeats are reported when it is read): an error at every later
+    one, naming where the first is."""
+    first: dict[str, Span] = {}
+    sink = ErrorSink()
+    for reservation in reservations:
+        if reservation.name in first:
+            sink.add(reservation.span, f"reservation `{reservation.name}` is defined again (first at "
+                     f"{first[reservation.name]})", hint="reservation names are unique across the files of one plan")
+        first.setdefault(reservation.name, reservation.span)
+    if sink.errors:
+        raise RDLErrors(sink.errors).then("nothing was planned")

@@ -19,7 +19,7 @@ from rdl import units
 from rdl.cluster import Cluster
 from rdl.errors import ErrorSink, RDLError, Span, did_you_mean
 from rdl.graph import critical_path, critical_steps
-from rdl.shape import lease_steps, min_steps, step_ceil, step_floor
+from rdl.shape import lease_count, lease_steps, min_steps, step_ceil, step_floor
 from rdl.timing import contradicts, has_gap
 from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, child_path, label, walk
 
@@ -315,6 +315,13 @@ class _Checker:
                                    f"is {units.format_duration((inner[1] - inner[0]) * context.step)} long, but what "
                                    f"it holds needs at least {units.format_duration(least * context.step)}"
                                    f" even on an empty cluster (critical path: {names})"))
+            return errors
+        volume = _volume_steps(window.child, context)
+        if volume is not None and volume[1] > inner[1] - inner[0]:  # its pieces together hold more than the cluster
+            errors.append(RDLError(window.span, f"window `{name}` [{context.fmt(inner[0])}, {context.fmt(inner[1])}) "
+                                   f"is {units.format_duration((inner[1] - inner[0]) * context.step)} long, but what "
+                                   f"it holds needs the whole cluster's `{volume[0]}` for at least "
+                                   f"{units.format_duration(volume[1] * context.step)} even on an empty cluster"))
         return errors
 
     def any(self, node: Any, path: str, bounds: tuple[int, int]) -> list[RDLError]:
@@ -324,6 +331,32 @@ class _Checker:
         reasons = "; ".join(errors[0].message for errors in failures)
         return [RDLError(node.span, f"none of the alternatives of `any` `{label(node, path)}` could ever fit: "
                          + reasons)]
+
+
+def _volume_steps(node: Expr, context: Context) -> tuple[str, int] | None:
+    """The resource the pieces that must all be placed (not an `any`'s alternatives) need most of, and the steps the
+    whole cluster at its peak would take to hold them all: each lease rounded up to whole steps, as placed."""
+    capacity = context.capacity
+    if capacity is None:
+        return None
+    need: dict[str, float] = {}
+    for atom in _required_atoms(node):
+        held = lease_count(atom, context.step) * atom.gang * lease_steps(atom, context.step)
+        for resource, amount in atom.bundle.items():
+            need[resource] = need.get(resource, 0.0) + held * amount
+    peak = {r: capacity.get(r) or 0.0 for r in need}
+    steps = {r: math.ceil(total / peak[r] - 1e-9) for r, total in need.items() if peak[r] > 0}
+    return max(steps.items(), key=lambda item: item[1]) if steps else None
+
+
+def _required_atoms(node: Expr) -> Iterable[Atom]:
+    if isinstance(node, Atom):
+        yield node
+    elif isinstance(node, Window):
+        yield from _required_atoms(node.child)
+    elif not isinstance(node, Any):
+        for child in node.children:
+            yield from _required_atoms(child)
 
 
 def _serial_steps(node: Expr, context: Context) -> float:

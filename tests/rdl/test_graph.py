@@ -164,6 +164,7 @@ def test_least_duration_of_an_atom(atom: str, capacity: dict[str, float], steps:
 # -- the validation fit checks that use it ---------------------------------------------------------------
 
 MALLEABLE = "atom(b={vcores: 1}, w=10h)"  # 19 steps on SMALL_CLUSTER's 32 vcores
+HALF = "atom(b={vcores: 1}, h=16, w=10h)"  # 38 steps on half of it: two side by side fill it
 
 
 def window_of(minutes: int, expr: str) -> str:
@@ -174,7 +175,7 @@ def window_of(minutes: int, expr: str) -> str:
     (MALLEABLE, 19),
     (f"order({MALLEABLE}, {MALLEABLE})", 38),
     (f"order({MALLEABLE}, {MALLEABLE}, gap=0s)", 38),
-    (f"all({MALLEABLE}, {MALLEABLE})", 19),
+    (f"all({HALF}, {HALF})", 38),
     (f"any(order({MALLEABLE}, {MALLEABLE}), {MALLEABLE})", 19),
     (f"order(all({MALLEABLE}, atom(b={{vcores: 1}}, l=30m, w=30m)), {MALLEABLE})", 49),
     (f"order(window(e=+1d, {MALLEABLE}), window(e=+2d, {MALLEABLE}))", 38),
@@ -184,6 +185,15 @@ def test_a_window_fits_exactly_its_critical_path(expr: str, needs: int) -> None:
     (error,) = errors_of(window_of(needs - 1, expr)).errors
     assert str(error.span) == f"{FILE}:2:3"
     assert f"is {needs - 1}m long, but what it holds needs at least {needs}m" in error.message
+
+
+def test_pieces_that_together_need_more_of_the_cluster_than_their_window_holds_are_bad_input() -> None:
+    # each alone takes 19 minutes of the 32 vcores; side by side they share them: 1,200 vcore-minutes, 38 minutes
+    parse_and_validate(window_of(38, f"all({MALLEABLE}, {MALLEABLE})"))
+    (error,) = errors_of(window_of(37, f"all({MALLEABLE}, {MALLEABLE})")).errors
+    assert str(error.span) == f"{FILE}:2:3"
+    assert "is 37m long, but what it holds needs the whole cluster's `vcores` for at least 38m" in error.message
+    parse_and_validate(window_of(19, f"any(all({MALLEABLE}, {MALLEABLE}), {MALLEABLE})"))  # an alternative: not needed
 
 
 def test_the_message_names_the_critical_atoms() -> None:

@@ -1,6 +1,6 @@
-"""Validation's timing check (rdl/timing.py) against the brute-force oracle: a reservation it calls impossible for
-its windows, order and gaps has no valid placement on an empty cluster, and it catches some that the forward pass
-(earliest_finish) lets through."""
+"""Validation's checks of time and volume against the brute-force oracle: a reservation it calls impossible for its
+windows, order and gaps (rdl/timing.py), or for the cluster it needs over a window, has no valid placement on an empty
+cluster; and each catches some that the forward pass (earliest_finish) and the critical path let through."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tests.planner.agents.bruteforce import AtomSpec, GroupSpec, Instance, feasi
 from tests.planner.support import make_cluster
 
 GAPS = "gaps of its pieces contradict each other"
+VOLUME = "needs the whole cluster's"
 
 
 def _validation_error(text: str, cluster: rdl.Cluster) -> str | None:
@@ -37,15 +38,16 @@ def _windowed_order(rng: random.Random) -> Instance:
 
 def test_what_the_timing_check_refuses_has_no_placement_on_an_empty_cluster() -> None:
     rng = random.Random(31)
-    refused = 0
+    refused = {GAPS: 0, VOLUME: 0}
     for index in range(2000):
         instance = replace(random_instance(rng), blockers=()) if index % 2 else _windowed_order(rng)
         cluster = make_cluster(*instance.cluster_args())
         error = _validation_error(instance.reservation_text(), cluster)
-        if error is not None and GAPS in error:
-            refused += 1
-            assert not feasible(instance, instance.capacity_profile()), instance.describe()
-    assert refused >= 5, refused
+        for check in refused:
+            if error is not None and check in error:
+                refused[check] += 1
+                assert not feasible(instance, instance.capacity_profile()), instance.describe()
+    assert min(refused.values()) >= 5, refused
 
 
 def test_a_gap_the_stage_before_cannot_reach_is_bad_input() -> None:

@@ -117,9 +117,9 @@ class Cluster:
 # Names other systems give a resource rayon (and YARN) call otherwise: a cluster naming one would plan a resource
 # no reservation asks for, and leave the one they ask for at nothing (`cpus: 32` on 64 nodes, issue #30).
 # (`vcore` beside `vcores` is a misspelling, reported where the others are: `check_node_resource_names`.)
-KNOWN_RESOURCES = (units.MEMORY, "vcores")  # every reservation asks for these: one spelt nearly so is a typo
 ALIASES = {"cpus": "vcores", "cpu": "vcores", "cores": "vcores", "vcpus": "vcores", "vcpu": "vcores",
            "mem": "memory", "ram": "memory"}
+KNOWN_RESOURCES = (units.MEMORY, "vcores")  # what reservations ask for: a name in `capacity` spelt nearly so is a typo
 
 
 def counted_in_units(reader: ConfigReader, node: yaml.Node, what: str, skip: tuple[str, ...] = ()) -> None:

@@ -104,9 +104,7 @@ class FreeTree:
             if runs:
                 joined = np.concatenate(runs)
                 kernels.reset_runs(self.free, self.mins, self.maxs, capacity, used, joined)
-                self._answers.clear()
-                if self._trials:
-                    self._trials[-1].append(joined)
+                self.written(joined)  # to the trial around this one, if any
 
     def answer(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, a question about the tree as it is now, asked once per `key` until the tree is next written

@@ -252,8 +252,6 @@ class Placer:
                     skipped = self._passed_over(start, task.gap, failed, reach)
                     if skipped:
                         self.budget -= min(skipped, self.budget)
-                        if not self._jumped(task.children[index], start, task.gap, reach, ceiling):
-                            return
                         continue
                 self.short, budget = None, self.budget
                 found = False
@@ -290,8 +288,9 @@ class Placer:
 
     @staticmethod
     def _jumped(stage: Task, start: int, gap: int, reach: tuple[int, int | None] | None, ceiling: Ceiling) -> bool:
-        """After a start of `stage` the stage before cannot reach (`reach`, GREE's): make the stage's next GREE
-        candidates start where it can, rather than one step earlier each, each charged to the budget. A one-lease
+        """Once `reach` is known (at `start`, where the stage before found nothing): make the stage's next GREE
+        candidates start where the stage before can reach, rather than one step earlier each, each charged to the
+        budget (and passed over). A one-lease
         atom's next candidates start earlier and earlier, each its end less its length, so: they may end no later than
         the stage before's latest end, plus the gap, plus the length; none, when the stage before has no room at all.
         Whether the stage has more candidates worth trying (False: stop)."""

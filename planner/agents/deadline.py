@@ -83,34 +83,34 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
         return None
     guess = asap_finish(plan, reservation, submitted, compiled.relaxed)
     grain = max(1, GRAIN_SECONDS // clock.step)  # a gallop's first jump, and how close a bisection gets
+
+    def gallop(failed: int, end_fits: bool) -> tuple[int, int] | None:
+        """From a step that does not fit, later by doubling jumps until one fits, within MAX_PROBES: that step and
+        the last that did not; the horizon's end when `end_fits` (known, not asked again); else None."""
+        probe, jump = failed, grain
+        while probes < MAX_PROBES and probe < clock.steps:
+            failed, probe, jump = probe, min(probe + jump, clock.steps), jump * 2
+            if (end_fits and probe == clock.steps) or fits(probe):
+                return failed, probe
+        return (failed, clock.steps) if end_fits else None
+
     if guess is None:  # a series, or a greedy pass that found nothing: gallop from the deadline itself
         if not fits(clock.steps):  # not even by the horizon's end: no deadline to find
             return None
-        probe, jump = failed, grain
-        while True:
-            failed = probe
-            probe, jump = min(probe + jump, clock.steps), jump * 2
-            if probe >= clock.steps or probes >= MAX_PROBES:
-                probe = clock.steps  # fits (above)
-                break
-            if fits(probe):
-                break
+        found = gallop(failed, end_fits=True)
     else:
-        probe, jump = max(guess, failed + 1), grain
+        probe = max(guess, failed + 1)
         task = compiled.task()
         lowest = probe == guess and ends_first(task)  # no placement at all ends before the probe
         if (lowest and sure_to_fit(prober, plan, task)) or fits(probe):  # almost always: the guess is the answer
             if lowest or probe - failed <= 1 or not fits(probe - 1):
                 return clock.at(probe)
-            probe -= 1
+            found = (failed, probe - 1)
         else:
-            while True:
-                failed = probe
-                if probe >= clock.steps or probes >= MAX_PROBES:
-                    return None
-                probe, jump = min(probe + jump, clock.steps), jump * 2
-                if fits(probe):
-                    break
+            found = gallop(probe, end_fits=False)
+    if found is None:
+        return None
+    failed, probe = found
     while probe - failed > grain and probes < MAX_PROBES:
         middle = (failed + probe) // 2
         if fits(middle):

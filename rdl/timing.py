@@ -27,7 +27,7 @@ from rdl.tree import All, Any, Atom, Expr, Order, Window, walk
 ORIGIN = "origin"  # the plan's step 0: absolute bounds are differences from it
 
 
-def has_gap(expr: Expr) -> bool:
+def gap_meets_windows(expr: Expr) -> bool:
     """Whether an `order` in the expression bounds its gaps and holds a window of its own: the case earliest_finish
     does not settle (without such a window its stages back to back meet every gap, in the least time)."""
     return any(isinstance(node, Order) and node.gap is not None

@@ -20,7 +20,7 @@ from rdl.cluster import Cluster
 from rdl.errors import ErrorSink, RDLError, Span, did_you_mean
 from rdl.graph import critical_path, critical_steps
 from rdl.shape import lease_count, lease_steps, min_steps, step_ceil, step_floor
-from rdl.timing import contradicts, has_gap
+from rdl.timing import contradicts, gap_meets_windows
 from rdl.tree import All, Any, Atom, Expr, Order, Reservation, Resources, Window, atoms, child_path, label, walk
 
 UNBOUNDED = (-(2**62), 2**62)
@@ -119,8 +119,8 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     if not sink.errors and earliest_finish(reservation.expr, context, arrival, UNBOUNDED) is None:
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
-    elif not sink.errors and has_gap(reservation.expr) and contradicts(reservation.expr, arrival, context.origin,
-                                                                      context.step, context.steps):
+    elif not sink.errors and gap_meets_windows(reservation.expr) \
+            and contradicts(reservation.expr, arrival, context.origin, context.step, context.steps):
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows, order and "
                  "gaps of its pieces contradict each other even on an empty cluster (a stage cannot start within "
                  "its `gap` after the one before ends)")

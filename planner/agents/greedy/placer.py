@@ -369,11 +369,12 @@ class Placer:
         every start, would otherwise leave the alternatives after it no budget to find the one that fits."""
         ranked = []
         for index, child in enumerate(task.children):
-            budget = self.budget
+            budget, refunds = self.budget, self.refunds
             trial = self.solutions(child, lo, hi, preferred)
             first = next(trial, None)
             if first is not None:
-                ranked.append(_Alternative(self.cost(first), index, first, budget - self.budget))
+                ranked.append(_Alternative(self.cost(first), index, first, budget - self.budget,
+                                           refunds - self.refunds))
             else:  # found nothing: what it spent goes back to the alternatives after it, or it would starve them
                 refund = min(budget - self.budget, self.refunds)
                 self.budget, self.refunds = self.budget + refund, self.refunds - refund
@@ -382,10 +383,11 @@ class Placer:
 
     def _first_of_any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Solution | None:
         """`_any`'s first candidate without searching its cheapest alternative twice. Searched again, it finds the
-        same first candidate for the same budget, when that much is left (the search is deterministic and the
-        scratch is as it was); with less left, it is searched again as `_any` does."""
+        same first candidate for the same budget, when that much is left and it took no refund (the search is
+        deterministic and the scratch is as it was; refunds taken the first time may be gone the second, and then
+        a nested `any` spends more); otherwise it is searched again as `_any` does."""
         ranked = self._ranked(task, lo, hi, preferred)
-        if ranked and self.budget >= ranked[0].spent:
+        if ranked and self.budget >= ranked[0].spent and ranked[0].refunded == 0:
             self.budget -= ranked[0].spent
             return ranked[0].first
         return _first_of(self._in_rank(task, ranked, lo, hi, preferred))
@@ -408,9 +410,11 @@ class Ceiling:
 
 @dataclass(frozen=True, slots=True)
 class _Alternative:
-    """One alternative of an `any` that places: what its first candidate costs, and the budget finding it took."""
+    """One alternative of an `any` that places: what its first candidate costs, the budget finding it took, and the
+    refunds its own `any`s took on the way."""
 
     cost: float
     index: int
     first: Solution
     spent: int
+    refunded: int

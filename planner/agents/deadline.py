@@ -211,10 +211,35 @@ def _any_of_chains(task: Task) -> bool:
 
 def sure_to_fit(prober: GreedyAgent, plan: Plan, task: Task | None) -> bool:
     """Whether the prober places an `ends_first` task by any deadline some placement of it meets, so that it need not
-    try. GREE (not GREE-L's flat search) lays such a task's stages from the last, each as late as it goes: the mirror
-    of ends_first's argument, so it fails only where nothing fits, with one placement per atom (an `any` tries each
-    alternative once). So: GREE, a budget that covers every atom, and no sharing limit to narrow the plan."""
-    return task is not None and not prober.flat and not plan.policy.limited and len(atoms_of(task)) <= prober.budget
+    try. GREE lays such a task's stages from the last, each as late as it goes: the mirror of ends_first's argument,
+    so it fails only where nothing fits, with one placement per atom (an `any` tries each alternative once). GREE-L
+    tries an atom's flattest placement in its preferred window and in its whole window before GREE's latest, so it
+    is as sure of one atom, or an `any` of single atoms, with three placements per atom and as many again for the
+    alternative it searches a second time; not of an `order` of several, whose first stage's flattest placement can
+    leave the next no room. So: a budget that covers those, and no sharing limit to narrow the plan."""
+    if task is None or plan.policy.limited:
+        return False
+    atoms = len(atoms_of(task))
+    if not prober.flat:
+        return atoms <= prober.budget
+    return _single_atoms(task) and FLAT_TRIES * (atoms + 1) <= prober.budget
+
+
+FLAT_TRIES = 3  # GREE-L's placements of one atom before GREE's latest has had its try (Placer._atom_candidates)
+
+
+def _single_atoms(task: Task) -> bool:
+    """One atom, or an `any` of such (an `all` or `order` of one child is that child to the placer)."""
+    if isinstance(task, GroupTask) and task.kind == "any":
+        return all(_one_atom(child) for child in task.children)
+    if isinstance(task, GroupTask) and len(task.children) == 1:
+        return _single_atoms(task.children[0])
+    return _one_atom(task)
+
+
+def _one_atom(task: Task) -> bool:
+    return isinstance(task, AtomTask) or (task.kind != "any" and len(task.children) == 1
+                                          and _one_atom(task.children[0]))
 
 
 def _chain(task: Task) -> bool:

@@ -133,45 +133,51 @@ def test_where_ends_first_says_no_the_guess_can_end_after_the_earliest_placement
     assert earliest is not None and guess is not None and guess > earliest
 
 
-def _sure(plan: Plan, reservation: Reservation) -> int | None:
-    """The guess of a request whose placement by it GREE promises without trying (deadline.sure_to_fit), or None."""
+def _sure(prober: GreedyAgent, plan: Plan, reservation: Reservation) -> int | None:
+    """The guess of a request whose placement by it the prober promises without trying (deadline.sure_to_fit), or
+    None."""
     probes = Probes(plan, reservation, plan.now)
     task = probes.task()
-    if not (ends_first(task) and sure_to_fit(PROBER, plan, task)):
+    if not (ends_first(task) and sure_to_fit(prober, plan, task)):
         return None
     return asap_finish(plan, reservation, plan.now, probes.relaxed)
 
 
-PROBER = GreedyAgent("gree", flat=False, budget=PROBE_BUDGET, reasons=False)
+# The earliest-deadline search's probers (deadline.earliest_deadline): GREE's, and GREE-L's, which promises less
+PROBERS = {"gree": GreedyAgent("gree", flat=False, budget=PROBE_BUDGET, reasons=False),
+           "gree-l": GreedyAgent("gree-l", flat=True, budget=PROBE_BUDGET, reasons=False, refutes=False)}
 
 
-def test_gree_places_those_shapes_by_their_guess_where_it_promises_to() -> None:
-    promised = 0
+@pytest.mark.parametrize(("agent", "least"), [("gree", 100), ("gree-l", 40)])
+def test_the_prober_places_those_shapes_by_their_guess_where_it_promises_to(agent: str, least: int) -> None:
+    prober, promised = PROBERS[agent], 0
     for instance, planner, _ in _cases():
         reservation = parse(instance.reservation_text())[0]
-        guess = _sure(planner.plan, reservation)
+        guess = _sure(prober, planner.plan, reservation)
         if guess is not None:
             promised += 1
-            assert Probes(planner.plan, reservation, planner.plan.now).fits(PROBER, guess), instance.describe()
-    assert promised >= 100
+            assert Probes(planner.plan, reservation, planner.plan.now).fits(prober, guess), instance.describe()
+    assert promised >= least
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario=scenarios())
-def test_on_random_plans_gree_places_by_the_guess_where_it_promises_to(scenario: Scenario) -> None:
+def test_on_random_plans_the_prober_places_by_the_guess_where_it_promises_to(scenario: Scenario) -> None:
     """The same on richer plans: several resources, gangs, parallelism, recurring neighbours, a fuller plan each
     request."""
     planner = Planner(scenario.cluster(), now=scenario.clock())
     for reservation in parse(scenario.text):
-        guess = _sure(planner.plan, reservation)
-        if guess is not None:
-            assert Probes(planner.plan, reservation, planner.plan.now).fits(PROBER, guess), reservation
+        for prober in PROBERS.values():
+            guess = _sure(prober, planner.plan, reservation)
+            if guess is not None:
+                assert Probes(planner.plan, reservation, planner.plan.now).fits(prober, guess), reservation
         planner.submit(reservation, "gree")
 
 
-def test_on_the_benchmark_week_every_promised_guess_is_the_earliest_deadline() -> None:
-    """benchmarks/admission.py's week on a quarter of its cluster (most requests rejected): wherever GREE offers its
-    guess untried (655 rejections), placing the request there fits and a step earlier does not."""
+@pytest.mark.parametrize(("agent", "least"), [("gree", 200), ("gree-l", 100)])
+def test_on_the_benchmark_week_every_promised_guess_is_the_earliest_deadline(agent: str, least: int) -> None:
+    """benchmarks/admission.py's week on a quarter of its cluster (most requests rejected): wherever the agent offers
+    its guess untried (GREE 655 rejections), placing the request there fits and a step earlier does not."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
     import admission  # benchmarks/ is a folder of scripts, not a package
 
@@ -179,17 +185,17 @@ def test_on_the_benchmark_week_every_promised_guess_is_the_earliest_deadline() -
                             "quarter.yaml")
     planner, promised = Planner(cluster), 0
     for reservation in admission.workload(2500, 3):
-        decision = planner.submit(reservation, "gree", validated=True)
+        decision = planner.submit(reservation, agent, validated=True)
         if decision.accepted or decision.reason is None or decision.reason.earliest_deadline is None:
             continue
-        plan = planner.plan
+        plan, prober = planner.plan, PROBERS[agent]
         probes = Probes(plan, reservation, plan.now)
-        if not (ends_first(probes.task()) and sure_to_fit(PROBER, plan, probes.task())):
+        if not (ends_first(probes.task()) and sure_to_fit(prober, plan, probes.task())):
             continue
         promised += 1
         step = round((decision.reason.earliest_deadline - plan.clock.origin).total_seconds()) // plan.clock.step
-        assert probes.fits(PROBER, step) and not probes.fits(PROBER, step - 1), reservation.name
-    assert promised >= 200
+        assert probes.fits(prober, step) and not probes.fits(prober, step - 1), reservation.name
+    assert promised >= least
 
 
 @pytest.mark.parametrize(("alternatives", "expected"), [(DEFAULT_BUDGET, True), (DEFAULT_BUDGET + 1, False)])

@@ -108,10 +108,10 @@ class Span(NamedTuple):
     json_path: str | None = None
 
     def __str__(self) -> str:
-        if self.json_path is not None:
-            return f"{self.file}:{self.json_path}"
         if self.line:
             return f"{self.file}:{self.line}:{self.col}"
+        if self.json_path is not None:
+            return f"{self.file}:{self.json_path}"
         return self.file
 
 
@@ -165,8 +165,29 @@ class RDLErrors(RayonError):
         return "\n".join((*(e.render(self.sources) for e in self.errors), *self.consequences))
 
     def with_sources(self, sources: Mapping[str, str]) -> RDLErrors:
-        """The same errors, able to print the source lines they point at."""
-        return RDLErrors(self.errors, {**self.sources, **sources})
+        """The same errors, able to print the source lines they point at; an error found in decoded JSON, which
+        names a JSON path, also names its line and column in the text now known."""
+        offsets: dict[str, dict[str, int]] = {}
+        return RDLErrors([_placed(error, sources, offsets) for error in self.errors], {**self.sources, **sources})
+
+
+def _placed(error: RDLError, sources: Mapping[str, str], offsets: dict[str, dict[str, int]]) -> RDLError:
+    """The error at its line and column when it names a JSON path of a text in `sources` (each text read once)."""
+    span = error.span
+    text = sources.get(span.file)
+    if span.json_path is None or span.line or text is None:
+        return error
+    from rdl.jsonplaces import line_and_column, place_of, value_offsets
+
+    if span.file not in offsets:
+        offsets[span.file] = value_offsets(text)
+    at = place_of(span.json_path, offsets[span.file])
+    if at is None:
+        return error
+    line, col = line_and_column(text, at)
+    placed = RDLError(span._replace(line=line, col=col), error.message, expected=error.expected, hint=error.hint)
+    placed.consequences = error.consequences
+    return placed
 
 
 class ErrorSink:

@@ -113,7 +113,7 @@ def test_bad_rdl_answers_the_command_lines_positioned_message_and_changes_nothin
     assert snapshot(api.state) == before
 
 
-def test_malformed_json_names_line_and_column_and_a_bad_field_its_json_path(api: Server) -> None:
+def test_malformed_json_names_line_and_column_and_a_bad_field_its_json_path_and_place(api: Server) -> None:
     with api.client("alice") as alice:
         broken = alice.post("/v1/reservations", content='{"name": "j",\n "expr": {"atom": }}',
                             headers={"Content-Type": "application/json"})
@@ -123,6 +123,8 @@ def test_malformed_json_names_line_and_column_and_a_bad_field_its_json_path(api:
     assert broken.json()["error"]["errors"][0]["line"] == 2 and broken.json()["error"]["message"].startswith(
         "<request>:2:")
     assert wrong.status_code == 400 and wrong.json()["error"]["errors"][0]["json_path"] == "$.expr.atom.q"
+    placed = wrong.json()["error"]["errors"][0]  # the body's text is known: its line and column too
+    assert placed["line"] == 1 and wrong.json()["error"]["message"].startswith(f"<request>:1:{placed['col']}: ")
     assert snapshot(api.state)[0] == []
 
 

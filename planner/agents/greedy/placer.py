@@ -30,6 +30,7 @@ import numpy as np
 from planner.agents.greedy.giveup import AllAlone, StagesAlone
 from planner.agents.greedy.pack import Blocks, flattest, latest
 from planner.agents.greedy.room import AtomRoom
+from planner.agents.greedy.runcost import runs_cost
 from planner.agents.greedy.solution import AtomFailure, AtomPlacement, Solution, first_start, last_end
 from planner.core.compile import AtomTask, GroupTask, Task, task_work
 
@@ -98,7 +99,8 @@ class Placer:
             self.apply(solution, -1)
 
     def cost(self, solution: Solution) -> float:
-        """What a placement costs: its share of capacity, weighted up where the plan is already loaded."""
+        """What a placement costs: its share of capacity, weighted up where the plan is already loaded, summed over
+        the stretches of steps where nothing of that changes (treecost.py)."""
         if self.tree is not None:  # the same sum, over the steps the placement holds only
             return self.tree.cost(solution, self.capacity, self.origin)
         total = 0.0
@@ -106,14 +108,7 @@ class Placer:
             base, held = placement.held()
             capacity = self.capacity[:, base:base + held.shape[0]]
             free = self.free[:, base - self.origin:base - self.origin + held.shape[0]]
-            amount = np.outer(placement.task.demand, held)
-            if capacity.min() > 0:  # no step without capacity: the same quotients, without masking any
-                share, load = amount / capacity, 1.0 - free / capacity
-            else:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    share = np.where(capacity > 0, amount / capacity, 0.0)
-                    load = np.where(capacity > 0, 1.0 - free / capacity, 0.0)
-            total += float((share * (1.0 + load)).sum())
+            total += runs_cost(capacity, free, placement.task.demand, held)
         return total
 
     # -- candidates per node -----------------------------------------------------------

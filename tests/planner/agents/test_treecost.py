@@ -1,5 +1,5 @@
-"""The placer's cost of a placement laid on the free-capacity tree (treecost.py) against the dense one, to the last
-bit: it sums in numpy's order and skips only the parts where the placement holds nothing."""
+"""The placer's cost of a placement laid on the free-capacity tree (treecost.py) against the one on a copy
+(runcost.py), to the last bit: the same runs, the same terms, added in the same order."""
 
 from __future__ import annotations
 

@@ -403,7 +403,7 @@ def _changes(reader: ConfigReader, entries: dict, start: datetime | None, capaci
             continue
         at = reader.time(fields["at"][1], start, "`at`")
         counted_in_units(reader, fields["capacity"][1], "the changed capacity")
-        new = reader.resources(fields["capacity"][1], "the changed capacity")
+        new = reader.resources(fields["capacity"][1], "the changed capacity", zero=True)  # 0: an outage
         if new is not None and capacity is not None:
             for name in new:
                 if name not in capacity:

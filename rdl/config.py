@@ -121,17 +121,18 @@ class ConfigReader:
             self.sink.add(self.span(node), f"{what}: {exc}")
             return None
 
-    def resources(self, node: yaml.Node, what: str) -> Resources | None:
-        """A resource vector `{name: quantity, ...}` of positive quantities."""
-        return self.resource_entries(self.mapping(node, what), what)
+    def resources(self, node: yaml.Node, what: str, zero: bool = False) -> Resources | None:
+        """A resource vector `{name: quantity, ...}` of positive quantities (or zero, with `zero`: an outage)."""
+        return self.resource_entries(self.mapping(node, what), what, zero)
 
-    def resource_entries(self, entries: Entries, what: str) -> Resources | None:
+    def resource_entries(self, entries: Entries, what: str, zero: bool = False) -> Resources | None:
         values = {}
         for name, (_, value) in entries.items():
             quantity = self.scalar(value, partial(units.parse_quantity, name), f"`{name}`")
             if isinstance(quantity, float):
-                if quantity <= 0:
-                    self.sink.add(self.span(value), f"`{name}` in {what} must be positive, got {value.value}")
+                if quantity < 0 or (quantity == 0 and not zero):
+                    self.sink.add(self.span(value), f"`{name}` in {what} must be "
+                                  f"{'zero or more' if zero else 'positive'}, got {value.value}")
                 values[name] = quantity
         return Resources.of(values) if values else None
 

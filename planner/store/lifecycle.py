@@ -175,10 +175,8 @@ def _capacity_vector(cluster: Cluster, capacity: Mapping[str, float | str]) -> d
                 continue
         elif isinstance(value, int | float) and not isinstance(value, bool):
             quantity = float(value)
-        if quantity is None or not math.isfinite(quantity) or quantity <= 0:
-            problems.append(f"`{name}` must be a positive quantity, got `{value}`")
-            if quantity == 0:
-                hints.append("the cluster file holds positive capacities only")
+        if quantity is None or not math.isfinite(quantity) or quantity < 0:  # 0: an outage, as in `changes:`
+            problems.append(f"`{name}` must be a quantity of zero or more, got `{value}`")
             continue
         values[name] = quantity
     if problems:

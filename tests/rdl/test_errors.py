@@ -366,6 +366,8 @@ CLUSTER_BAD = [
          "no resource `gpu`", "one of memory, vcores"),
     case("change without at", CLUSTER_OK + "changes:\n  - {capacity: {vcores: 4}}\n", "6:5",
          "needs `at` and `capacity`"),
+    case("negative change", CLUSTER_OK + "changes:\n  - {at: +1d, capacity: {vcores: -4}}\n", "6:34",
+         "`vcores` in the changed capacity must be zero or more"),
     case("fractional step", CLUSTER_OK.replace("step: 1m", "step: 1.5s"), "2:7", "whole number of seconds"),
     case("start without zone", CLUSTER_OK.replace("00:00:00Z", "00:00:00"), "1:8", "with a zone"),
     case("no capacity", "start: 2026-11-23T00:00:00Z\n", "1:1", "needs `capacity`"),
@@ -407,6 +409,15 @@ def test_cluster_file_ok() -> None:
     cluster = rdl.parse_cluster(CLUSTER_OK + "changes:\n  - {at: +1d, capacity: {vcores: 64}}\n")
     assert cluster.step == 60 and cluster.steps == 7 * 24 * 60
     assert cluster.peak_capacity()["vcores"] == 64
+
+
+def test_a_change_to_zero_is_an_outage() -> None:
+    """A change may take a resource to nothing for a while (maintenance); the cluster's own capacity may not."""
+    cluster = rdl.parse_cluster(CLUSTER_OK + "changes:\n  - {at: +1d, capacity: {vcores: 0}}\n"
+                                "  - {at: +1d2h, capacity: {vcores: 32}}\n")
+    assert [(change.capacity["vcores"], change.capacity["memory"]) for change in cluster.changes] == \
+        [(0, 64 * 1024), (32, 64 * 1024)]
+    assert cluster.peak_capacity()["vcores"] == 32
 
 
 # -- JSON --------------------------------------------------------------------------------------------

@@ -372,8 +372,7 @@ def test_a_shrink_that_puts_a_user_over_its_share_adapts_that_user(tmp_path: Pat
 @pytest.mark.parametrize(("capacity", "message"), [
     ({"gpus": 2}, "no resource `gpus`"),
     ({"vcore": 2}, "did you mean `vcores`?"),
-    ({"vcores": 0}, "must be a positive quantity"),
-    ({"vcores": -1}, "must be a positive quantity"),
+    ({"vcores": -1}, "must be a quantity of zero or more"),
     ({"vcores": "4GiB"}, "is a count and takes no unit"),
     ({}, "names no resource"),
 ])
@@ -385,6 +384,26 @@ def test_a_malformed_capacity_change_changes_nothing(store: Store, path: Path, c
         store.set_capacity(instant(10), capacity)
     assert error.value.code == "input" and message in str(error.value)
     assert rows(path) == before
+
+
+def test_an_outage_moves_what_it_covers_and_the_capacity_comes_back(store: Store, path: Path) -> None:
+    """Capacity to zero for a while (maintenance), then back: what the outage covers moves out of it or is
+    dropped, and the plan holds nothing there."""
+    store.submit(one(pinned("a", 0, 10, 4)))
+    assert store.submit(one(flexible("b", 0, 60, 4, 10)), "gree").accepted
+    assert steps(store, "b") == [(50, 60, 4)]
+    report = store.set_capacity(instant(20), {"vcores": 0})
+    assert list(report.adaptation.moved) == ["b"] and report.adaptation.dropped == []
+    assert steps(store, "b")[0][1] <= 20
+    store.set_capacity(instant(40), {"vcores": 8})
+    plan = store.load_plan()
+    vcores = plan.resources.index("vcores")
+    assert plan.capacity[vcores, 20:40].max() == 0 and plan.capacity[vcores, 40:].min() == 8
+    assert plan.used[vcores, 20:40].max() == 0
+    assert store.submit(one(flexible("c", 0, 60, 8, 10)), "gree").accepted  # after the outage, the whole cluster
+    assert steps(store, "c") == [(50, 60, 8)]
+    assert violations(store) == []
+    same_plan_when_reopened(store, path)
 
 
 def test_a_capacity_change_before_the_clock_changes_nothing(store: Store, path: Path) -> None:
@@ -648,7 +667,7 @@ def test_capacity_command(rayon, tmp_path: Path) -> None:  # type: ignore[no-unt
     ("{gpus: 4}", "no resource `gpus`"),
     ("{memory: 4GiB}", "no resource `memory`"),
     ("{vcores: 4XB}", "takes no unit"),
-    ("{vcores: 0}", "must be a positive quantity"),
+    ("{vcores: -4}", "cannot be negative"),
     ("4", "expected `{`"),
 ])
 def test_capacity_command_bad_input_exits_2_and_changes_nothing(rayon, tmp_path: Path, vector: str,  # type: ignore[no-untyped-def]

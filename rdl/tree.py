@@ -181,6 +181,11 @@ class Reservation:
     placement: str = "late"  # one of PLACEMENTS
     pack: str | None = None  # one of PACKS
     span: Span = field(default=NOWHERE, compare=False, repr=False)
+    places: Mapping[str, Span] = field(default_factory=dict, compare=False, repr=False)  # each header value's
+
+    def place_of(self, key: str) -> Span:
+        """Where header attribute `key` is written (`queue=`'s value, say), else where the reservation is."""
+        return self.places.get(key, self.span)
 
     @property
     def expr(self) -> Expr:

@@ -106,7 +106,7 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     if reservation.deadline is not None:
         deadline = reservation.deadline.resolve(arrival)
         if deadline <= arrival:
-            sink.add(reservation.span, f"reservation `{reservation.name}` has its deadline "
+            sink.add(reservation.place_of("deadline"), f"reservation `{reservation.name}` has its deadline "
                      f"{units.format_instant(deadline)} at or before its arrival {units.format_instant(arrival)}")
             _Checker(context, arrival, sink).check(reservation.body, "0", UNBOUNDED)  # its structural errors
             return sink.errors
@@ -144,13 +144,14 @@ def _series(reservation: Reservation, arrival: datetime, sink: ErrorSink) -> flo
     if reservation.until is None:
         return None
     if reservation.every is None:
-        sink.add(reservation.span, f"reservation `{reservation.name}` has `until` but no `every`",
+        sink.add(reservation.place_of("until"), f"reservation `{reservation.name}` has `until` but no `every`",
                  hint="`until` ends a recurring reservation: give `every=` too, or leave `until` out")
         return None
     end = reservation.until.resolve(arrival)
     if end <= arrival:
-        sink.add(reservation.span, f"reservation `{reservation.name}` has `until` {units.format_instant(end)} at or "
-                 f"before its arrival {units.format_instant(arrival)}, so it has no instance")
+        sink.add(reservation.place_of("until"), f"reservation `{reservation.name}` has `until` "
+                 f"{units.format_instant(end)} at or before its arrival {units.format_instant(arrival)}, so it has "
+                 "no instance")
         return None
     return (end - arrival).total_seconds()
 
@@ -160,8 +161,8 @@ def _check_queue(reservation: Reservation, cluster: Cluster | None, sink: ErrorS
     if cluster is None or not cluster.queues or reservation.queue is None or reservation.queue in cluster.queues:
         return
     listed = ", ".join(f"`{name}`" for name in cluster.queues)
-    sink.add(reservation.span, f"reservation `{reservation.name}` names queue `{reservation.queue}`, which is not "
-             f"one of the cluster's reservable `queues`",
+    sink.add(reservation.place_of("queue"), f"reservation `{reservation.name}` names queue `{reservation.queue}`, "
+             f"which is not one of the cluster's reservable `queues`",
              hint=did_you_mean(reservation.queue, cluster.queues) or f"name one of {listed}, or none")
 
 
@@ -171,8 +172,9 @@ def _check_pack(reservation: Reservation, cluster: Cluster | None, sink: ErrorSi
     if reservation.pack is None or cluster is None:
         return
     if not cluster.nodes:
-        sink.add(reservation.span, f"reservation `{reservation.name}` has `pack=node`, but the cluster file lists no "
-                 "nodes to pack a gang on", hint="describe the cluster with `nodes:`, or leave `pack` out")
+        sink.add(reservation.place_of("pack"), f"reservation `{reservation.name}` has `pack=node`, but the cluster "
+                 "file lists no nodes to pack a gang on",
+                 hint="describe the cluster with `nodes:`, or leave `pack` out")
         return
     for name, atom in atoms(reservation.body):
         need = atom.bundle.scaled(atom.gang)
@@ -193,14 +195,14 @@ def _check_every(reservation: Reservation, every: float, cluster: Cluster, serie
                  sink: ErrorSink) -> None:
     """A recurring reservation repeats at most once a plan step, and at most MAX_INSTANCES times in the horizon."""
     if every < cluster.step:
-        sink.add(reservation.span, f"`every={units.format_duration(every)}` is shorter than the plan step "
+        sink.add(reservation.place_of("every"), f"`every={units.format_duration(every)}` is shorter than the plan step "
                  f"({units.format_duration(cluster.step)})", hint="a recurring reservation repeats at most once a step")
         return
     instances = math.ceil(min(cluster.horizon, series or cluster.horizon) / every)
     if instances > MAX_INSTANCES:
-        sink.add(reservation.span, f"`every={units.format_duration(every)}` repeats {instances} times in the plan's "
-                 f"horizon ({units.format_duration(cluster.horizon)}); at most {MAX_INSTANCES} instances are planned "
-                 "at once", hint="repeat less often, or plan the work as one longer reservation")
+        sink.add(reservation.place_of("every"), f"`every={units.format_duration(every)}` repeats {instances} times "
+                 f"in the plan's horizon ({units.format_duration(cluster.horizon)}); at most {MAX_INSTANCES} "
+                 "instances are planned at once", hint="repeat less often, or plan the work as one longer reservation")
 
 
 def _too_deep(reservation: Reservation, sink: ErrorSink) -> bool:

@@ -129,7 +129,9 @@ class _JSONReader(ValueReader):
         body = self.expr(data["expr"], f"{path}.expr")
         if name is None or body is None:
             return None
-        return Reservation(name=name, body=body, span=self.span(path), **header)  # type: ignore[arg-type]
+        return Reservation(name=name, body=body, span=self.span(path),
+                           places={key: token.span for key, token in tokens.items()},
+                           **header)  # type: ignore[arg-type]
 
     def header_token(self, key: str, value: AnyType, path: str) -> Token:
         """A header value's token; `user`, `queue` and `tz` strings are taken verbatim, never as numbers or times."""

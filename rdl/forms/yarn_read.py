@@ -212,7 +212,10 @@ class Reader:
                            queue=queue,
                            arrival=Absolute(_instant(arrival)), deadline=Absolute(_instant(deadline)),
                            priority=-priority, every=period / 1000 if period else None,
-                           span=Span(self.file, json_path=DEFINITION))
+                           span=Span(self.file, json_path=DEFINITION),
+                           places={"queue": Span(self.file, json_path="$.queue"),
+                                   **{key: Span(self.file, json_path=f"{DEFINITION}.{key}")
+                                      for key in ("arrival", "deadline")}})
 
     def name(self, data: Mapping[str, AnyType], reservation_id: str | None) -> str:
         """`reservation-name` as a valid RDL name, else one made from `reservation-id`, else `yarn_reservation`."""

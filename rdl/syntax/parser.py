@@ -243,6 +243,7 @@ class Parser(ValueReader):
                            f"got {self.token.describe()}", hint=hint)
         self.advance()
         return Reservation(name=name.text, body=body, span=keyword.span, tz=self.zone,
+                           places={key: token.span for key, token in header.items()},
                            **self.header(header))  # type: ignore[arg-type]
 
     def header_tokens(self) -> dict[str, Token]:

@@ -124,3 +124,4 @@ def test_a_reservation_in_a_queue_the_cluster_does_not_list_is_invalid() -> None
     (error,) = caught.value.errors
     assert "names queue `prd`, which is not one of the cluster's reservable `queues`" in error.message
     assert error.hint == "did you mean `prod`?"
+    assert (error.span.line, error.span.col) == (1, 21)  # at `queue=`'s value, not at the reservation

@@ -177,7 +177,7 @@ SEMANTIC = [
          "1:17", "window `w` ends", "at or before it starts"),
     case("deadline before arrival",
          f"reservation r arrival=2026-11-23T06:00:00Z deadline=2026-11-23T05:00:00Z {{ atom({B}, w=1h) }}",
-         "1:1", "deadline 2026-11-23T05:00:00Z at or before its arrival 2026-11-23T06:00:00Z"),
+         "1:53", "deadline 2026-11-23T05:00:00Z at or before its arrival 2026-11-23T06:00:00Z"),
     case("no alternative of any fits",
          "reservation r {\n  pick: any(\n    atom(b={memory: 128GiB}, w=1h),\n    atom(b={gpu: 8}, w=1h))\n}",
          "2:3", "none of the alternatives of `any` `pick` could ever fit", "memory 128GiB > 64GiB", "gpu 8 > 4"),

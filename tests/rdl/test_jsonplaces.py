@@ -111,3 +111,17 @@ def test_a_yarn_submission_s_errors_are_placed(tmp_path: Path) -> None:
 def test_errors_of_the_text_itself_keep_their_own_place(tmp_path: Path, text: str) -> None:
     (error,) = _errors(tmp_path, "broken.json", text)
     assert error.span.json_path is None and error.span.line >= 1
+
+
+def test_a_header_attribute_s_error_points_at_its_value_in_either_form(tmp_path: Path) -> None:
+    """An unknown queue is found against the cluster, after reading: at `queue`'s value, not the reservation's start."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {vcores: 8}\nqueues: [prod]\n")
+    text = tmp_path / "q.rdl"
+    text.write_text("reservation r user=al queue=prd deadline=+2h {\n  atom(b={vcores: 1}, w=1h)\n}\n")
+    data = tmp_path / "q.json"
+    data.write_text('{"name": "r",\n "queue": "prd", "deadline": "+2h",\n "expr": {"atom": {"b": {"vcores": 1}, '
+                    '"w": "1h"}}}')
+    files = load([text, data], cluster=rdl.load_cluster(cluster))
+    places = [(e.span.line, e.span.col) for f in files if f.errors is not None for e in f.errors.errors]
+    assert places == [(1, 29), (2, 11)]

@@ -39,9 +39,9 @@ def test_until_prints_and_reads_back_in_both_forms() -> None:
 
 def test_until_needs_every_and_a_time_after_the_arrival() -> None:
     (no_every,) = errors_of("reservation r until=+3d { atom(b={vcores: 1}, w=1h) }").errors
-    assert "has `until` but no `every`" in no_every.message
+    assert "has `until` but no `every`" in no_every.message and no_every.span.col == 21  # at `until=`'s value
     (before,) = errors_of("reservation r every=1d until=+0h { atom(b={vcores: 1}, w=1h) }").errors
-    assert "at or before its arrival" in before.message
+    assert "at or before its arrival" in before.message and before.span.col == 30
 
 
 def test_a_planned_series_with_until_passes_the_checker() -> None:

@@ -48,7 +48,7 @@ class Context:
 
     @cached_property
     def capacity(self) -> Resources | None:
-        return self.cluster.peak_capacity() if self.cluster is not None else None
+        return _peak(self.cluster) if self.cluster is not None else None
 
     def steps(self, atom: Atom) -> int | None:
         """The atom's least steps on the cluster (min_steps), worked out once per atom: the checks ask many times."""
@@ -59,6 +59,19 @@ class Context:
 
     def fmt(self, step: int) -> str:
         return units.format_instant(self.origin + timedelta(seconds=step * self.step))
+
+
+_PEAKS: dict[int, tuple[Cluster, Resources]] = {}  # by the cluster's id, the cluster kept so that its id stays its
+
+
+def _peak(cluster: Cluster) -> Resources:
+    """The cluster's peak capacity, worked out once per cluster: a server validates every submission against it."""
+    known = _PEAKS.get(id(cluster))
+    if known is None or known[0] is not cluster:
+        if len(_PEAKS) >= 16:
+            _PEAKS.clear()
+        known = _PEAKS[id(cluster)] = (cluster, cluster.peak_capacity())
+    return known[1]
 
 
 def validate(reservations: Iterable[Reservation], cluster: Cluster | None = None,
@@ -84,12 +97,15 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     """Every error of one reservation."""
     sink = ErrorSink()
     _check_length(reservation.name, "reservation name", reservation.span, sink)
-    if _too_deep(reservation, sink):
+    nodes = _nodes(reservation, sink)  # walked once: the checks below read it
+    if nodes is None:
         return sink.errors
     names: dict[str, Span] = {}
-    for _, node in walk(reservation.body):
+    named = 0
+    for _, node in nodes:
         if node.name is None:
             continue
+        named += 1
         _check_length(node.name, "name", node.span, sink)
         if node.name in names:
             sink.add(node.span, f"name `{node.name}` is used twice in reservation `{reservation.name}` "
@@ -98,7 +114,7 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     _check_queue(reservation, context.cluster, sink)
     _check_pack(reservation, context.cluster, sink)
     arrival = reservation.arrival_at(context.now)
-    if not _times_in_range(reservation, arrival, sink):
+    if not _times_in_range(reservation, nodes, arrival, sink):
         return sink.errors
     series = _series(reservation, arrival, sink)
     if reservation.every is not None and context.cluster is not None:
@@ -110,7 +126,7 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
                      f"{units.format_instant(deadline)} at or before its arrival {units.format_instant(arrival)}")
             _Checker(context, arrival, sink).check(reservation.body, "0", UNBOUNDED)  # its structural errors
             return sink.errors
-    if len(names) < sum(node.name is not None for _, node in walk(reservation.body)):
+    if len(names) < named:
         # Duplicates are reported above; drop them here, or the precedence graph would merge their atoms.
         reservation = replace(reservation, body=_without_duplicate_names(reservation.body, set()))
     checker = _Checker(context, arrival, sink)
@@ -119,7 +135,8 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     if not sink.errors and earliest_finish(reservation.expr, context, arrival, UNBOUNDED) is None:
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
-    elif not sink.errors and gap_meets_windows(reservation.expr) \
+    elif not sink.errors and any(isinstance(node, Order) and node.gap is not None for _, node in nodes) \
+            and gap_meets_windows(reservation.expr) \
             and contradicts(reservation.expr, arrival, context.origin, context.step, context.steps):
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows, order and "
                  "gaps of its pieces contradict each other even on an empty cluster (a stage cannot start within "
@@ -127,10 +144,11 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     return sink.errors
 
 
-def _times_in_range(reservation: Reservation, arrival: datetime, sink: ErrorSink) -> bool:
+def _times_in_range(reservation: Reservation, nodes: list[tuple[str, Expr]], arrival: datetime,
+                    sink: ErrorSink) -> bool:
     """Whether every time the reservation names, resolved, lies in the years 1970–9000 (what the store keeps)."""
     times = [arrival, *(t.resolve(arrival) for t in (reservation.deadline, reservation.until) if t is not None)]
-    times += [t.resolve(arrival) for _, node in walk(reservation.body) if isinstance(node, Window)
+    times += [t.resolve(arrival) for _, node in nodes if isinstance(node, Window)
               for t in (node.start, node.end) if t is not None]
     if all(units.EARLIEST <= moment < units.LATEST for moment in times):
         return True
@@ -205,15 +223,18 @@ def _check_every(reservation: Reservation, every: float, cluster: Cluster, serie
                  "instances are planned at once", hint="repeat less often, or plan the work as one longer reservation")
 
 
-def _too_deep(reservation: Reservation, sink: ErrorSink) -> bool:
-    """Whether the body nests deeper than MAX_DEPTH levels (then reported at the first node too deep)."""
+def _nodes(reservation: Reservation, sink: ErrorSink) -> list[tuple[str, Expr]] | None:
+    """The body's nodes with their paths; None when it nests deeper than MAX_DEPTH levels (then reported at the first
+    node too deep, before walking any deeper)."""
+    nodes = []
     for path, node in walk(reservation.body):
         if path.count(".") >= MAX_DEPTH:
             sink.add(node.span, f"reservation `{reservation.name}` nests expressions more than {MAX_DEPTH} levels "
                      f"deep; at most {MAX_DEPTH} are planned",
                      hint="flatten the nesting: `all(all(X, Y), Z)` is `all(X, Y, Z)`, and so for `order` and `any`")
-            return True
-    return False
+            return None
+        nodes.append((path, node))
+    return nodes
 
 
 def _check_length(name: str, what: str, span: Span, sink: ErrorSink) -> None:

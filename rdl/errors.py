@@ -8,6 +8,7 @@ Errors of the language name their place as `FILE:LINE:COL` and say what was expe
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -185,8 +186,10 @@ def _placed(error: RDLError, sources: Mapping[str, str], offsets: dict[str, dict
     if at is None:
         return error
     line, col = line_and_column(text, at)
-    placed = RDLError(span._replace(line=line, col=col), error.message, expected=error.expected, hint=error.hint)
-    placed.consequences = error.consequences
+    placed = copy.copy(error)  # a warning stays a warning
+    placed.span = span._replace(line=line, col=col)
+    placed.place = str(placed.span)
+    placed.args = (placed.headline(),)
     return placed
 
 

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 import rdl
 from rdl.cli import error_json
+from rdl.errors import RDLErrors, Span
 from rdl.jsonplaces import line_and_column, place_of, value_offsets
+from rdl.lint import RDLWarning
 from rdl.load import load
 from tests.rdl.support import EXAMPLE_CLUSTER
 
@@ -125,3 +127,10 @@ def test_a_header_attribute_s_error_points_at_its_value_in_either_form(tmp_path:
     files = load([text, data], cluster=rdl.load_cluster(cluster))
     places = [(e.span.line, e.span.col) for f in files if f.errors is not None for e in f.errors.errors]
     assert places == [(1, 29), (2, 11)]
+
+
+def test_placing_keeps_what_kind_of_error_it_is() -> None:
+    warning = RDLWarning(Span("w.json", json_path="$.b"), "a warning")
+    (placed,) = RDLErrors([warning]).with_sources({"w.json": '{"a": 1,\n "b": 2}'}).errors
+    assert isinstance(placed, RDLWarning) and (placed.span.line, placed.span.col) == (2, 7)
+    assert placed.headline().startswith("w.json:2:7: ") and warning.span.line == 0  # the original is left as it was

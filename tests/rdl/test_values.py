@@ -101,10 +101,11 @@ def test_bare_memory_is_mib_with_a_warning() -> None:
     assert lint_rdl("reservation r { memory: atom(b={memory: 2GiB}, w=1h) }", "t.rdl") == []
 
 
-def test_bare_memory_in_json_warns_at_its_path() -> None:
+def test_bare_memory_in_json_warns_at_its_place_and_path() -> None:
     text = '{"name": "r", "expr": {"order": [{"atom": {"b": {"memory": 2}, "w": "1h"}}]}}'
     (warning,) = lint_json(text, "r.json")
-    assert str(warning.span) == "r.json:$.expr.order[0].atom.b.memory"
+    assert str(warning.span) == "r.json:1:60" and text[59] == "2"  # columns count from 1
+    assert warning.span.json_path == "$.expr.order[0].atom.b.memory"
 
 
 def test_rayon_check_prints_the_warning_and_keeps_its_exit_status(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from rdl.tree import All, Any, Atom, Expr, Order, Window, atom_label, child_path
+
+if TYPE_CHECKING:
+    import networkx as nx  # imported where a graph is built: the rare paths (a check that failed, a summary)
 
 SINK = "<end>"
 
@@ -31,6 +33,8 @@ def precedence_graph(expr: Expr, atom_steps: AtomSteps, path: str = "0",
     """The DAG of atoms (attribute `steps`) and order edges; None when some required atom can never fit.
 
     `path` and `parent` place `expr` in its reservation, so atoms are labelled as users see them."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     return graph if _add(graph, expr, path, atom_steps, parent) is not None else None
 
@@ -67,6 +71,8 @@ def _add(graph: nx.DiGraph, node: Expr, path: str, atom_steps: AtomSteps,
 
 
 def _add_cheapest(graph: nx.DiGraph, node: Any, path: str, atom_steps: AtomSteps) -> tuple[list[str], list[str]] | None:
+    import networkx as nx
+
     best: tuple[int, nx.DiGraph, tuple[list[str], list[str]]] | None = None
     for index, child in enumerate(node.children):
         sub = nx.DiGraph()
@@ -84,6 +90,8 @@ def _add_cheapest(graph: nx.DiGraph, node: Any, path: str, atom_steps: AtomSteps
 
 def longest(graph: nx.DiGraph) -> CriticalPath:
     """The critical path: the heaviest chain of atoms through the graph."""
+    import networkx as nx
+
     if graph.number_of_nodes() == 0:
         return CriticalPath(0, ())
     weighted = nx.DiGraph()

@@ -18,11 +18,13 @@ import itertools
 import math
 from collections.abc import Callable
 from datetime import datetime
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from rdl.shape import lease_count, lease_steps, step_ceil, step_floor
 from rdl.tree import All, Any, Atom, Expr, Order, Window, walk
+
+if TYPE_CHECKING:
+    import networkx as nx  # imported by `contradicts`, asked only of an order whose gaps meet windows
 
 ORIGIN = "origin"  # the plan's step 0: absolute bounds are differences from it
 
@@ -38,6 +40,8 @@ def contradicts(expr: Expr, arrival: datetime, origin: datetime, step: int,
                 least_steps: Callable[[Atom], int | None]) -> bool:
     """Whether no start and end of each piece satisfies every window, order and gap of `expr` (`least_steps`: an
     atom's fewest steps alone on the cluster, None when it never fits, which earlier checks report)."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_node(ORIGIN)
     _add(graph, expr, "0", arrival, origin, step, least_steps)

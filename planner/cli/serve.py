@@ -31,7 +31,7 @@ from planner.api.clockwork import ClockMode
 from planner.api.jobs import MAX_TIME_LIMIT
 from planner.api.limits import DEFAULT_MAX_BODY, ConnectionLimits
 from planner.api.schedule import DEFAULT_REPLAN_LIMIT
-from planner.cli.store import open_state
+from planner.cli.options import open_state
 from planner.store.facade import Store, StoreError, default_state_path
 from planner.store.forward import ENV_FOLDER
 from rdl import units

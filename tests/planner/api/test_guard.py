@@ -92,9 +92,11 @@ def test_worker_processes_keep_the_limits_too(tmp_path: Path) -> None:
             assert answer(sock).startswith(b"HTTP/1.1 431 ")
 
 
-@pytest.fixture
-def plain(tmp_path: Path) -> Iterator[Server]:
-    yield from served(tmp_path)
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with the default limits, shared by the module's tests that leave its plan as it was (dry runs and
+    health checks) and close their connections."""
+    yield from served(tmp_path_factory.mktemp("plain"))
 
 
 H2C = b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQBAAAAAAIAAAAA\r\n"

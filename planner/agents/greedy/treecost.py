@@ -6,7 +6,8 @@ holds something, so laying it (ontree.tree_lay) and costing it read its leases' 
 The cost is summed run by run (`placement_cost` here for the tree, runcost.runs_cost in numpy for the placer's
 copies, to the same bit): over each stretch of steps where the placement holds the same bundles and a resource its same
 capacity and free, one term times the stretch's length. A placement of a thousand one-minute leases over a day of
-one-second steps meets a few dozen such stretches, where a sum step by step made 86,400 divisions a resource
+one-second steps meets a few dozen such stretches: the steps are still read to find them, but the two divisions of a
+term are made once a stretch, where the sum step by step made them 86,400 times a resource
 (tests/planner/agents/test_treecost.py holds the two to each other and to the sum step by step).
 """
 

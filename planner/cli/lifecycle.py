@@ -72,7 +72,7 @@ def advance_command(to: TimeValue, state_path: str | None, as_json: bool) -> Non
               "after the clock; beyond the horizon it applies once the plan rolls to it)."))
 @click.option("--set", "vector", required=True, metavar="VECTOR",
               help="The new capacity, an RDL resource vector such as '{vcores: 512, memory: 1TiB}'; resources "
-                   "left out keep what they have.")
+                   "left out keep what they have; 0 is an outage (a later change brings it back).")
 @click.option("--dry-run", is_flag=True, help="Show how the plan would adapt, without committing anything.")
 @state_option
 @json_option

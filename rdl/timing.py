@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -29,11 +29,12 @@ if TYPE_CHECKING:
 ORIGIN = "origin"  # the plan's step 0: absolute bounds are differences from it
 
 
-def gap_meets_windows(expr: Expr) -> bool:
-    """Whether an `order` in the expression bounds its gaps and holds a window of its own: the case earliest_finish
-    does not settle (without such a window its stages back to back meet every gap, in the least time)."""
+def gap_meets_windows(nodes: Iterable[tuple[str, Expr]]) -> bool:
+    """Whether an `order` among these nodes (a reservation's, as `walk` gives them) bounds its gaps and holds a window
+    of its own: the case earliest_finish does not settle (without such a window its stages back to back meet every
+    gap, in the least time)."""
     return any(isinstance(node, Order) and node.gap is not None
-               and any(isinstance(inner, Window) for _, inner in walk(node)) for _, node in walk(expr))
+               and any(isinstance(inner, Window) for _, inner in walk(node)) for _, node in nodes)
 
 
 def contradicts(expr: Expr, arrival: datetime, origin: datetime, step: int,

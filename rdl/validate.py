@@ -135,8 +135,7 @@ def check_reservation(reservation: Reservation, context: Context) -> list[RDLErr
     if not sink.errors and earliest_finish(reservation.expr, context, arrival, UNBOUNDED) is None:
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows and order "
                  "of its pieces contradict each other even on an empty cluster")
-    elif not sink.errors and any(isinstance(node, Order) and node.gap is not None for _, node in nodes) \
-            and gap_meets_windows(reservation.expr) \
+    elif not sink.errors and gap_meets_windows(nodes) \
             and contradicts(reservation.expr, arrival, context.origin, context.step, context.steps):
         sink.add(reservation.span, f"reservation `{reservation.name}` can never be placed: the windows, order and "
                  "gaps of its pieces contradict each other even on an empty cluster (a stage cannot start within "

@@ -178,19 +178,17 @@ def _placed(error: RDLError, sources: Mapping[str, str], offsets: dict[str, dict
     text = sources.get(span.file)
     if span.json_path is None or span.line or text is None:
         return error
-    from rdl.jsonplaces import line_and_column, place_of, value_offsets
+    from rdl.jsonplaces import placed, value_offsets
 
     if span.file not in offsets:
         offsets[span.file] = value_offsets(text)
-    at = place_of(span.json_path, offsets[span.file])
-    if at is None:
+    where = placed(span, text, offsets[span.file])
+    if where is span:
         return error
-    line, col = line_and_column(text, at)
-    placed = copy.copy(error)  # a warning stays a warning
-    placed.span = span._replace(line=line, col=col)
-    placed.place = str(placed.span)
-    placed.args = (placed.headline(),)
-    return placed
+    moved = copy.copy(error)  # a warning stays a warning
+    moved.span, moved.place = where, str(where)
+    moved.args = (moved.headline(),)
+    return moved
 
 
 class ErrorSink:

@@ -6,6 +6,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rdl.errors import Span  # errors.py reads this module where it places an error: no cycle at run time
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -64,3 +68,12 @@ def place_of(path: str, offsets: dict[str, int]) -> int | None:
             break
         path = path[:cut]
     return offsets.get("$")
+
+
+def placed(span: Span, text: str, offsets: dict[str, int]) -> Span:
+    """`span` (naming a JSON path of `text`) with the line and column of its value; as it was when the text lacks it."""
+    at = place_of(span.json_path or "$", offsets)
+    if at is None:
+        return span
+    line, col = line_and_column(text, at)
+    return span._replace(line=line, col=col)

@@ -11,7 +11,7 @@ from typing import Any as AnyType
 
 from rdl import units
 from rdl.errors import RDLError, Span
-from rdl.jsonplaces import line_and_column, place_of, value_offsets
+from rdl.jsonplaces import placed, value_offsets
 from rdl.syntax.lexer import Token, tokenize
 
 
@@ -60,14 +60,8 @@ def lint_json(text: str, file: str) -> list[RDLWarning]:
     except (json.JSONDecodeError, RecursionError):
         return []
     offsets = value_offsets(text)
-    return [bare_memory(_at(text, file, path, offsets), str(value)) for path, value in _bundle_memory(data, "$")]
-
-
-def _at(text: str, file: str, path: str, offsets: dict[str, int]) -> Span:
-    """The place of the value at a JSON path: its line and column, and the path."""
-    at = place_of(path, offsets)
-    line, col = line_and_column(text, at) if at is not None else (0, 0)
-    return Span(file, line, col, json_path=path)
+    return [bare_memory(placed(Span(file, json_path=path), text, offsets), str(value))
+            for path, value in _bundle_memory(data, "$")]
 
 
 def _bundle_memory(data: AnyType, path: str) -> Iterator[tuple[str, AnyType]]:

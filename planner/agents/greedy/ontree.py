@@ -193,6 +193,26 @@ def _last_with_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirror
 
 
 @kernel
+def tree_open_starts(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int,
+                     length: int, demand: np.ndarray, gang: int, parallelism: int,
+                     out: np.ndarray) -> int:  # pragma: no cover
+    """pack.open_starts over the room of [lo, hi): the latest starts whose lease has a gang's room at every step,
+    latest first, as many as `out` holds; how many it wrote. Past a step without room, the next start tried is
+    the one whose lease ends there."""
+    none_least, none_fixed = room_test(demand, gang, parallelism, 0, False)
+    found, start = 0, hi - length
+    while start >= lo and found < out.shape[0]:
+        blocked = _find_by(free, mins, maxs, mirrored, start, start + length, none_least, none_fixed, False, True)
+        if blocked >= 0:
+            start = blocked - length
+            continue
+        out[found] = start
+        found += 1
+        start -= 1
+    return found
+
+
+@kernel
 def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, starts: np.ndarray,
              gangs: np.ndarray, length: int, gang: int, signed: np.ndarray) -> np.ndarray:  # pragma: no cover
     """Placer.apply on the tree: free -= signed demand x bundles held per step (the same float operations as the
@@ -299,6 +319,14 @@ class TreeView:
         tiles = tree_tiles(tree.free, tree.mins, tree.maxs, self.mirrored, lo, hi, task.length, demand, gang,
                            cap(parallelism))
         return flattest_of_tiles(tiles, hi - lo, task.length, task.leases)
+
+    def open_starts(self, task: AtomTask, lo: int, hi: int, count: int) -> np.ndarray:
+        """pack.open_starts over the room of [lo, hi), as steps of the view (not offsets)."""
+        out = np.empty(max(0, count), dtype=np.int64)
+        tree = self.tree
+        written = tree_open_starts(tree.free, tree.mins, tree.maxs, self.mirrored, lo, hi, task.length, task.demand,
+                                   task.gang, cap(task.parallelism), out)
+        return out[:written]
 
     def latest(self, demand: np.ndarray, gang: int, parallelism: int | None, lo: int, hi: int, length: int,
                leases: int) -> Blocks | None:

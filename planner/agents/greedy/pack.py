@@ -146,6 +146,11 @@ def _compiled_latest(room: np.ndarray, length: int, leases: int) -> Blocks | Non
     return None if written < 0 else (starts[:written], counts[:written])
 
 
+def open_starts(room: np.ndarray, length: int, count: int) -> np.ndarray:
+    """The latest `count` starts in a window whose lease has a gang's room at every step, latest first (offsets)."""
+    return np.flatnonzero(sliding_min(room.astype(np.int64, copy=False), length) > 0)[::-1][:count]
+
+
 def sliding_min(values: np.ndarray, length: int) -> np.ndarray:
     """`min(values[i:i + length])` for every i (van Herk/Gil-Werman, linear time)."""
     size = values.shape[0]

@@ -11,7 +11,8 @@ whole request's `order`, once a stage has found nothing, stops if one of its sta
 no room even alone in the widest stretch the others leave it; an `order` with a gap passes
 over the starts of a stage that the stage before cannot reach, and a one-lease stage's next
 candidates go straight to the latest start the stage before can reach (one step at a time, they
-spent the budget before they got there).
+spent the budget before they got there); one without a gap counts, rather than places, the next
+candidates of a stage that start too early to be used (passover.py).
 
 Two strategies share this search. GREE puts every atom as late and as tall as it
 goes. GREE-L first spreads each atom as flat as the free capacity allows over its share
@@ -29,6 +30,7 @@ import numpy as np
 
 from planner.agents.greedy.giveup import AllAlone, StagesAlone
 from planner.agents.greedy.pack import Blocks, flattest, latest
+from planner.agents.greedy.passover import tries_left
 from planner.agents.greedy.room import AtomRoom
 from planner.agents.greedy.runcost import runs_cost
 from planner.agents.greedy.solution import AtomFailure, AtomPlacement, Solution, first_start, last_end
@@ -210,6 +212,10 @@ class Placer:
         while self.budget > 0:
             self.budget -= 1
             placed = self.place_atom(task, lo, bound, False, room)
+            if placed is not None and ceiling is not None and ceiling.after is not None \
+                    and first_start(placed) <= ceiling.after:  # of no use, nor is any after it: charged, not placed
+                self.budget -= tries_left(self, task, lo, last_end(placed) - 1, room, self.budget)
+                return
             yield placed, True
             if placed is None:
                 return
@@ -265,7 +271,7 @@ class Placer:
                     failures += 1
                     if failures >= give_up_after:
                         return
-                    failed_below = start
+                    failed_below = ceiling.after = start
 
         yield from stages(len(task.children) - 1, hi, None)
 
@@ -398,9 +404,11 @@ def _first_of(search: Generator[Solution, None, None]) -> Solution | None:
 
 @dataclass(slots=True)
 class Ceiling:
-    """The latest an atom's next GREE candidates may end, once its caller knows later ones cannot be used."""
+    """The latest an atom's next GREE candidates may end, once its caller knows later ones cannot be used (an `order`
+    with a gap); or the latest start at which they are of no use (one without: the stages before found nothing)."""
 
     end: int | None = None
+    after: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

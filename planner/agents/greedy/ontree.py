@@ -288,14 +288,15 @@ class TreeView:
                         task.demand * sign)
         tree.written(runs)
 
-    def cost(self, solution: Solution, capacity: np.ndarray, origin: int) -> float:
-        """Placer.cost of `solution` laid on the view, to the last bit, reading its leases' steps only."""
+    def cost(self, solution: Solution, capacity: np.ndarray, origin: int, laid: bool = True) -> float:
+        """Placer.cost of `solution` on the view (laid, or as laying it would leave it), to the last bit, reading its
+        leases' steps only."""
         total = 0.0
         for placement in solution:
             base, end = placement.first_start, placement.last_end
             task = placement.task
             total += placement_cost(capacity[:, base:end], self.free[:, base - origin:end - origin], task.demand,
-                                    placement.starts, placement.gangs, task.length, task.gang)
+                                    placement.starts, placement.gangs, task.length, task.gang, laid)
         return total
 
     def answers(self, spread: bool, length: int) -> bool:

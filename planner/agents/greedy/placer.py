@@ -100,17 +100,18 @@ class Placer:
         finally:
             self.apply(solution, -1)
 
-    def cost(self, solution: Solution) -> float:
+    def cost(self, solution: Solution, laid: bool = True) -> float:
         """What a placement costs: its share of capacity, weighted up where the plan is already loaded, summed over
-        the stretches of steps where nothing of that changes (treecost.py)."""
+        the stretches of steps where nothing of that changes (treecost.py). Not `laid`: an atom's placement, not on
+        the scratch, costed as it would be laid there."""
         if self.tree is not None:  # the same sum, over the steps the placement holds only
-            return self.tree.cost(solution, self.capacity, self.origin)
+            return self.tree.cost(solution, self.capacity, self.origin, laid)
         total = 0.0
         for placement in solution:
             base, held = placement.held()
             capacity = self.capacity[:, base:base + held.shape[0]]
             free = self.free[:, base - self.origin:base - self.origin + held.shape[0]]
-            total += runs_cost(capacity, free, placement.task.demand, held)
+            total += runs_cost(capacity, free, placement.task.demand, held, laid)
         return total
 
     # -- candidates per node -----------------------------------------------------------
@@ -146,14 +147,20 @@ class Placer:
             return self._first_of_any(task, max(lo, task.lo), min(hi, task.hi), preferred)
         if not isinstance(task, AtomTask):
             return _first_of(self.solutions(task, lo, hi, preferred))
+        return self._first_of_atom(task, lo, hi, preferred)
+
+    def _first_of_atom(self, task: AtomTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Solution | None:
+        """`_atom`'s first candidate, not laid, with what `_atom` notes when there is none."""
         lo, hi = max(lo, task.lo), min(hi, task.hi)
         candidates = self._atom_candidates(task, lo, hi, preferred)
         found = next(candidates, None)
         candidates.close()
         if found is None:  # no budget for even one (as `_atom`, which then records no failure)
             return None
-        if found[0] is None and self.failure is None:
-            self.failure = AtomFailure(task, lo, hi)
+        if found[0] is None:
+            self._fell_short(task, None)
+            if self.failure is None:
+                self.failure = AtomFailure(task, lo, hi)
         return found[0]
 
     def place_atom(self, task: AtomTask, lo: int, hi: int, spread: bool, room: AtomRoom) -> Solution | None:
@@ -371,15 +378,19 @@ class Placer:
         ranked = []
         for index, child in enumerate(task.children):
             budget, refunds = self.budget, self.refunds
-            trial = self.solutions(child, lo, hi, preferred)
-            first = next(trial, None)
+            if isinstance(child, AtomTask):  # costed as it would be laid, not laid: nothing else reads the scratch
+                first = self._first_of_atom(child, lo, hi, preferred)
+                cost = 0.0 if first is None else self.cost(first, laid=not self.lays)
+            else:
+                trial = self.solutions(child, lo, hi, preferred)
+                first = next(trial, None)
+                cost = 0.0 if first is None else self.cost(first)
+                trial.close()
             if first is not None:
-                ranked.append(_Alternative(self.cost(first), index, first, budget - self.budget,
-                                           refunds - self.refunds))
+                ranked.append(_Alternative(cost, index, first, budget - self.budget, refunds - self.refunds))
             else:  # found nothing: what it spent goes back to the alternatives after it, or it would starve them
                 refund = min(budget - self.budget, self.refunds)
                 self.budget, self.refunds = self.budget + refund, self.refunds - refund
-            trial.close()
         return sorted(ranked, key=lambda alternative: (alternative.cost, alternative.index))
 
     def _first_of_any(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Solution | None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def runs_cost(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, held: np.ndarray) -> float:
+def runs_cost(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, held: np.ndarray, laid: bool = True) -> float:
     """treecost.placement_cost in numpy, on `held` bundles at each step of the span (AtomPlacement.held): the same runs,
-    the same terms, summed in the same order (numpy's cumsum adds one after another, as the loop does)."""
+    the same terms, summed in the same order (numpy's cumsum adds one after another, as the loop does). Not `laid`:
+    each step of `free` is read as laying the placement would leave it (Placer.apply's products, to the bit)."""
     span = held.shape[0]
     products = []
     for r in np.flatnonzero(demand):
-        c, f = capacity[r], free[r]
+        c, f = capacity[r], (free[r] if laid else free[r] - demand[r] * held)
         change = np.empty(span, dtype=bool)
         change[0] = True
         change[1:] = (held[1:] != held[:-1]) | (c[1:] != c[:-1]) | (f[1:] != f[:-1])

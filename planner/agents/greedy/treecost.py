@@ -47,10 +47,12 @@ def pieces(starts: np.ndarray, gangs: np.ndarray,
 
 @kernel
 def placement_cost(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, starts: np.ndarray,
-                   gangs: np.ndarray, length: int, gang: int) -> float:  # pragma: no cover
+                   gangs: np.ndarray, length: int, gang: int, laid: bool) -> float:  # pragma: no cover
     """Placer.cost of one placement, run by run; `capacity` and `free` are sliced to its span (first start to last
     end). A run ends where the bundles held, the capacity or the free capacity change, or the placement holds nothing
-    (the same runs `runs_cost` finds); steps without capacity add nothing, as in the sum step by step."""
+    (the same runs `runs_cost` finds); steps without capacity add nothing, as in the sum step by step. Not `laid`:
+    `free` does not hold the placement yet, and each step is read as laying it would leave it (ontree.tree_lay's
+    subtraction, to the bit)."""
     los, his, held = pieces(starts, gangs, length)
     base = starts.min()
     total = 0.0
@@ -62,6 +64,8 @@ def placement_cost(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, s
             bundles = held[k] * gang
             for t in range(los[k] - base, his[k] - base):
                 c, f = capacity[r, t], free[r, t]
+                if not laid:
+                    f = f - demand[r] * float(bundles)
                 if t == last + 1 and bundles == run_bundles and c == run_capacity and f == run_free:
                     last = t
                     continue

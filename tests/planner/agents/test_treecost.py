@@ -1,5 +1,6 @@
 """The placer's cost of a placement laid on the free-capacity tree (treecost.py) against the one on a copy
-(runcost.py), to the last bit: the same runs, the same terms, added in the same order."""
+(runcost.py), to the last bit: the same runs, the same terms, added in the same order; and costed as laid, without
+laying it, the same as laid."""
 
 from __future__ import annotations
 
@@ -51,6 +52,24 @@ def test_the_cost_on_the_tree_is_the_dense_cost_to_the_bit(
     axis = capacity[:, ::-1] if mirrored else capacity  # the placer's capacity is on the view's axis
     dense = Placer(np.ascontiguousarray(view.free), axis, flat=False).cost(solution)
     assert Placer(view.free, axis, flat=False, tree=view).cost(solution) == dense
+
+
+@FAST
+@given(drawn=placements(), tree=st.booleans())
+def test_an_atom_costed_as_laid_costs_what_it_does_laid(
+        drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool], tree: bool) -> None:
+    """An `any` ranks its atoms without laying them (Placer._ranked): read as laying would leave each step."""
+    capacity, used, solution, mirrored = drawn
+    axis = capacity[:, ::-1] if mirrored else capacity
+    for placement in solution:
+        view = TreeView(FreeTree(capacity - used), mirrored=mirrored)
+        placer = Placer(view.free if tree else np.ascontiguousarray(view.free), axis, flat=False,
+                        tree=view if tree else None)
+        before = placer.free.tobytes()
+        unlaid = placer.cost([placement], laid=False)
+        assert placer.free.tobytes() == before
+        placer.apply([placement], +1)
+        assert placer.cost([placement]) == unlaid
 
 
 @FAST

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -225,41 +226,54 @@ class Plan:
         return accepted
 
     def _apply(self, accepted: Accepted, sign: int) -> None:
-        self._accumulate(self.used, accepted.allocations, sign)
-        if self._tree is not None and accepted.allocations:
-            self._tree.reset(self.capacity, self.used, min(a.start for a in accepted.allocations),
-                             max(a.end for a in accepted.allocations))
+        written = self._accumulate(self.used, accepted.allocations, sign)
+        if self._tree is not None and written is not None:
+            self._tree.reset(self.capacity, self.used, *written)
         if self.policy.limited:
             user = accepted.reservation.user
             self._accumulate(self.user_used.setdefault(user, np.zeros_like(self.capacity)), accepted.allocations,
                              sign)
 
-    def _accumulate(self, into: np.ndarray, allocations: list[Allocation], sign: int) -> None:
-        """Add (or take away) the use of allocations to `into`: the part of each inside the window.
+    def _accumulate(self, into: np.ndarray, allocations: list[Allocation], sign: int) -> tuple[int, int] | None:
+        """Add (or take away) the use of allocations to `into`: the part of each inside the window; the steps
+        [lo, hi) that holds, None if nothing.
 
         Per bundle shape, in the order the shapes first appear: the bundles held at each step summed as integers,
-        then one product per resource and step (one pass over the allocations gathers them; laying.py lays them)."""
-        shapes: dict[Resources, tuple[list[int], list[int], list[int]]] = {}
+        then one product per resource and step (laying.py lays them). The allocations are read into arrays in one
+        pass, where a decision at one-second steps brings hundreds."""
+        if not allocations:
+            return None
         steps = into.shape[1]
-        last: Resources | None = None
-        lists: tuple[list[int], list[int], list[int]] = ([], [], [])
-        for allocation in allocations:
-            if allocation.end > 0 and allocation.start < steps:
-                if allocation.bundle is not last:  # an atom's allocations share their bundle: hash it once
-                    last = allocation.bundle
-                    lists = shapes.setdefault(last, ([], [], []))
-                lists[0].append(max(allocation.start, 0))
-                lists[1].append(min(allocation.end, steps))
-                lists[2].append(allocation.bundles)
-        for bundle, (begins, finishes, bundles) in shapes.items():
-            if len(begins) == 1:  # one allocation: the product the outer one below makes at each of its steps
-                into[:, begins[0]:finishes[0]] += (self.demand(bundle) * sign)[:, None] * float(bundles[0])
+        spans = np.array(list(map(_SPAN, allocations)), dtype=np.int64)  # start, end, bundles per allocation
+        inside = (spans[:, 1] > 0) & (spans[:, 0] < steps)
+        if not inside.all():
+            allocations = [allocations[i] for i in np.flatnonzero(inside)]
+            spans = spans[inside]
+        if not allocations:
+            return None
+        begins, finishes = np.maximum(spans[:, 0], 0), np.minimum(spans[:, 1], steps)
+        first = allocations[0].bundle
+        if all(allocation.bundle is first for allocation in allocations):  # one atom's: one shape
+            shapes = {first: None}
+            of_shape = None
+        else:
+            index: dict[Resources, int] = {}
+            of_shape = np.array([index.setdefault(a.bundle, len(index)) for a in allocations], dtype=np.int64)
+            shapes = dict.fromkeys(index)
+        for number, bundle in enumerate(shapes):
+            chosen = slice(None) if of_shape is None else of_shape == number
+            starts, ends, bundles = begins[chosen], finishes[chosen], np.ascontiguousarray(spans[chosen, 2])
+            if starts.shape[0] == 1:  # one allocation: the product the outer one below makes at each of its steps
+                into[:, starts[0]:ends[0]] += (self.demand(bundle) * sign)[:, None] * float(bundles[0])
                 continue
             from planner.core.laying import lay  # the counting pass, compiled (laying.py)
 
-            base = min(begins)
-            starts, ends = np.array(begins, dtype=np.int64) - base, np.array(finishes, dtype=np.int64) - base
-            lay(into, base, starts, ends, np.array(bundles, dtype=np.int64), -(self.demand(bundle) * sign))
+            base = int(starts.min())
+            lay(into, base, starts - base, ends - base, bundles, -(self.demand(bundle) * sign))
+        return int(begins.min()), int(finishes.max())
+
+
+_SPAN = attrgetter("start", "end", "bundles")
 
 
 def _shift_left(values: np.ndarray, steps: int) -> np.ndarray:

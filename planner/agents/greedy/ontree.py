@@ -246,26 +246,34 @@ def tree_lay(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: boo
 
 @kernel
 def tree_tiles(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: bool, lo: int, hi: int, length: int,
-               demand: np.ndarray, gang: int, parallelism: int) -> np.ndarray:  # pragma: no cover
-    """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last.
+               demand: np.ndarray, gang: int, parallelism: int, enough: int) -> np.ndarray:  # pragma: no cover
+    """pack.tile_room over the room of [lo, hi): each lease-length tile's least room, tile 0 the last; only the
+    last ones, once `enough` of them have room (0: all).
 
-    A tile inside a run of steps that all hold the same free capacity (a subtree whose least and greatest agree)
-    has that run's room: the tiles after it inside the same run take it without asking the tree again."""
+    Flattest (pack.flattest_of_tiles) with that many leases then stops at the lowest level, one a tile, and keeps the
+    latest tiles with room: the tiles before them take nothing, so they are not asked (a probe's window of days at
+    one-second steps holds thousands of tiles; its few hundred leases fill the last few hundred). A tile inside a
+    run of steps that all hold the same free capacity (a subtree whose least and greatest agree) has that run's
+    room: the tiles after it inside the same run take it without asking the tree again."""
     tiles = (hi - lo) // length
     out = np.empty(tiles, dtype=np.int64)
     steps = free.shape[1]
     same_lo, same_hi, same = 0, 0, 0  # the run of one value the last tile asked lay in, and its room
+    with_room = 0
     for tile in range(tiles):
+        if enough > 0 and with_room >= enough:
+            return out[:tile]
         a, b = hi - (tile + 1) * length, hi - tile * length
         if mirrored:
             a, b = steps - b, steps - a
         if same_lo <= a and b <= same_hi:
             out[tile] = same
-            continue
-        out[tile] = least_room(free, mins, maxs, a, b, demand, gang, parallelism)
-        run_lo, run_hi = one_value_around(mins, maxs, a, steps)
-        if run_lo <= a and b <= run_hi:
-            same_lo, same_hi, same = run_lo, run_hi, out[tile]
+        else:
+            out[tile] = least_room(free, mins, maxs, a, b, demand, gang, parallelism)
+            run_lo, run_hi = one_value_around(mins, maxs, a, steps)
+            if run_lo <= a and b <= run_hi:
+                same_lo, same_hi, same = run_lo, run_hi, out[tile]
+        with_room += out[tile] > 0
     return out
 
 
@@ -318,7 +326,7 @@ class TreeView:
             return self.latest(demand, gang, parallelism, lo, hi, task.length, task.leases)
         tree = self.tree
         tiles = tree_tiles(tree.free, tree.mins, tree.maxs, self.mirrored, lo, hi, task.length, demand, gang,
-                           cap(parallelism))
+                           cap(parallelism), task.leases)
         return flattest_of_tiles(tiles, hi - lo, task.length, task.leases)
 
     def open_starts(self, task: AtomTask, lo: int, hi: int, count: int) -> np.ndarray:

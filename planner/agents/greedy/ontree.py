@@ -106,12 +106,13 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         while head < tail and queue[head] <= first:  # the highest piece is cut at the end: asked on its own
             head += 1
         total = before[written]
-        blocked = -1
+        blocked, below = -1, -1  # `below`: the least room of [start, the lowest laid start), once asked
         if written == first:  # no laid lease reaches into this one: one question finds a step without room, if any
             blocked = _find_by(free, mins, maxs, mirrored, start, end, none_least, none_fixed, False, False)
             fit = 0 if blocked >= 0 else _least(free, mins, maxs, mirrored, start, end, demand, gang, parallelism)
         else:
-            fit = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo, demand, gang, parallelism)
+            below = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo, demand, gang, parallelism)
+            fit = below
             top = _least(free, mins, maxs, mirrored, starts[first] + lo, end, demand, gang, parallelism)
             fit = min(fit, top - (total - before[first]))
             if head < tail:
@@ -135,8 +136,9 @@ def tree_latest(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: 
         starts[written] = start - lo
         counts[written] = take
         if written > 0:  # the piece from this start to the one above it
-            key = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo, demand, gang, parallelism)
-            key += before[written]
+            if below < 0:
+                below = _least(free, mins, maxs, mirrored, start, starts[written - 1] + lo, demand, gang, parallelism)
+            key = below + before[written]
             while tail > head and keys[queue[tail - 1]] >= key:
                 tail -= 1
             keys[written] = key

@@ -200,13 +200,18 @@ def tree_open_starts(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirro
                      out: np.ndarray) -> int:  # pragma: no cover
     """pack.open_starts over the room of [lo, hi): the latest starts whose lease has a gang's room at every step,
     latest first, as many as `out` holds; how many it wrote. Past a step without room, the next start tried is
-    the one whose lease ends there."""
+    the one whose lease ends at the last step with room before it (tree_latest's jump: a stretch without room is
+    crossed in one question, not a step at a time)."""
     none_least, none_fixed = room_test(demand, gang, parallelism, 0, False)
+    some_least, some_fixed = room_test(demand, gang, parallelism, 1, True)
     found, start = 0, hi - length
     while start >= lo and found < out.shape[0]:
-        blocked = _find_by(free, mins, maxs, mirrored, start, start + length, none_least, none_fixed, False, True)
+        blocked = _find_by(free, mins, maxs, mirrored, start, start + length, none_least, none_fixed, False, False)
         if blocked >= 0:
-            start = blocked - length
+            before = _find_by(free, mins, maxs, mirrored, lo, blocked, some_least, some_fixed, True, True)
+            if before < 0:
+                break
+            start = before - length + 1
             continue
         out[found] = start
         found += 1

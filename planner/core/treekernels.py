@@ -142,26 +142,12 @@ def reset_runs(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, capacity: n
 
 
 @kernel
-def _constant(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma: no cover
+def one_value(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma: no cover
     """Whether every step under `node` holds the same free capacity, resource by resource."""
     same = True
     for r in range(mins.shape[0]):
         same = same and mins[r, node] == maxs[r, node]
     return same
-
-
-@kernel
-def one_value_around(mins: np.ndarray, maxs: np.ndarray, t: int, steps: int) -> tuple[int, int]:  # pragma: no cover
-    """Steps [lo, hi) around step t that all hold the same free capacity: the largest subtree over t's block whose
-    least and greatest agree (an empty span when t's own block holds more than one value)."""
-    size = mins.shape[1] // 2
-    node, span = size + t // BLOCK, 1
-    if not _constant(mins, maxs, node):
-        return t, t
-    while node > 1 and _constant(mins, maxs, node // 2):
-        node, span = node // 2, span * 2
-    first = node * span - size
-    return first * BLOCK, min(steps, (first + span) * BLOCK)
 
 
 @kernel
@@ -205,7 +191,7 @@ def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
     resources, size = free.shape[0], mins.shape[1] // 2
     out = np.full(resources, math.inf)
     t = lo
-    if t % BLOCK != 0 and _constant(mins, maxs, size + t // BLOCK):  # the head of a block that holds one value
+    if t % BLOCK != 0 and one_value(mins, maxs, size + t // BLOCK):  # the head of a block that holds one value
         for r in range(resources):
             out[r] = min(out[r], mins[r, size + t // BLOCK])
         t = min(hi, t - t % BLOCK + BLOCK)
@@ -226,7 +212,7 @@ def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
                 out[r] = min(out[r], mins[r, right])
         left //= 2
         right //= 2
-    if end < hi and _constant(mins, maxs, size + end // BLOCK):  # the tail, in a block that holds one value
+    if end < hi and one_value(mins, maxs, size + end // BLOCK):  # the tail, in a block that holds one value
         for r in range(resources):
             out[r] = min(out[r], mins[r, size + end // BLOCK])
         return out
@@ -347,7 +333,7 @@ def find_by(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: i
             if span == 1:
                 block = node - size
                 begin, end = max(lo, block * BLOCK), min(hi, (block + 1) * BLOCK)
-                if _constant(mins, maxs, node):  # one value: one room for every step of the block
+                if one_value(mins, maxs, node):  # one value: one room for every step of the block
                     if meets(mins[:, node], least, fixed, at_least):
                         return end - 1 if from_right else begin
                     begin = end  # nothing here

@@ -239,38 +239,68 @@ class Plan:
         [lo, hi) that holds, None if nothing.
 
         Per bundle shape, in the order the shapes first appear: the bundles held at each step summed as integers,
-        then one product per resource and step (laying.py lays them). The allocations are read into arrays in one
-        pass, where a decision at one-second steps brings hundreds."""
-        if not allocations:
-            return None
+        then one product per resource and step (laying.py lays them). Many allocations (a decision at one-second
+        steps brings hundreds) are read into arrays in one pass; a few, one by one (the arrays cost more there)."""
         steps = into.shape[1]
-        spans = np.array(list(map(_SPAN, allocations)), dtype=np.int64)  # start, end, bundles per allocation
-        inside = (spans[:, 1] > 0) & (spans[:, 0] < steps)
-        if not inside.all():
-            allocations = [allocations[i] for i in np.flatnonzero(inside)]
-            spans = spans[inside]
-        if not allocations:
+        gathered = (_shapes_of_few if len(allocations) <= FEW else _shapes_of_many)(allocations, steps)
+        if gathered is None:
             return None
-        begins, finishes = np.maximum(spans[:, 0], 0), np.minimum(spans[:, 1], steps)
-        first = allocations[0].bundle
-        if all(allocation.bundle is first for allocation in allocations):  # one atom's: one shape
-            shapes = {first: None}
-            of_shape = None
-        else:
-            index: dict[Resources, int] = {}
-            of_shape = np.array([index.setdefault(a.bundle, len(index)) for a in allocations], dtype=np.int64)
-            shapes = dict.fromkeys(index)
-        for number, bundle in enumerate(shapes):
-            chosen = slice(None) if of_shape is None else of_shape == number
-            starts, ends, bundles = begins[chosen], finishes[chosen], np.ascontiguousarray(spans[chosen, 2])
-            if starts.shape[0] == 1:  # one allocation: the product the outer one below makes at each of its steps
-                into[:, starts[0]:ends[0]] += (self.demand(bundle) * sign)[:, None] * float(bundles[0])
+        shapes, written = gathered
+        for bundle, (starts, ends, bundles) in shapes.items():
+            if len(starts) == 1:  # one allocation: the product the outer one below makes at each of its steps
+                into[:, int(starts[0]):int(ends[0])] += (self.demand(bundle) * sign)[:, None] * float(bundles[0])
                 continue
             from planner.core.laying import lay  # the counting pass, compiled (laying.py)
 
-            base = int(starts.min())
-            lay(into, base, starts - base, ends - base, bundles, -(self.demand(bundle) * sign))
-        return int(begins.min()), int(finishes.max())
+            begins = np.asarray(starts, dtype=np.int64)
+            base = int(begins.min())
+            lay(into, base, begins - base, np.asarray(ends, dtype=np.int64) - base,
+                np.ascontiguousarray(bundles, dtype=np.int64), -(self.demand(bundle) * sign))
+        return written
+
+
+FEW = 16  # allocations read one by one up to this many (Plan._accumulate)
+Column = list[int] | np.ndarray
+Shapes = dict[Resources, tuple[Column, Column, Column]]  # per bundle shape: starts, ends, bundles
+
+
+def _shapes_of_few(allocations: list[Allocation], steps: int) -> tuple[Shapes, tuple[int, int]] | None:
+    """The allocations' parts inside [0, steps) per bundle shape, in the order the shapes first appear, and the
+    steps they reach; None if none is inside."""
+    shapes: dict[Resources, tuple[list[int], list[int], list[int]]] = {}
+    lo, hi = steps, 0
+    for allocation in allocations:
+        if allocation.end > 0 and allocation.start < steps:
+            begin, finish = max(allocation.start, 0), min(allocation.end, steps)
+            lists = shapes.setdefault(allocation.bundle, ([], [], []))
+            lists[0].append(begin)
+            lists[1].append(finish)
+            lists[2].append(allocation.bundles)
+            lo, hi = min(lo, begin), max(hi, finish)
+    return (dict(shapes), (lo, hi)) if shapes else None
+
+
+def _shapes_of_many(allocations: list[Allocation], steps: int) -> tuple[Shapes, tuple[int, int]] | None:
+    """_shapes_of_few, read into arrays in one pass."""
+    spans = np.array(list(map(_SPAN, allocations)), dtype=np.int64)  # start, end, bundles per allocation
+    inside = (spans[:, 1] > 0) & (spans[:, 0] < steps)
+    if not inside.all():
+        allocations = [allocations[i] for i in np.flatnonzero(inside)]
+        spans = spans[inside]
+    if not allocations:
+        return None
+    begins, finishes = np.maximum(spans[:, 0], 0), np.minimum(spans[:, 1], steps)
+    first = allocations[0].bundle
+    if all(allocation.bundle is first for allocation in allocations):  # one atom's: one shape
+        shapes: Shapes = {first: (begins, finishes, spans[:, 2])}
+    else:
+        index: dict[Resources, int] = {}
+        of_shape = np.array([index.setdefault(a.bundle, len(index)) for a in allocations], dtype=np.int64)
+        shapes = {}
+        for number, bundle in enumerate(index):
+            chosen = of_shape == number
+            shapes[bundle] = (begins[chosen], finishes[chosen], spans[chosen, 2])
+    return shapes, (int(begins.min()), int(finishes.max()))
 
 
 _SPAN = attrgetter("start", "end", "bundles")

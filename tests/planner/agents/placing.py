@@ -56,3 +56,20 @@ def requests_on_plans(seed: int, count: int, holds: int, longest: int,
         planner = plan_with_holds(rng, steps, rng.randint(0, holds), longest=longest, tallest=3)
         made.append((planner, f"reservation r{index} {{ {body(rng, steps)} }}"))
     return made
+
+
+def orders_on_plans(seed: int, count: int, gaps: list[str] | None) -> list[tuple[Planner, str]]:
+    """Small plans with capacity taken here and there, each with an `order` of two to four atoms, with a gap drawn
+    from `gaps` (None: no gap)."""
+    rng = random.Random(seed)
+    made = []
+    for index in range(count):
+        planner = plan_with_holds(rng, rng.randint(20, 60), rng.randint(1, 10), longest=10, tallest=4)
+        stages = []
+        for stage in range(rng.randint(2, 4)):
+            gang, length, leases = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 6)
+            cap = f"h={gang * rng.randint(1, 2)}, " if rng.random() < 0.6 else ""  # spread over several starts
+            stages.append(f"s{stage}: atom(b={{vcores: 1}}, g={gang}, {cap}l={length}m, w={gang * leases * length}m)")
+        gap = "" if gaps is None else f", gap={rng.choice(gaps)}"
+        made.append((planner, f"reservation r{index} {{ order({', '.join(stages)}{gap}) }}"))
+    return made

@@ -5,31 +5,12 @@ of budget first, sometimes a placement it never got to."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from planner.admission import Planner
 from planner.agents.greedy.placer import Placer
 from planner.core.compile import compile_reservation
-from tests.planner.agents.placing import failure_data, plan_with_holds, solution_data
+from tests.planner.agents.placing import failure_data, orders_on_plans, solution_data
 from tests.planner.support import parse
-
-
-def _orders(seed: int, count: int) -> list[tuple[Planner, str]]:
-    """Small plans with capacity taken here and there, each with an `order` of two to four atoms and a gap."""
-    rng = random.Random(seed)
-    made = []
-    for index in range(count):
-        planner = plan_with_holds(rng, rng.randint(20, 60), rng.randint(1, 10), longest=10, tallest=4)
-        stages = []
-        for stage in range(rng.randint(2, 4)):
-            gang, length, leases = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 6)
-            cap = f"h={gang * rng.randint(1, 2)}, " if rng.random() < 0.6 else ""  # spread over several starts
-            stages.append(f"s{stage}: atom(b={{vcores: 1}}, g={gang}, {cap}l={length}m, w={gang * leases * length}m)")
-        gap = rng.choice(["0m", "0m", "1m", "3m"])
-        made.append((planner, f"reservation r{index} {{ order({', '.join(stages)}, gap={gap}) }}"))
-    return made
 
 
 def _searched(plan: object, task: object, flat: bool, budget: int, lays: bool,
@@ -56,7 +37,7 @@ def _searched(plan: object, task: object, flat: bool, budget: int, lays: bool,
 
 def test_an_order_skips_the_starts_its_stage_before_cannot_reach() -> None:
     fewer = found_more = 0
-    for planner, text in _orders(seed=8, count=150):
+    for planner, text in orders_on_plans(seed=8, count=150, gaps=["0m", "0m", "1m", "3m"]):
         plan = planner.plan
         (instance,) = compile_reservation(parse(text)[0], plan.now, plan.clock, plan.now_step, plan.resources)
         for flat in (False, True):

@@ -5,15 +5,12 @@ the last one halves)."""
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from planner.admission import Planner
 from planner.agents.greedy import pack
 from planner.agents.greedy import placer as placer_module
 from planner.agents.greedy.ontree import TreeView
@@ -23,7 +20,7 @@ from planner.agents.greedy.room import AtomRoom
 from planner.agents.greedy.solution import Solution, last_end
 from planner.core.compile import AtomTask, Task, compile_reservation
 from planner.core.plan import Plan
-from tests.planner.agents.placing import failure_data, plan_with_holds, solution_data
+from tests.planner.agents.placing import failure_data, orders_on_plans, solution_data
 from tests.planner.agents.test_ontree import views
 from tests.planner.support import parse
 
@@ -79,21 +76,6 @@ def test_tries_left_is_what_placing_them_one_by_one_spends(case: tuple[TreeView,
     assert np.array_equal(placer.free, free)
 
 
-def _orders(seed: int, count: int) -> list[tuple[Planner, str]]:
-    """Small plans with capacity taken here and there, each with an `order` of two to four atoms and no gap."""
-    rng = random.Random(seed)
-    made = []
-    for index in range(count):
-        planner = plan_with_holds(rng, rng.randint(20, 60), rng.randint(1, 10), longest=10, tallest=4)
-        stages = []
-        for stage in range(rng.randint(2, 4)):
-            gang, length, leases = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 6)
-            cap = f"h={gang * rng.randint(1, 2)}, " if rng.random() < 0.6 else ""  # spread over several starts
-            stages.append(f"s{stage}: atom(b={{vcores: 1}}, g={gang}, {cap}l={length}m, w={gang * leases * length}m)")
-        made.append((planner, f"reservation r{index} {{ order({', '.join(stages)}) }}"))
-    return made
-
-
 class _Unheeded(Ceiling):
     """A ceiling whose `after` the atom's search never sees: every GREE candidate is placed and offered."""
 
@@ -131,7 +113,7 @@ def _searched(plan: Plan, task: Task, budget: int, lays: bool, long_way: bool) -
 
 def test_an_order_passes_over_the_candidates_its_stages_before_cannot_use() -> None:
     fewer = 0
-    for planner, text in _orders(seed=11, count=120):
+    for planner, text in orders_on_plans(seed=11, count=120, gaps=None):
         plan = planner.plan
         (instance,) = compile_reservation(parse(text)[0], plan.now, plan.clock, plan.now_step, plan.resources)
         for budget in (*range(1, 13), 16, 24, 32, 64):  # every small budget: where a charge that is off shows

@@ -262,8 +262,9 @@ def tree_tiles(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, mirrored: b
     latest tiles with room: the tiles before them take nothing, so they are not asked (a probe's window of days at
     one-second steps holds thousands of tiles; its few hundred leases fill the last few hundred). Each tile is read
     block by block: a whole block from its leaf, a part of one from its leaf if the block holds one value, else
-    step by step along each resource's row (on a loaded plan three to four times faster than asking the tree's
-    least over each tile, which climbs it and reads the parts a step at a time across the resources)."""
+    step by step along each resource's row: on a loaded plan about twice as fast as asking the tree's least over
+    each tile (which climbs it and reads the parts a step at a time across the resources), and a window is read at
+    most once a block, however long its leases."""
     tiles = (hi - lo) // length
     out = np.empty(tiles, dtype=np.int64)
     least = np.empty(free.shape[0])

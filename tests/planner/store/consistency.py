@@ -243,8 +243,11 @@ def store_problems(path: Path | str) -> list[str]:
     accepted = {r.name: r for r in records if r.state == "accepted"}
     with Store.open(path) as store:
         archived = archived_instances(store, accepted)
+    missed = missed_instances(log)
     for name, record in accepted.items():
-        if not record.allocations and name not in archived:  # a series may hold only past instances, in the history
+        # A series may hold none: its past instances in the history, or every instance in the horizon missed
+        # (rdl.md: each is its own decision, and the series goes on).
+        if not record.allocations and name not in archived and name not in missed:
             problems.append(f"`{name}` is accepted but holds no leases")
     if plan.accepted.keys() != accepted.keys():
         problems.append(f"load_plan holds {sorted(plan.accepted.keys() ^ accepted.keys())} differently from the "
@@ -266,7 +269,6 @@ def store_problems(path: Path | str) -> list[str]:
     if (plan.used > plan.capacity + 1e-9).any():
         problems.append("load_plan uses more than the capacity")
     whole = [replace(r, allocations=[*r.allocations, *archived.get(r.name, [])]) for r in records]  # series whole
-    missed = missed_instances(log)
     problems += [f"check_plan: {p}" for p in check_plan(
         cluster, [r.reservation() for r in whole],
         [{**r.decision().to_json(clock), "missed_instances": missed.get(r.name, [])} for r in whole],

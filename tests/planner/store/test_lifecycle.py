@@ -27,7 +27,7 @@ from planner.replan.optimise import ReplanReport
 from planner.store.facade import Store, StoreError
 from rdl import parse_cluster
 from rdl.errors import RDLErrors
-from tests.planner.store.consistency import archived_instances, missed_instances
+from tests.planner.store.consistency import archived_instances, missed_instances, store_problems
 from tests.planner.support import at, cluster_text, instant, one, pinned
 
 SMALL = cluster_text({"vcores": 8}, steps=60)
@@ -812,6 +812,23 @@ def test_an_instance_that_cannot_fit_is_dropped_alone_and_the_series_goes_on(sto
     store.advance(instant(40))  # the series goes on: the next instance entering the horizon is placed
     assert store.get("series").state == "accepted" and (75, 80, 4) in steps(store, "series")
     assert violations(store) == []
+
+
+def test_a_series_that_lost_every_instance_stays_accepted_and_places_the_next(store: Store, path: Path) -> None:
+    """A capacity change that leaves no room for any instance in the horizon drops each alone: the series holds
+    nothing for a while, stays accepted, and places the instances entering the horizon once there is room (CI
+    found the store's own consistency check calling such a series torn)."""
+    series = "reservation series every=10m { window(e=+5m, atom(b={vcores: 1}, w=2m)) }"
+    assert store.submit(one(series), "gree").accepted
+    report = store.set_capacity(instant(0), {"vcores": 0})
+    assert report.adaptation.dropped == [] and report.adaptation.missed == {"series": [0, 1, 2, 3, 4, 5]}
+    assert store.get("series").state == "accepted" and store.get("series").allocations == ()
+    assert store_problems(path) == []
+    store.set_capacity(instant(30), {"vcores": 8})
+    store.advance(instant(20))  # instances 6 and 7 enter the horizon, where there is room again
+    assert store.get("series").state == "accepted"
+    assert sorted({a.instance for a in store.get("series").allocations}) == [6, 7]
+    assert store_problems(path) == [] and violations(store) == []
 
 
 @pytest.mark.parametrize("again", ["resubmit", "update"])

@@ -45,10 +45,22 @@ def cache_folder() -> Path:
 def kernel(function: F) -> F:
     """numba.njit(cache=True, nogil=True) with its disk cache in `cache_folder()` (numba reads the folder when the
     function is decorated, so it is set for that moment only and other users of numba in the process keep theirs)."""
+    return _compiled(function, inline=False)
+
+
+def inline_kernel(function: F) -> F:
+    """`kernel`, compiled into each kernel that calls it (numba's inline="always") rather than called: for a small
+    helper in a hot loop, where a call costs more than its body."""
+    return _compiled(function, inline=True)
+
+
+def _compiled(function: F, inline: bool) -> F:
+    """numba.njit of `function` with the kernels' disk cache."""
     settings = vars(config)  # numba's configuration module, its names set at run time
     previous = settings["CACHE_DIR"]
     settings["CACHE_DIR"] = str(cache_folder())
     try:
-        return numba.njit(cache=True, nogil=True)(function)  # type: ignore[return-value]
+        return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(  # type: ignore[return-value]
+            function)
     finally:
         settings["CACHE_DIR"] = previous

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from planner.core.jit import kernel
+from planner.core.jit import inline_kernel, kernel
 
 # Steps per leaf of the tree: a leaf is scanned whole, so this trades memory for scan length. 16, not 64: a lease of a
 # minute at one-second steps reads two partial leaves per question (measured, `python benchmarks/admission.py --sweep
@@ -27,7 +27,7 @@ UNBOUNDED = 2**40  # the room of a bundle that asks for nothing
 NO_CAP = -1  # `parallelism` None
 
 
-@kernel
+@inline_kernel
 def room_at(values: np.ndarray, demand: np.ndarray, gang: int, parallelism: int) -> int:  # pragma: no cover
     """Gangs that fit where each resource has `values[r]` free (pack.gang_room at one step)."""
     lowest = math.inf
@@ -54,7 +54,7 @@ def build(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray) -> None:  # prag
     refresh(free, mins, maxs, 0, free.shape[1])
 
 
-@kernel
+@inline_kernel
 def _pull(mins: np.ndarray, maxs: np.ndarray, node: int) -> None:  # pragma: no cover
     for r in range(mins.shape[0]):
         mins[r, node] = min(mins[r, 2 * node], mins[r, 2 * node + 1])
@@ -141,7 +141,7 @@ def reset_runs(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, capacity: n
             refresh(free, mins, maxs, lo, hi)
 
 
-@kernel
+@inline_kernel
 def one_value(mins: np.ndarray, maxs: np.ndarray, node: int) -> bool:  # pragma: no cover
     """Whether every step under `node` holds the same free capacity, resource by resource."""
     same = True
@@ -188,8 +188,18 @@ def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
                hi: int) -> np.ndarray:  # pragma: no cover
     """Per resource, the least free capacity over steps [lo, hi) (+inf for an empty span). A part of a block whose
     least and greatest free are the same is read from the tree, not step by step."""
+    out = np.empty(free.shape[0])
+    least_free_into(free, mins, maxs, lo, hi, out)
+    return out
+
+
+@inline_kernel
+def least_free_into(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int,
+                    out: np.ndarray) -> None:  # pragma: no cover
+    """least_free written into `out` (a search that asks many times allocates nothing per question)."""
     resources, size = free.shape[0], mins.shape[1] // 2
-    out = np.full(resources, math.inf)
+    for r in range(resources):
+        out[r] = math.inf
     t = lo
     if t % BLOCK != 0 and one_value(mins, maxs, size + t // BLOCK):  # the head of a block that holds one value
         for r in range(resources):
@@ -215,11 +225,10 @@ def least_free(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int,
     if end < hi and one_value(mins, maxs, size + end // BLOCK):  # the tail, in a block that holds one value
         for r in range(resources):
             out[r] = min(out[r], mins[r, size + end // BLOCK])
-        return out
+        return
     for t in range(end, hi):  # the tail
         for r in range(resources):
             out[r] = min(out[r], free[r, t])
-    return out
 
 
 @kernel
@@ -229,7 +238,15 @@ def least_room(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi
     return room_at(least_free(free, mins, maxs, lo, hi), demand, gang, parallelism)
 
 
-@kernel
+@inline_kernel
+def least_room_into(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: int, demand: np.ndarray,
+                    gang: int, parallelism: int, scratch: np.ndarray) -> int:  # pragma: no cover
+    """least_room with `scratch` (one float a resource) to hold the minima: nothing allocated."""
+    least_free_into(free, mins, maxs, lo, hi, scratch)
+    return room_at(scratch, demand, gang, parallelism)
+
+
+@inline_kernel
 def _ratio_reaches(value: float, share: float, bundles: int) -> bool:  # pragma: no cover
     """Whether room_at's bundle count for one resource reaches `bundles`: floor(value / share + EPSILON) >= bundles,
     with room_at's float operations."""
@@ -274,7 +291,7 @@ def room_test(demand: np.ndarray, gang: int, parallelism: int, bound: int,
     return least, 1 if capped or (not needed and bundles > UNBOUNDED) else (-1 if needed else 0)
 
 
-@kernel
+@inline_kernel
 def meets(values: np.ndarray, least: np.ndarray, fixed: int, at_least: bool) -> bool:  # pragma: no cover
     """What room_test's test says of one step's (or one node's) free capacities `values`."""
     if fixed >= 0:
@@ -285,7 +302,7 @@ def meets(values: np.ndarray, least: np.ndarray, fixed: int, at_least: bool) -> 
     return not short if at_least else short
 
 
-@kernel
+@inline_kernel
 def _open(mins: np.ndarray, maxs: np.ndarray, node: int, span: int, first: int, last: int, least: np.ndarray,
           fixed: int, at_least: bool) -> bool:  # pragma: no cover
     """Whether the search may enter `node` (covering `span` blocks): it reaches into blocks [first, last] and the

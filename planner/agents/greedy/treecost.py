@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.core.jit import kernel
+from planner.core.jit import inline_kernel, kernel
 
 
 @kernel
@@ -77,7 +77,7 @@ def placement_cost(capacity: np.ndarray, free: np.ndarray, demand: np.ndarray, s
     return total
 
 
-@kernel
+@inline_kernel
 def _term(demand: float, bundles: int, capacity: float, free: float) -> float:  # pragma: no cover
     """Placer.cost's term at one step: the placement's share of capacity, weighted up by the load there."""
     share = (demand * float(bundles)) / capacity

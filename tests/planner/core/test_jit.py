@@ -15,7 +15,8 @@ from planner.core import jit
 
 def test_every_module_with_a_kernel_is_in_the_hash() -> None:
     using = {str(path.relative_to(jit.ROOT)) for path in (jit.ROOT / "planner").rglob("*.py")
-             if "@kernel" in path.read_text(encoding="utf-8") and path.name != "jit.py"}
+             if any(mark in path.read_text(encoding="utf-8") for mark in ("@kernel", "@inline_kernel"))
+             and path.name != "jit.py"}
     assert using == set(jit.KERNEL_MODULES)
 
 
@@ -49,5 +50,30 @@ def test_a_kernel_caches_in_that_folder_and_leaves_numba_setting_as_it_was(tmp_p
         assert before == config.CACHE_DIR
         assert doubled(np.arange(3)).tolist() == [0, 2, 4]
         assert list(jit.cache_folder().rglob("*doubled*.nbi"))  # its index, in the folder named by the kernels
+    finally:
+        jit.cache_folder.cache_clear()
+
+
+def test_an_inline_kernel_is_compiled_into_its_callers_and_caches_in_the_same_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    jit.cache_folder.cache_clear()
+    before = config.CACHE_DIR
+    try:
+        @jit.inline_kernel
+        def tripled(value: float) -> float:
+            return value * 3
+
+        @jit.kernel
+        def summed(values: np.ndarray) -> float:
+            total = 0.0
+            for value in values:
+                total += tripled(value)
+            return total
+
+        assert before == config.CACHE_DIR
+        assert tripled.targetoptions["inline"] == "always" and summed.targetoptions["inline"] == "never"
+        assert summed(np.arange(4.0)) == 18.0
+        assert list(jit.cache_folder().rglob("*summed*.nbi"))
     finally:
         jit.cache_folder.cache_clear()

@@ -72,7 +72,7 @@ def refresh(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, lo: int, hi: i
     pull_above(mins, maxs, lo, hi)
 
 
-@kernel
+@inline_kernel
 def _read_block(free: np.ndarray, mins: np.ndarray, maxs: np.ndarray, block: int) -> None:  # pragma: no cover
     """The leaf of `block` from its steps in `free`."""
     size, end = mins.shape[1] // 2, min(free.shape[1], (block + 1) * BLOCK)

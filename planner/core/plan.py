@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -277,7 +277,7 @@ def _shapes_of_few(allocations: list[Allocation], steps: int) -> tuple[Shapes, t
             lists[1].append(finish)
             lists[2].append(allocation.bundles)
             lo, hi = min(lo, begin), max(hi, finish)
-    return (dict(shapes), (lo, hi)) if shapes else None
+    return (cast(Shapes, shapes), (lo, hi)) if shapes else None  # lists are Columns; the dict type is invariant
 
 
 def _shapes_of_many(allocations: list[Allocation], steps: int) -> tuple[Shapes, tuple[int, int]] | None:

@@ -23,7 +23,9 @@ from planner.core.compile import (
     atoms_of,
     clipped,
     compile_reservation,
+    has_gap,
     mirrored,
+    ungapped,
 )
 from planner.core.plan import Plan
 from rdl.shape import step_floor
@@ -54,7 +56,8 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     it gallops later, or bisects earlier, from there, to the step on plans of minute steps or longer and
     to the minute on finer ones: a few placements instead of a bisection over the whole horizon. Without that pass
     (a series; an `order` whose pass found nothing), the request placed by the horizon's end says whether any
-    deadline fits, and the gallop starts from the request's own deadline.
+    deadline fits, and the gallop starts from the request's own deadline, or for an `order` with a gap from where
+    it would end at the earliest without its gaps (gapless_end), if that is later.
     """
     arrival = reservation.arrival_at(submitted)
     current = deadline_of(reservation, arrival)
@@ -97,7 +100,8 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     if guess is None:  # a series, or a greedy pass that found nothing: gallop from the deadline itself
         if not fits(clock.steps):  # not even by the horizon's end: no deadline to find
             return None
-        found = gallop(failed, end_fits=True)
+        floor = gapless_end(plan, compiled.relaxed)  # or from where it ends at the earliest without its gaps
+        found = gallop(failed if floor is None else max(failed, floor - 1), end_fits=True)
     else:
         probe = max(guess, failed + 1)
         task = compiled.task()
@@ -165,8 +169,24 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime,
         if moved is None:
             return None
         relaxed = compile_reservation(moved, submitted, plan.clock, plan.now_step, plan.resources)
+    return _asap_end(plan, relaxed[0])
+
+
+def gapless_end(plan: Plan, relaxed: list[Instance] | None) -> int | None:
+    """For a one-off request (`relaxed`: compiled with its deadline at the horizon) with an `order` that keeps a gap:
+    the step at which it would end at the earliest with its gaps dropped, where that is the earliest end of any
+    placement so (ends_first). Every placement with the gaps is one without them, so no deadline before that step
+    fits any agent: where the pass with the gaps finds nothing (a gap of 0 in a crowded plan asks for stages that
+    meet exactly, more than its budget finds), the search starts there rather than at the request's deadline.
+    None elsewhere."""
+    if relaxed is None or not has_gap(relaxed[0].task):
+        return None
+    loose = replace(relaxed[0], task=ungapped(relaxed[0].task))
+    return _asap_end(plan, loose) if ends_first(loose.task) else None
+
+
+def _asap_end(plan: Plan, instance: Instance) -> int | None:
     steps = plan.clock.steps
-    instance = relaxed[0]
     task = mirrored(instance.task, steps)
     lo, hi = reach([instance], steps)  # on the mirrored axis: [steps - hi, steps - lo)
     # An `any` is placed one alternative at a time (_first_end): where each is searched apart, nothing is laid.

@@ -101,6 +101,19 @@ def clipped(task: Task, hi: int) -> Task:
     return replace(task, children=tuple(clipped(child, hi) for child in task.children), hi=min(task.hi, hi))
 
 
+def ungapped(task: Task) -> Task:
+    """The task with every `order`'s gap dropped: its stages still in turn, each as long after the last as it goes.
+    Every placement of the task is one of this."""
+    if isinstance(task, AtomTask):
+        return task
+    return replace(task, children=tuple(ungapped(child) for child in task.children), gap=None)
+
+
+def has_gap(task: Task) -> bool:
+    """Whether an `order` under the task (or the task) keeps a gap."""
+    return isinstance(task, GroupTask) and (task.gap is not None or any(map(has_gap, task.children)))
+
+
 def atoms_of(task: Task) -> list[AtomTask]:
     """Every atom under a task, in tree order."""
     if isinstance(task, AtomTask):

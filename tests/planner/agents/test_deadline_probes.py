@@ -130,3 +130,19 @@ def test_past_a_guess_that_fails_the_search_moves_in_minutes_at_second_steps(mon
     assert len(at_seconds) == len(at_minutes) == deadline.MAX_PROBES
     assert all(abs(a - b) < timedelta(minutes=1) for a, b in zip(at_seconds, at_minutes, strict=True))
     assert instant(100) <= seconds and instant(100) <= minutes and abs(seconds - minutes) < timedelta(minutes=1)
+
+
+def test_an_order_with_a_gap_whose_pass_finds_nothing_is_searched_from_its_end_without_the_gap(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the pass with the gaps finds nothing (here forced), the search places the request by the horizon's end,
+    then starts where it would end at the earliest without its gaps (deadline.gapless_end: both stages right after
+    the 90 minutes every vcore is held, at step 110), not at its own deadline: two placements instead of twelve."""
+    planner = Planner(make_cluster({"vcores": 4}, steps=360))
+    assert planner.submit(parse(pinned("busy", 0, 90, 4))[0], "gree").accepted
+    request = parse("reservation r deadline=+30m { order(a: atom(b={vcores: 1}, l=10m, w=10m), "
+                    "b: atom(b={vcores: 1}, l=10m, w=10m), gap=0m) }")[0]
+    placements = counted(monkeypatch)
+    monkeypatch.setattr(deadline, "asap_finish", lambda *_: None)
+    decision = planner.submit(request, "gree")
+    assert decision.reason is not None and decision.reason.earliest_deadline == instant(110)
+    assert placements == [360, 110]

@@ -95,10 +95,13 @@ def mirrored(task: Task, steps: int) -> Task:
 
 def clipped(task: Task, hi: int) -> Task:
     """The task with every node ending by step `hi`: what compiling it under a window ending at `hi` gives, when its
-    windows were compiled under one ending at the horizon or later."""
+    windows were compiled under one ending at the horizon or later. Built field by field rather than by
+    `dataclasses.replace`, which costs five times as much: the earliest-deadline search clips the request per probe."""
     if isinstance(task, AtomTask):
-        return replace(task, hi=min(task.hi, hi))
-    return replace(task, children=tuple(clipped(child, hi) for child in task.children), hi=min(task.hi, hi))
+        return AtomTask(task.label, task.atom, task.demand, task.gang, task.parallelism, task.length, task.leases,
+                        task.lo, min(task.hi, hi))
+    return GroupTask(task.kind, task.label, tuple(clipped(child, hi) for child in task.children), task.lo,
+                     min(task.hi, hi), task.gap)
 
 
 def ungapped(task: Task) -> Task:

@@ -88,6 +88,12 @@ def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
 
 def flattest_of_tiles(tiles: np.ndarray, size: int, length: int, leases: int) -> Blocks | None:
     """`flattest` from the tiles' room (tile_room's, over a window of `size` steps)."""
+    if size >= COMPILED_FROM:
+        from planner.agents.greedy import compiled
+
+        starts, counts = np.empty(tiles.shape[0], dtype=np.int64), np.empty(tiles.shape[0], dtype=np.int64)
+        written = compiled.flattest_kernel(tiles, size, length, leases, starts, counts)
+        return None if written < 0 else (starts[:written], counts[:written])
     if tiles.sum() < leases:
         return None
     low, high = 1, int(tiles.max())

@@ -84,6 +84,23 @@ def test_exact_latest_is_the_same_in_numpy_and_compiled(room: np.ndarray, length
 
 
 @FAST
+@given(room=hnp.arrays(np.int64, st.integers(0, 150), elements=st.integers(0, 9)), length=st.integers(1, 12),
+       leases=st.integers(1, 300))
+def test_flattest_is_the_same_in_numpy_and_compiled(room: np.ndarray, length: int, leases: int) -> None:
+    """The flattest level over a window's tiles, and the blocks at it, bisected in numpy or in the kernel: the same
+    blocks, the same trimmed tiles; a tile-room view reversed in memory, as tile_room gives it."""
+    tiles = pack.tile_room(room, length)
+    expected = _numpy_only(pack.flattest_of_tiles, tiles, room.shape[0], length, leases)
+    found = _compiled_only(pack.flattest_of_tiles, tiles, room.shape[0], length, leases)
+    if expected is None:
+        assert found is None and int(tiles.sum()) < leases
+        return
+    assert found is not None
+    assert (found[0].tolist(), found[1].tolist()) == (expected[0].tolist(), expected[1].tolist())
+    assert int(found[1].sum()) == leases
+
+
+@FAST
 @given(data=st.data(), resources=st.integers(1, 3), length=st.integers(1, 9), gang=st.integers(1, 4),
        sign=st.sampled_from([1, -1]))
 def test_laying_many_blocks_compiled_is_the_outer_product(data: st.DataObject, resources: int, length: int,

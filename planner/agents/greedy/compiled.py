@@ -84,7 +84,6 @@ def latest_kernel(room: np.ndarray, length: int, leases: int,
     return -1
 
 
-
 @kernel
 def flattest_kernel(tiles: np.ndarray, size: int, length: int, leases: int,
                     starts: np.ndarray, counts: np.ndarray) -> int:  # pragma: no cover

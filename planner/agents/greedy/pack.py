@@ -5,7 +5,7 @@ of `(offset, gangs)` blocks, each `gangs` leases starting at `offset` and held f
 lease length. The fast paths tile the window from its end in lease-length blocks
 (what "tallest, rightmost" and "flattest" mean on a step grid); the exact path
 slides lease by lease and is used only when tiling cannot find room that exists. On windows of
-`COMPILED_FROM` steps and more, room and the exact path run compiled.
+`COMPILED_FROM` steps and more, room, the exact path and the flattest level run compiled.
 """
 
 from __future__ import annotations

@@ -316,11 +316,16 @@ class Placer:
         self.short = (task, end)
 
     def _shares(self, task: GroupTask, window: tuple[int, int]) -> list[tuple[int, int] | None]:
+        """Each stage's part of the window, in proportion to its work (rounded half to even, as numpy's `round`
+        of the running sums; in floats, not arrays, which cost 11 us for a handful of stages against 2)."""
         works = [task_work(child) for child in task.children]
         total = sum(works) or 1.0
-        span = window[1] - window[0]
-        bounds = np.round(window[0] + span * np.cumsum([0.0, *works]) / total).astype(int)
-        return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
+        start, span = int(window[0]), int(window[1]) - int(window[0])
+        running, bounds = 0.0, [start]
+        for work in works:
+            running += work
+            bounds.append(round(start + span * running / total))
+        return [(bounds[i], bounds[i + 1]) for i in range(len(works))]
 
     def _all(self, task: GroupTask, lo: int, hi: int, preferred: tuple[int, int] | None) -> Iterator[Solution]:
         alone = AllAlone(self, lo, hi) if task is self.root else None

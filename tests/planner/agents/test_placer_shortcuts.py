@@ -1,10 +1,12 @@
 """The placer's shortcuts decide what the long way decides: `Placer.first` is the first of `search` without laying
 it, an atom placement's held bundles are counted once as the sums give them, laying one block or many writes what
-the outer product writes, and the cost run by run is the sum step by step."""
+the outer product writes, the cost run by run is the sum step by step, and the stages of an order share its window
+as numpy rounds their running sums."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import HealthCheck, example, given, settings
@@ -14,10 +16,10 @@ from hypothesis.extra import numpy as hnp
 from planner.admission import Planner
 from planner.agents.greedy.placer import Placer
 from planner.agents.greedy.solution import AtomPlacement, searched_apart
-from planner.core.compile import AtomTask, compile_reservation
+from planner.core.compile import AtomTask, Clock, GroupTask, compile_reservation
 from tests.planner.agents.placing import failure_data, solution_data
 from tests.planner.agents.test_properties import Scenario, scenarios
-from tests.planner.support import make_cluster, parse
+from tests.planner.support import START, make_cluster, parse
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TENTHS = st.integers(-40, 400).map(lambda n: n / 10)
@@ -163,3 +165,23 @@ def test_the_cost_run_by_run_is_the_sum_step_by_step(data: st.DataObject, resour
         expected += float((share * (1.0 + load)).sum())
     assert math.isclose(Placer(free, capacity, flat=False).cost(solution), expected, rel_tol=1e-12, abs_tol=1e-12)
 
+
+
+@FAST
+@given(works=st.lists(st.one_of(st.just(0.0), st.floats(0.001, 1e6), st.integers(1, 10**5).map(float)), min_size=1,
+                      max_size=6),
+       start=st.integers(0, 10**6), span=st.integers(0, 10**6))
+def test_an_orders_stages_share_its_window_as_numpy_rounds_the_running_sums(works: list[float], start: int,
+                                                                            span: int) -> None:
+    """GREE-L's preferred part of the window for each stage (Placer._shares), summed in floats: numpy's
+    formulation, `round(start + span * cumsum(works) / total)`, to the step, halves to even."""
+    request = parse("reservation r { order(a: atom(b={vcores: 1}, w=1m), b: atom(b={vcores: 1}, w=1m)) }")[0]
+    task = compile_reservation(request, START, Clock(START, 60, 60), 0, ("vcores",))[0].task
+    assert isinstance(task, GroupTask) and isinstance(task.children[0], AtomTask)
+    stages = tuple(replace(task.children[0], atom=replace(task.children[0].atom, work=work)) for work in works)
+    order = replace(task, children=stages)
+    total = sum(works) or 1.0
+    bounds = np.round(start + span * np.cumsum([0.0, *works]) / total).astype(int)
+    expected = [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
+    placer = Placer(np.zeros((1, 1)), np.zeros((1, 1)), flat=True)
+    assert placer._shares(order, (start, start + span)) == expected

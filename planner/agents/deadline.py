@@ -56,8 +56,8 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     it gallops later, or bisects earlier, from there, to the step on plans of minute steps or longer and
     to the minute on finer ones: a few placements instead of a bisection over the whole horizon. Without that pass
     (a series; an `order` whose pass found nothing), the request placed by the horizon's end says whether any
-    deadline fits, and the gallop starts from the request's own deadline, or for an `order` with a gap from where
-    it would end at the earliest without its gaps (gapless_end), if that is later.
+    deadline fits, and the gallop starts from the request's own deadline, or for an `order` of atoms with a gap (or
+    an `any` of such) from where it would end at the earliest without its gaps (gapless_end), if that is later.
     """
     arrival = reservation.arrival_at(submitted)
     current = deadline_of(reservation, arrival)
@@ -97,7 +97,7 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
                 return failed, probe
         return (failed, clock.steps) if end_fits else None
 
-    if guess is None:  # a series, or a greedy pass that found nothing: gallop from the deadline itself
+    if guess is None:  # a series, or a greedy pass that found nothing: gallop from the deadline (or the gapless end)
         if not fits(clock.steps):  # not even by the horizon's end: no deadline to find
             return None
         floor = gapless_end(plan, compiled.relaxed)  # or from where it ends at the earliest without its gaps
@@ -179,8 +179,8 @@ def gapless_end(plan: Plan, relaxed: list[Instance] | None) -> int | None:
     fits any agent: where the pass with the gaps finds nothing (a gap of 0 in a crowded plan asks for stages that
     meet exactly, more than its budget finds), the search starts there rather than at the request's deadline.
     None elsewhere."""
-    if relaxed is None or not has_gap(relaxed[0].task):
-        return None
+    if relaxed is None or not has_gap(relaxed[0].task) or ends_first(relaxed[0].task):
+        return None  # no gap to drop, or (gaps on orders of one child only) the pass with them was exact
     loose = replace(relaxed[0], task=ungapped(relaxed[0].task))
     return _asap_end(plan, loose) if ends_first(loose.task) else None
 

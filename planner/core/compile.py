@@ -98,10 +98,11 @@ def clipped(task: Task, hi: int) -> Task:
     windows were compiled under one ending at the horizon or later. Built field by field rather than by
     `dataclasses.replace`, which costs five times as much: the earliest-deadline search clips the request per probe."""
     if isinstance(task, AtomTask):
-        return AtomTask(task.label, task.atom, task.demand, task.gang, task.parallelism, task.length, task.leases,
-                        task.lo, min(task.hi, hi))
-    return GroupTask(task.kind, task.label, tuple(clipped(child, hi) for child in task.children), task.lo,
-                     min(task.hi, hi), task.gap)
+        return AtomTask(label=task.label, atom=task.atom, demand=task.demand, gang=task.gang,
+                        parallelism=task.parallelism, length=task.length, leases=task.leases, lo=task.lo,
+                        hi=min(task.hi, hi))
+    return GroupTask(kind=task.kind, label=task.label, children=tuple(clipped(child, hi) for child in task.children),
+                     lo=task.lo, hi=min(task.hi, hi), gap=task.gap)
 
 
 def ungapped(task: Task) -> Task:

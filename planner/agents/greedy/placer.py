@@ -323,7 +323,7 @@ class Placer:
         start, span = int(window[0]), int(window[1]) - int(window[0])
         running, bounds = 0.0, [start]
         for work in works:
-            running += work
+            running += float(work)
             bounds.append(round(start + span * running / total))
         return [(bounds[i], bounds[i + 1]) for i in range(len(works))]
 

@@ -135,14 +135,20 @@ def test_past_a_guess_that_fails_the_search_moves_in_minutes_at_second_steps(mon
 def test_an_order_with_a_gap_whose_pass_finds_nothing_is_searched_from_its_end_without_the_gap(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the pass with the gaps finds nothing (here forced), the search places the request by the horizon's end,
-    then starts where it would end at the earliest without its gaps (deadline.gapless_end: both stages right after
-    the 90 minutes every vcore is held, at step 110), not at its own deadline: two placements instead of twelve."""
-    planner = Planner(make_cluster({"vcores": 4}, steps=360))
-    assert planner.submit(parse(pinned("busy", 0, 90, 4))[0], "gree").accepted
-    request = parse("reservation r deadline=+30m { order(a: atom(b={vcores: 1}, l=10m, w=10m), "
-                    "b: atom(b={vcores: 1}, l=10m, w=10m), gap=0m) }")[0]
+    then starts where it would end at the earliest without its gaps (deadline.gapless_end), not at its own deadline.
+    The one vcore is held for 20 minutes and at steps 22 and 24: without the gap `a` takes [20, 22) and `b` [23, 24),
+    so no deadline before 24 fits; with it `b` must start where `a` ends, first at [25, 27) and [27, 28). Galloping
+    from 23 finds 28 in five placements; from the request's own deadline (step 3) it took nine."""
+    planner = Planner(make_cluster({"vcores": 1}, steps=60))
+    for name, start, length in (("busy", 0, 20), ("blip", 22, 1), ("blop", 24, 1)):
+        assert planner.submit(parse(pinned(name, start, length, 1))[0], "gree").accepted
+    request = parse("reservation r deadline=+3m { order(a: atom(b={vcores: 1}, l=2m, w=2m), "
+                    "b: atom(b={vcores: 1}, l=1m, w=1m), gap=0m) }")[0]
+    probes = Probes(planner.plan, request, planner.plan.now)
+    assert deadline.gapless_end(planner.plan, probes.relaxed) == 24
+    assert asap_finish(planner.plan, request, planner.plan.now) == 28  # the pass with the gap, had it been let run
     placements = counted(monkeypatch)
     monkeypatch.setattr(deadline, "asap_finish", lambda *_: None)
     decision = planner.submit(request, "gree")
-    assert decision.reason is not None and decision.reason.earliest_deadline == instant(110)
-    assert placements == [360, 110]
+    assert decision.reason is not None and decision.reason.earliest_deadline == instant(28)
+    assert placements == [60, 24, 26, 30, 28, 27]

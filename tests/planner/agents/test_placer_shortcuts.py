@@ -166,7 +166,6 @@ def test_the_cost_run_by_run_is_the_sum_step_by_step(data: st.DataObject, resour
     assert math.isclose(Placer(free, capacity, flat=False).cost(solution), expected, rel_tol=1e-12, abs_tol=1e-12)
 
 
-
 @FAST
 @given(works=st.lists(st.one_of(st.just(0.0), st.floats(0.001, 1e6), st.integers(1, 10**5).map(float)), min_size=1,
                       max_size=6),

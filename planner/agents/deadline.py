@@ -56,9 +56,8 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
     it gallops later, or bisects earlier, from there, to the step on plans of minute steps or longer and
     to the minute on finer ones: a few placements instead of a bisection over the whole horizon. Without that pass
     (a series; an `order` whose pass found nothing), the request placed by the horizon's end says whether any
-    deadline fits, and the gallop starts from the request's own deadline, or from a step before which no placement
-    of it ends (least_end: an `order` of atoms with a gap, without its gaps; an `all`, its children each alone), if
-    that is later. That bound also spares an `all` whose guess equals it the probe a step earlier.
+    deadline fits, and the gallop starts from the request's own deadline, or for an `order` of atoms with a gap (or
+    an `any` of such) from where it would end at the earliest without its gaps (gapless_end), if that is later.
     """
     arrival = reservation.arrival_at(submitted)
     current = deadline_of(reservation, arrival)
@@ -98,22 +97,19 @@ def earliest_deadline(plan: Plan, agent: Agent, reservation: Reservation, submit
                 return failed, probe
         return (failed, clock.steps) if end_fits else None
 
-    if guess is None:  # a series, or a greedy pass that found nothing: gallop from the deadline (or the least end)
+    if guess is None:  # a series, or a greedy pass that found nothing: gallop from the deadline (or the gapless end)
         if not fits(clock.steps):  # not even by the horizon's end: no deadline to find
             return None
-        floor = least_end(plan, compiled.relaxed)  # no deadline before it fits
+        floor = gapless_end(plan, compiled.relaxed)  # or from where it ends at the earliest without its gaps
         found = gallop(failed if floor is None else max(failed, floor - 1), end_fits=True)
     else:
         probe = max(guess, failed + 1)
         task = compiled.task()
         lowest = probe == guess and ends_first(task)  # no placement at all ends before the probe
         if (lowest and sure_to_fit(prober, plan, task)) or fits(probe):  # almost always: the guess is the answer
-            if lowest or probe - failed <= 1:
+            if lowest or probe - failed <= 1 or not fits(probe - 1):
                 return clock.at(probe)
-            floor = least_end(plan, compiled.relaxed)  # no deadline before it fits
-            if (floor is not None and floor >= probe) or not fits(probe - 1):
-                return clock.at(probe)
-            found = (failed if floor is None else max(failed, floor - 1), probe - 1)
+            found = (failed, probe - 1)
         else:
             found = gallop(probe, end_fits=False)
     if found is None:
@@ -176,29 +172,17 @@ def asap_finish(plan: Plan, reservation: Reservation, submitted: datetime,
     return _asap_end(plan, relaxed[0])
 
 
-def least_end(plan: Plan, relaxed: list[Instance] | None) -> int | None:
-    """A step before which no placement of a one-off request (`relaxed`: compiled with its deadline at the horizon)
-    ends, so no deadline before it fits any agent, where the request's own as-early-as-it-goes pass does not tell
-    (for the shapes ends_first names it does: None). For an `order` of atoms with a gap (or an `any` of such), its
-    earliest end with the gaps dropped: every placement with them is one without, and where the pass with them finds
-    nothing (a gap of 0 on a crowded plan asks for stages that meet exactly, more than its budget finds), the search
-    starts there rather than at the request's deadline. For an `all`, the latest of its children's bounds, each
-    child alone: the siblings only take room, so a guess that equals it needs no probe a step earlier."""
-    if relaxed is None or ends_first(relaxed[0].task):
-        return None
-    return _least_end(plan, relaxed[0], relaxed[0].task)
-
-
-def _least_end(plan: Plan, instance: Instance, task: Task) -> int | None:
-    if ends_first(task):  # the pass is exact here
-        return _asap_end(plan, replace(instance, task=task))
-    if isinstance(task, GroupTask) and task.kind == "all":  # children the bound knows nothing of are left out
-        return max((end for end in (_least_end(plan, instance, child) for child in task.children)
-                    if end is not None), default=None)
-    loose = ungapped(task)
-    if has_gap(task) and ends_first(loose):
-        return _asap_end(plan, replace(instance, task=loose))
-    return None
+def gapless_end(plan: Plan, relaxed: list[Instance] | None) -> int | None:
+    """For a one-off request (`relaxed`: compiled with its deadline at the horizon) with an `order` that keeps a gap:
+    the step at which it would end at the earliest with its gaps dropped, where that is the earliest end of any
+    placement so (ends_first). Every placement with the gaps is one without them, so no deadline before that step
+    fits any agent: where the pass with the gaps finds nothing (a gap of 0 in a crowded plan asks for stages that
+    meet exactly, more than its budget finds), the search starts there rather than at the request's deadline.
+    None elsewhere."""
+    if relaxed is None or not has_gap(relaxed[0].task) or ends_first(relaxed[0].task):
+        return None  # no gap to drop, or (gaps on orders of one child only) the pass with them was exact
+    loose = replace(relaxed[0], task=ungapped(relaxed[0].task))
+    return _asap_end(plan, loose) if ends_first(loose.task) else None
 
 
 def _asap_end(plan: Plan, instance: Instance) -> int | None:

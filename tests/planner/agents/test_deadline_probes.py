@@ -84,22 +84,6 @@ def test_an_all_is_offered_its_guess_after_trying_a_step_earlier(monkeypatch: py
     assert placements == [30, 29]
 
 
-def test_an_all_whose_guess_is_its_latest_child_alone_is_offered_it_without_a_step_earlier(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each child alone ends at the earliest at step 20 (`a`, on the free vcore) and 40 (`b`, four vcores once the
-    busy ones are back at 30): no placement of the `all` ends before 40 (deadline.least_end), and the guess is 40,
-    so one placement confirms it and the step before is not tried."""
-    planner = Planner(make_cluster({"vcores": 8}, steps=60))
-    assert planner.submit(parse(pinned("busy", 0, 30, 7))[0], "gree").accepted
-    request = parse("reservation r deadline=+25m { all(a: atom(b={vcores: 1}, l=20m, w=20m), "
-                    "b: atom(b={vcores: 1}, g=4, l=10m, w=40m)) }")[0]
-    assert asap_finish(planner.plan, request, planner.plan.now) == 40
-    placements = counted(monkeypatch)
-    decision = planner.submit(request, "gree")
-    assert decision.reason is not None and decision.reason.earliest_deadline == instant(40)
-    assert placements == [40]
-
-
 BOTH = ("reservation r deadline=+25m { all(a: atom(b={vcores: 1}, l=20m, w=20m), "
         "b: atom(b={vcores: 1}, l=10m, w=10m)) }")
 
@@ -151,7 +135,7 @@ def test_past_a_guess_that_fails_the_search_moves_in_minutes_at_second_steps(mon
 def test_an_order_with_a_gap_whose_pass_finds_nothing_is_searched_from_its_end_without_the_gap(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the pass with the gaps finds nothing (here forced), the search places the request by the horizon's end,
-    then starts where it would end at the earliest without its gaps (deadline.least_end), not at its own deadline.
+    then starts where it would end at the earliest without its gaps (deadline.gapless_end), not at its own deadline.
     The one vcore is held for 20 minutes and at steps 22 and 24: without the gap `a` takes [20, 22) and `b` [23, 24),
     so no deadline before 24 fits; with it `b` must start where `a` ends, first at [25, 27) and [27, 28). Galloping
     from 23 finds 28 in five placements; from the request's own deadline (step 3) it took nine."""
@@ -161,7 +145,7 @@ def test_an_order_with_a_gap_whose_pass_finds_nothing_is_searched_from_its_end_w
     request = parse("reservation r deadline=+3m { order(a: atom(b={vcores: 1}, l=2m, w=2m), "
                     "b: atom(b={vcores: 1}, l=1m, w=1m), gap=0m) }")[0]
     probes = Probes(planner.plan, request, planner.plan.now)
-    assert deadline.least_end(planner.plan, probes.relaxed) == 24
+    assert deadline.gapless_end(planner.plan, probes.relaxed) == 24
     assert asap_finish(planner.plan, request, planner.plan.now) == 28  # the pass with the gap, had it been let run
     placements = counted(monkeypatch)
     monkeypatch.setattr(deadline, "asap_finish", lambda *_: None)

@@ -96,7 +96,8 @@ def mirrored(task: Task, steps: int) -> Task:
 def clipped(task: Task, hi: int) -> Task:
     """The task with every node ending by step `hi`: what compiling it under a window ending at `hi` gives, when its
     windows were compiled under one ending at the horizon or later. Built field by field rather than by
-    `dataclasses.replace`, which costs five times as much: the earliest-deadline search clips the request per probe."""
+    `dataclasses.replace` (17 -> 9 us for a four-stage order): the earliest-deadline search clips the request per
+    probe."""
     if isinstance(task, AtomTask):
         return AtomTask(label=task.label, atom=task.atom, demand=task.demand, gang=task.gang,
                         parallelism=task.parallelism, length=task.length, leases=task.leases, lo=task.lo,

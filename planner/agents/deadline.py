@@ -23,7 +23,6 @@ from planner.core.compile import (
     atoms_of,
     clipped,
     compile_reservation,
-    has_gap,
     mirrored,
     ungapped,
 )
@@ -179,9 +178,9 @@ def gapless_end(plan: Plan, relaxed: list[Instance] | None) -> int | None:
     fits any agent: where the pass with the gaps finds nothing (a gap of 0 in a crowded plan asks for stages that
     meet exactly, more than its budget finds), the search starts there rather than at the request's deadline.
     None elsewhere."""
-    if relaxed is None or not has_gap(relaxed[0].task) or ends_first(relaxed[0].task):
-        return None  # no gap to drop, or (gaps on orders of one child only) the pass with them was exact
-    loose = replace(relaxed[0], task=ungapped(relaxed[0].task))
+    if relaxed is None or ends_first(relaxed[0].task):
+        return None  # the pass with the gaps was exact (a chain, gaps on orders of one child at most)
+    loose = replace(relaxed[0], task=ungapped(relaxed[0].task))  # without a gap to drop, no more a chain than before
     return _asap_end(plan, loose) if ends_first(loose.task) else None
 
 

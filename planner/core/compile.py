@@ -114,11 +114,6 @@ def ungapped(task: Task) -> Task:
     return replace(task, children=tuple(ungapped(child) for child in task.children), gap=None)
 
 
-def has_gap(task: Task) -> bool:
-    """Whether an `order` under the task (or the task) keeps a gap."""
-    return isinstance(task, GroupTask) and (task.gap is not None or any(map(has_gap, task.children)))
-
-
 def atoms_of(task: Task) -> list[AtomTask]:
     """Every atom under a task, in tree order."""
     if isinstance(task, AtomTask):

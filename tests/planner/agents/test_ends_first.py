@@ -16,7 +16,7 @@ from planner.admission import Planner
 from planner.agents.deadline import PROBE_BUDGET, Probes, asap_finish, ends_first, gapless_end, sure_to_fit
 from planner.agents.greedy.agent import GreedyAgent
 from planner.agents.greedy.placer import DEFAULT_BUDGET
-from planner.core.compile import compile_reservation, has_gap, ungapped
+from planner.core.compile import compile_reservation, ungapped
 from planner.core.plan import Plan
 from rdl import parse_cluster
 from rdl.tree import Reservation
@@ -145,7 +145,7 @@ def test_without_its_gaps_an_order_ends_no_later_than_any_placement_with_them() 
         reservation = parse(instance.reservation_text())[0]
         probes = Probes(plan, reservation, plan.now)
         task = probes.task()
-        if task is None or not has_gap(task) or ends_first(task) or not ends_first(ungapped(task)):
+        if task is None or ends_first(task) or not ends_first(ungapped(task)):
             assert gapless_end(plan, probes.relaxed) is None  # no gap to drop, or nothing it could tell
             continue
         held += 1

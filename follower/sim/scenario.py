@@ -34,8 +34,9 @@ from follower.sim.workloads.swf import SwfParams, read_swf
 from follower.sim.workloads.synthetic import UWFQ_SCENARIOS, SyntheticParams, generate_synthetic
 from planner.agents.registry import AGENTS, DEFAULT_AGENT
 from rdl import units
-from rdl.cluster import DEFAULT_STEP, Cluster, NodeGroup, node_groups, parse_cluster, positive_duration
+from rdl.cluster import DEFAULT_STEP, Cluster, parse_cluster, positive_duration
 from rdl.errors import did_you_mean
+from rdl.nodes import NodeGroup, node_groups
 from rdl.source import read_text
 
 KEYS = ("name", "seed", "start", "duration", "checkpoint", "load", "agent", "policy", "cluster", "workload",

@@ -20,7 +20,7 @@ from follower.sim.workloads.job import BEST_EFFORT, NONE, PRODUCTION, Job, Workl
 from follower.sim.workloads.report import ImportReport
 from follower.sim.workloads.tracefile import Slice, csv_rows
 from follower.sim.workloads.tracefile import number as parse_number
-from rdl.cluster import NodeGroup
+from rdl.nodes import NodeGroup
 from rdl.tree import Resources
 
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "qos", "pod_phase", "creation_time",

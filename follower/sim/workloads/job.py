@@ -20,7 +20,8 @@ from typing import Literal
 
 from follower.sim.workloads.malleable import task_atom, window_steps
 from follower.sim.workloads.report import ImportReport
-from rdl.cluster import DEFAULT_STEP, NodeGroup
+from rdl.cluster import DEFAULT_STEP
+from rdl.nodes import NodeGroup
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Absolute, Atom, Reservation, Resources
 

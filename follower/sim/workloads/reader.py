@@ -19,9 +19,9 @@ import yaml
 
 from follower.sim.workloads.fields import MAX_COUNT
 from rdl import units
-from rdl.cluster import NodeGroup
 from rdl.config import ConfigReader
 from rdl.errors import did_you_mean, shown
+from rdl.nodes import NodeGroup
 from rdl.syntax.printer import format_resources
 from rdl.tree import Resources
 

@@ -19,7 +19,7 @@ from follower.sim.workloads.fields import flag, memory, nested, path, text
 from follower.sim.workloads.job import BEST_EFFORT, PRODUCTION, Job, Workload
 from follower.sim.workloads.report import ImportReport
 from follower.sim.workloads.tracefile import Slice, number, open_text
-from rdl.cluster import NodeGroup
+from rdl.nodes import NodeGroup
 from rdl.tree import Resources
 
 FIELDS = 18

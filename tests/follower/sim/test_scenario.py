@@ -23,7 +23,8 @@ from planner.admission import Planner
 from planner.agents.registry import DEFAULT_AGENT
 from planner.store.facade import Store
 from rdl import RDLErrors, parse_text, validate
-from rdl.cluster import NodeGroup, parse_cluster
+from rdl.cluster import parse_cluster
+from rdl.nodes import NodeGroup
 from rdl.tree import Resources
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -11,7 +11,8 @@ from follower.sim.workloads.alibaba import AlibabaParams, read_alibaba
 from follower.sim.workloads.job import Workload
 from follower.sim.workloads.swf import SwfParams, read_swf
 from follower.sim.workloads.tracefile import Slice
-from rdl.cluster import Cluster, NodeGroup, parse_cluster
+from rdl.cluster import Cluster, parse_cluster
+from rdl.nodes import NodeGroup
 
 TRACES = Path(__file__).resolve().parents[4] / "examples" / "traces"
 WEEK = 7 * 86400.0

@@ -11,7 +11,7 @@ import pytest
 from follower.sim.workloads.deadlines import DEFAULT_FLOOR, ProductionRule, Slack, job_random
 from follower.sim.workloads.job import PRODUCTION, Job
 from rdl import validate
-from rdl.cluster import NodeGroup
+from rdl.nodes import NodeGroup
 from rdl.tree import Resources
 from tests.follower.sim.workloads.conftest import START, cluster_of
 

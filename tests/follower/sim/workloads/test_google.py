@@ -13,7 +13,7 @@ from follower.sim.workloads.deadlines import ProductionRule
 from follower.sim.workloads.google import GoogleParams, makespan, read_google
 from follower.sim.workloads.report import MALFORMED, UNUSABLE
 from rdl import parse_text, validate
-from rdl.cluster import NodeGroup
+from rdl.nodes import NodeGroup
 from rdl.tree import Resources
 from tests.follower.sim.workloads.conftest import START, cluster_of, trace
 

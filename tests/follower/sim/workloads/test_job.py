@@ -9,7 +9,7 @@ import pytest
 
 from follower.sim.workloads.job import BEST_EFFORT, NONE, PRODUCTION, Job, Workload, node_capacity, node_names
 from rdl import parse_text, validate
-from rdl.cluster import NodeGroup
+from rdl.nodes import NodeGroup
 from rdl.tree import Absolute, Atom, Resources
 from tests.follower.sim.workloads.conftest import START, cluster_of
 

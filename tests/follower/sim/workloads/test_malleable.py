@@ -13,8 +13,8 @@ from follower.sim.workloads.job import NONE, PRODUCTION, Job
 from follower.sim.workloads.malleable import even_tasks, lease_steps, task_atom, window_steps
 from follower.sim.workloads.synthetic import SyntheticParams, generate_synthetic
 from rdl import parse_text, validate
-from rdl.cluster import NodeGroup
 from rdl.errors import RDLErrors
+from rdl.nodes import NodeGroup
 from rdl.syntax.printer import format_reservation
 from rdl.tree import Atom, Resources
 from tests.follower.sim.workloads.conftest import START, cluster_of, trace

@@ -14,7 +14,7 @@ from follower.sim.workloads.report import MALFORMED, UNUSABLE, TraceError
 from follower.sim.workloads.swf import SwfParams, read_swf
 from follower.sim.workloads.tracefile import Slice
 from rdl import parse_text, validate
-from rdl.cluster import NodeGroup
+from rdl.nodes import NodeGroup
 from rdl.tree import Resources
 from tests.follower.sim.workloads.conftest import START, WEEK, cluster_of, trace
 

@@ -19,7 +19,7 @@ from follower.sim.workloads.synthetic import (
     uwfq_super_small,
 )
 from rdl import parse_text, validate
-from rdl.cluster import NodeGroup
+from rdl.nodes import NodeGroup
 from rdl.tree import Resources
 from tests.follower.sim.workloads.conftest import START, cluster_of
 

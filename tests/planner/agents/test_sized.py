@@ -5,20 +5,23 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from planner.admission import Planner
 from planner.agents.registry import AGENTS, get_agent
 from planner.agents.sized import DEFAULT_SHARE, SizedAgent, window_share
 from planner.core.check import check_plan
-from planner.core.compile import compile_reservation
+from planner.core.compile import AtomTask, GroupTask, Task, compile_reservation
 from rdl import parse_cluster
 from rdl.syntax.parser import parse_text
 from tests.planner.agents.test_properties import FAST, Scenario, _plan_and_check, scenarios
 from tests.planner.support import parse
 
 START = datetime(2026, 11, 23, tzinfo=UTC)
+ATOM = parse_text("reservation r { atom(b={vcores: 1}, w=1m) }")[0].body
 CLUSTER = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {vcores: 64}\n")
 
 
@@ -115,3 +118,49 @@ def test_random_plans_keep_their_promises(scenario: Scenario) -> None:
     """What every listed agent's plans promise (test_properties.py): the checker finds nothing, the plan's use grows
     by exactly what each record holds, rejections change nothing, an offered earliest deadline fits."""
     _plan_and_check(scenario, "gree-s")
+
+
+def _numpy_share(task: Task, held: np.ndarray) -> tuple[float, int]:
+    """window_share as first written, in numpy: the oracle for the float version."""
+    def need(node: Task) -> np.ndarray:
+        if isinstance(node, AtomTask):
+            return node.demand * float(node.leases * node.gang * node.length)
+        needs = [need(child) for child in node.children]
+        if node.kind != "any":
+            return np.sum(needs, axis=0)
+        return min(needs, key=lambda each: float(shares(each).max()))
+
+    def shares(amount: np.ndarray) -> np.ndarray:
+        out = np.where(amount > 0, np.inf, 0.0)
+        np.divide(amount, held, out=out, where=held > 0)
+        return out
+
+    found = shares(need(task))
+    row = int(np.argmax(found))
+    return float(found[row]), row
+
+
+_AMOUNT = st.one_of(st.just(0.0), st.floats(1e-3, 1e4), st.integers(1, 512).map(float))
+
+
+@st.composite
+def _tasks(draw: st.DrawFn, depth: int = 2) -> Task:
+    if depth == 0 or draw(st.booleans()):
+        demand = np.array(draw(st.lists(_AMOUNT, min_size=2, max_size=2)))
+        return AtomTask("a", ATOM, demand, draw(st.integers(1, 64)), None, draw(st.integers(1, 90)),
+                        draw(st.integers(1, 9)), 0, 60)
+    children = tuple(draw(st.lists(_tasks(depth - 1), min_size=1, max_size=4)))
+    return GroupTask(draw(st.sampled_from(["all", "order", "any"])), "g", children, 0, 60)
+
+
+@given(task=_tasks(), capacity=st.lists(st.one_of(st.just(0.0), st.floats(1e-3, 1e4)), min_size=2, max_size=2))
+def test_the_share_is_numpys_to_the_last_bit(task: Task, capacity: list[float]) -> None:
+    """window_share sums in Python floats in the children's order, as numpy's sum over rows does: the same share
+    and resource to the bit, a resource the window holds none of included (fails on summing the stages from the
+    last, tried)."""
+    cluster = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1h\n"
+                            "capacity: {memory: 1TiB, vcores: 64}\n")
+    plan = Planner(cluster, START).plan
+    plan.capacity[:] = np.array(capacity)[:, None]
+    held = plan.capacity[:, :60].sum(axis=1)
+    assert window_share(task, plan) == _numpy_share(task, held)

@@ -235,7 +235,7 @@ def goals(results: dict[str, tuple[Cluster, list[Outcome]]]) -> None:
             top = max(y.bundle_hours(cluster.step) for y in yarn)
             for o in ours:
                 gain = o.bundle_hours(cluster.step) / top - 1 if top else 0.0
-                print(f"  mixed: {o.agent} bundle-hours {gain:+.1%} vs best YARN (goal +5%): "
+                print(f"  {label}: {o.agent} bundle-hours {gain:+.1%} vs best YARN (goal +5%): "
                       f"{'met' if gain >= 0.05 else 'NOT met'}")
         for o in ours:
             rescued = sum(1 for m, *ys in zip(o.records, *(y.records for y in yarn), strict=True)

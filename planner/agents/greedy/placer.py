@@ -33,7 +33,7 @@ from planner.agents.greedy.pack import Blocks, flattest, latest
 from planner.agents.greedy.passover import tries_left
 from planner.agents.greedy.room import AtomRoom
 from planner.agents.greedy.runcost import runs_cost
-from planner.agents.greedy.solution import AtomFailure, AtomPlacement, Solution, first_start, last_end
+from planner.agents.greedy.solution import AtomFailure, AtomPlacement, Solution, first_start, last_end, only_atom
 from planner.core.compile import AtomTask, GroupTask, Task, task_work
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ class Placer:
         lo, hi = max(lo, task.lo), min(hi, task.hi)
         if isinstance(task, AtomTask):
             yield from self._atom(task, lo, hi, preferred, min_end, ceiling)
+        elif (only := only_atom(task)) is not None:  # an `all` of one atom is that atom (as `_all` would search it)
+            yield from self._atom(only, max(lo, only.lo), min(hi, only.hi), preferred, None, None)
         elif task.kind == "order":
             yield from self._order(task, lo, hi, preferred)
         elif task.kind == "all":
@@ -145,6 +147,8 @@ class Placer:
         self.root = task if whole else None
         if isinstance(task, GroupTask) and task.kind == "any":
             return self._first_of_any(task, max(lo, task.lo), min(hi, task.hi), preferred)
+        if (only := only_atom(task)) is not None:  # never laid, as an atom's first is not (a gang request's shape)
+            return self._first_of_atom(only, max(lo, task.lo), min(hi, task.hi), preferred)
         if not isinstance(task, AtomTask):
             return _first_of(self.solutions(task, lo, hi, preferred))
         return self._first_of_atom(task, lo, hi, preferred)

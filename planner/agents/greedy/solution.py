@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.core.compile import AtomTask, Task
+from planner.core.compile import AtomTask, GroupTask, Task
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -75,6 +75,15 @@ def searched_apart(task: Task) -> bool:
     if task.kind == "order" or (task.kind == "all" and len(task.children) == 1):
         return all(searched_apart(child) for child in task.children)
     return False
+
+
+def only_atom(task: Task) -> AtomTask | None:
+    """The atom of an `all` of one atom (a YARN request of one gang), searched as that atom: the `all`'s generators
+    around it change nothing there and cost more than the atom (a gang's first candidate 28 -> 17 us)."""
+    if isinstance(task, GroupTask) and task.kind == "all" and len(task.children) == 1 \
+            and isinstance(task.children[0], AtomTask):
+        return task.children[0]
+    return None
 
 
 @dataclass(frozen=True, slots=True)

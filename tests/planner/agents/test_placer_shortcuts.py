@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 from planner.admission import Planner
 from planner.agents.greedy.placer import Placer
 from planner.agents.greedy.solution import AtomPlacement, searched_apart
-from planner.core.compile import AtomTask, Clock, GroupTask, compile_reservation
+from planner.core.compile import AtomTask, Clock, GroupTask, atoms_of, compile_reservation
 from tests.planner.agents.placing import failure_data, solution_data
 from tests.planner.agents.test_properties import Scenario, scenarios
 from tests.planner.support import START, make_cluster, parse
@@ -184,3 +184,32 @@ def test_an_orders_stages_share_its_window_as_numpy_rounds_the_running_sums(work
     expected = [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(works))]
     placer = Placer(np.zeros((1, 1)), np.zeros((1, 1)), flat=True)
     assert placer._shares(order, (start, start + span)) == expected
+
+
+@FAST
+@given(scenario=scenarios(), flat=st.booleans(), lays=st.booleans(), budget=st.sampled_from([0, 1, 2, 64]),
+       data=st.data())
+def test_an_all_of_one_atom_offers_what_the_alls_own_search_offers(scenario: Scenario, flat: bool, lays: bool,
+                                                                    budget: int, data: st.DataObject) -> None:
+    """`Placer.solutions` and `first` take an `all` of one atom as that atom (solution.only_atom): every candidate, in
+    order, the budget and the failure as `_all`'s own search gives them (fails on passing the atom the window of the
+    `all` without its own, or on giving it none of the preferred part, tried)."""
+    planner = Planner(scenario.cluster(), now=scenario.clock())
+    plan = planner.plan
+    for reservation in parse(scenario.text):
+        free = plan.free()
+        for instance in compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources):
+            for atom in atoms_of(instance.task):
+                lo = data.draw(st.integers(0, plan.clock.steps - 1))
+                hi = data.draw(st.integers(lo + 1, plan.clock.steps))
+                task = GroupTask("all", "g", (atom,), lo, hi)
+                preferred = data.draw(st.sampled_from([None, (lo, (lo + hi) // 2), (atom.lo, atom.hi)]))
+                long_way = Placer(free.copy(), plan.capacity, flat, budget, lays=lays)
+                expected = [solution_data(found) for found in long_way._all(task, lo, hi, preferred)]
+                shortcut = Placer(free.copy(), plan.capacity, flat, budget, lays=lays)
+                assert [solution_data(found) for found in shortcut.solutions(task, lo, hi, preferred)] == expected
+                assert (shortcut.budget, failure_data(shortcut.failure)) == \
+                    (long_way.budget, failure_data(long_way.failure))
+                first = Placer(free.copy(), plan.capacity, flat, budget, lays=lays)
+                assert solution_data(first.first(task, lo, hi, preferred)) == (expected[0] if expected else None)
+        planner.submit(reservation, "gree")

@@ -13,20 +13,24 @@ from rdl.tree import Reservation
 from rdl.validate import Context, earliest_finish
 
 
-def _pattern(clock: Clock, *steps: int) -> str:
-    """`HH:MM` when every moment falls on the plan's first day, full dates otherwise."""
-    first_day = all(clock.at(step).date() == clock.origin.date() for step in steps)
-    return "%H:%M" if first_day else "%Y-%m-%d %H:%M"
+def _moments(clock: Clock, *steps: int) -> list[str]:
+    """Each step's moment as `HH:MM` when every one falls on the plan's first day, as `YYYY-MM-DD HH:MM` otherwise
+    (written out rather than by strftime: every capacity rejection names its window)."""
+    moments = [clock.at(step) for step in steps]
+    day = clock.origin.date()
+    if all(moment.date() == day for moment in moments):
+        return [f"{m.hour:02d}:{m.minute:02d}" for m in moments]
+    return [f"{m.year:04d}-{m.month:02d}-{m.day:02d} {m.hour:02d}:{m.minute:02d}" for m in moments]
 
 
 def format_moment(step: int, clock: Clock) -> str:
-    return clock.at(step).strftime(_pattern(clock, step))
+    return _moments(clock, step)[0]
 
 
 def format_span(lo: int, hi: int, clock: Clock) -> str:
     """`[00:00, 04:00)` within the plan's first day, full dates otherwise."""
-    pattern = _pattern(clock, lo, hi)
-    return f"[{clock.at(lo).strftime(pattern)}, {clock.at(hi).strftime(pattern)})"
+    start, end = _moments(clock, lo, hi)
+    return f"[{start}, {end})"
 
 
 def window_reason(instance: Instance, plan: Plan, reservation: Reservation) -> Reason | None:

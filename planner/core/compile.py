@@ -84,13 +84,17 @@ def demand_of(bundle: Resources, resources: tuple[str, ...]) -> np.ndarray:
 
 def mirrored(task: Task, steps: int) -> Task:
     """The task on a reversed time axis (step t becomes steps - t): "as late as possible" there is
-    "as early as possible" here, so one placer serves both directions."""
+    "as early as possible" here, so one placer serves both directions. Built field by field, as `clipped` is: every
+    rejection's earliest-deadline search mirrors its request."""
     if isinstance(task, AtomTask):
-        return replace(task, lo=steps - task.hi, hi=steps - task.lo)
+        return AtomTask(label=task.label, atom=task.atom, demand=task.demand, gang=task.gang,
+                        parallelism=task.parallelism, length=task.length, leases=task.leases, lo=steps - task.hi,
+                        hi=steps - task.lo)
     children = tuple(mirrored(child, steps) for child in task.children)
     if task.kind == "order":
         children = children[::-1]
-    return replace(task, children=children, lo=steps - task.hi, hi=steps - task.lo)
+    return GroupTask(kind=task.kind, label=task.label, children=children, lo=steps - task.hi, hi=steps - task.lo,
+                     gap=task.gap)
 
 
 def clipped(task: Task, hi: int) -> Task:

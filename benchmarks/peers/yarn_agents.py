@@ -22,7 +22,7 @@ the whole plan, plus anything YARN answered that is no lease of whole gangs), de
 decisions and over accepted ones (YARN's: the agent's createReservation inside the JVM, after --warmup passes of
 the stream; ours: Planner.submit in this process, which on rejection also searches the earliest deadline unless
 --no-explain; on both sides each decision's least time over --repeat passes; on both sides the request is
-validated before the timed decision, as each server does, and ours's validation time is printed below), and a few
+validated before the timed decision, as each server does, and our validation's time is printed below), and a few
 reservations one side accepts and the other rejects (how many, their bundle-hours, and how many of YARN's had no
 room left in our plan at their turn). Then the goals. Each stream's header also says how many of its reservations
 gree-s refuses whatever the plan holds (more than a tenth of the cluster over their window).

@@ -142,12 +142,13 @@ class Placer:
     def first(self, task: Task, lo: int, hi: int, preferred: tuple[int, int] | None = None,
               whole: bool = True) -> Solution | None:
         """The first candidate `search` offers, left off the scratch: for a search whose caller reads nothing
-        of the scratch after it (an atom's is then never laid; any other's is taken back at once). Not `whole`:
-        the caller searches more with the budget this search leaves, so an `all` does not stop early."""
+        of the scratch after it (an atom's, or an `all` of one atom's, is then never laid; any other's is taken back
+        at once). Not `whole`: the caller searches more with the budget this search leaves, so an `all` does not
+        stop early."""
         self.root = task if whole else None
         if isinstance(task, GroupTask) and task.kind == "any":
             return self._first_of_any(task, max(lo, task.lo), min(hi, task.hi), preferred)
-        if (only := only_atom(task)) is not None:  # never laid, as an atom's first is not (a gang request's shape)
+        if (only := only_atom(task)) is not None:  # a request of one gang
             return self._first_of_atom(only, max(lo, task.lo), min(hi, task.hi), preferred)
         if not isinstance(task, AtomTask):
             return _first_of(self.solutions(task, lo, hi, preferred))

@@ -192,24 +192,33 @@ def test_an_orders_stages_share_its_window_as_numpy_rounds_the_running_sums(work
 def test_an_all_of_one_atom_offers_what_the_alls_own_search_offers(scenario: Scenario, flat: bool, lays: bool,
                                                                     budget: int, data: st.DataObject) -> None:
     """`Placer.solutions` and `first` take an `all` of one atom as that atom (solution.only_atom): every candidate, in
-    order, the budget and the failure as `_all`'s own search gives them (fails on passing the atom the window of the
-    `all` without its own, or on giving it none of the preferred part, tried)."""
+    order, the budget and the failure as `_all`'s own search gives them, the window the caller's, the `all`'s and the
+    atom's together (fails on passing the atom the window of the `all` without its own, on giving it none of the
+    preferred part, or on `first` leaving out the `all`'s window, tried)."""
     planner = Planner(scenario.cluster(), now=scenario.clock())
     plan = planner.plan
     for reservation in parse(scenario.text):
         free = plan.free()
         for instance in compile_reservation(reservation, plan.now, plan.clock, plan.now_step, plan.resources):
             for atom in atoms_of(instance.task):
-                lo = data.draw(st.integers(0, plan.clock.steps - 1))
-                hi = data.draw(st.integers(lo + 1, plan.clock.steps))
-                task = GroupTask("all", "g", (atom,), lo, hi)
+                steps = plan.clock.steps
+                own = sorted(data.draw(st.lists(st.integers(0, steps), min_size=2, max_size=2)))  # the all's window
+                lo = data.draw(st.integers(0, steps - 1))  # the caller's
+                hi = data.draw(st.integers(lo + 1, steps))
+                task = GroupTask("all", "g", (atom,), own[0], own[1])
                 preferred = data.draw(st.sampled_from([None, (lo, (lo + hi) // 2), (atom.lo, atom.hi)]))
+                inside = max(lo, task.lo), min(hi, task.hi)  # what `solutions` hands `_all`
                 long_way = Placer(free.copy(), plan.capacity, flat, budget, lays=lays)
-                expected = [solution_data(found) for found in long_way._all(task, lo, hi, preferred)]
+                expected = [solution_data(found) for found in long_way._all(task, *inside, preferred)]
                 shortcut = Placer(free.copy(), plan.capacity, flat, budget, lays=lays)
                 assert [solution_data(found) for found in shortcut.solutions(task, lo, hi, preferred)] == expected
                 assert (shortcut.budget, failure_data(shortcut.failure)) == \
                     (long_way.budget, failure_data(long_way.failure))
+                once = Placer(free.copy(), plan.capacity, flat, budget, lays=lays)
+                search = once._all(task, *inside, preferred)
+                head = solution_data(next(search, None))
+                search.close()
                 first = Placer(free.copy(), plan.capacity, flat, budget, lays=lays)
-                assert solution_data(first.first(task, lo, hi, preferred)) == (expected[0] if expected else None)
+                assert solution_data(first.first(task, lo, hi, preferred)) == head
+                assert (first.budget, failure_data(first.failure)) == (once.budget, failure_data(once.failure))
         planner.submit(reservation, "gree")

@@ -124,7 +124,7 @@ class Placer:
         if isinstance(task, AtomTask):
             yield from self._atom(task, lo, hi, preferred, min_end, ceiling)
         elif (only := only_atom(task)) is not None:  # an `all` of one atom is that atom (as `_all` would search it)
-            yield from self._atom(only, max(lo, only.lo), min(hi, only.hi), preferred, None, None)
+            yield from self.solutions(only, lo, hi, preferred)
         elif task.kind == "order":
             yield from self._order(task, lo, hi, preferred)
         elif task.kind == "all":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.agents.greedy.pack import flattest_of_tiles
-from planner.agents.greedy.treecost import pieces, placement_cost
+from planner.agents.greedy.treecost import pieces, solution_cost
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
 from planner.core.jit import inline_kernel, kernel
@@ -331,13 +331,7 @@ class TreeView:
     def cost(self, solution: Solution, capacity: np.ndarray, origin: int, laid: bool = True) -> float:
         """Placer.cost of `solution` on the view (laid, or as laying it would leave it), to the last bit, reading its
         leases' steps only."""
-        total = 0.0
-        for placement in solution:
-            base, end = placement.first_start, placement.last_end
-            task = placement.task
-            total += placement_cost(capacity[:, base:end], self.free[:, base - origin:end - origin], task.demand,
-                                    placement.starts, placement.gangs, task.length, task.gang, laid)
-        return total
+        return solution_cost(solution, capacity, self.free, origin, laid)
 
     def answers(self, spread: bool, length: int) -> bool:
         """Whether the tree answers this search: GREE's always; GREE-L's flat one for leases of FLAT_FROM steps and

@@ -3,19 +3,37 @@
 A placement spread thin over a long span holds nothing over most of it: `pieces` gives the runs of steps where it
 holds something, so laying it (ontree.tree_lay) and costing it read its leases' steps, not its span.
 
-The cost is summed run by run (`placement_cost` here for the tree, runcost.runs_cost in numpy for the placer's
-copies, to the same bit): over each stretch of steps where the placement holds the same bundles and a resource its same
-capacity and free, one term times the stretch's length. A placement of a thousand one-minute leases over a day of
-one-second steps meets a few dozen such stretches: the steps are still read to find them, but the two divisions of a
-term are made once a stretch, where the sum step by step made them 86,400 times a resource
-(tests/planner/agents/test_treecost.py holds the two to each other and to the sum step by step).
+The cost is summed run by run (`placement_cost` here, for the tree and for the placer's copies of
+`pack.COMPILED_FROM` steps or more; runcost.runs_cost in numpy for shorter copies; the two to the same bit): over each
+stretch of steps where the placement holds the same bundles and a resource its same capacity and free, one term times
+the stretch's length. A placement of a thousand one-minute leases over a day of one-second steps meets a few dozen
+such stretches: the steps are still read to find them, but the two divisions of a term are made once a stretch, where
+the sum step by step made them 86,400 times a resource (tests/planner/agents/test_treecost.py holds the two to each
+other and to the sum step by step).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from planner.core.jit import inline_kernel, kernel
+
+if TYPE_CHECKING:
+    from planner.agents.greedy.solution import Solution
+
+
+def solution_cost(solution: Solution, capacity: np.ndarray, free: np.ndarray, origin: int, laid: bool) -> float:
+    """Placer.cost of a solution, placement by placement through `placement_cost`: `capacity` on the plan's step
+    axis, `free` (the tree's view or a placer's copy) from step `origin` of it."""
+    total = 0.0
+    for placement in solution:
+        base, end = placement.first_start, placement.last_end
+        task = placement.task
+        total += placement_cost(capacity[:, base:end], free[:, base - origin:end - origin], task.demand,
+                                placement.starts, placement.gangs, task.length, task.gang, laid)
+    return total
 
 
 @kernel

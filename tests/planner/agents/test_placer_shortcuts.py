@@ -145,15 +145,16 @@ def test_laying_writes_what_the_outer_product_writes(data: st.DataObject, resour
 
 
 @FAST
-@given(data=st.data(), resources=st.integers(1, 3), empty_steps=st.booleans())
-def test_the_cost_run_by_run_is_the_sum_step_by_step(data: st.DataObject, resources: int, empty_steps: bool) -> None:
-    """One term times a run's length (runcost.py) is the sum of the run's terms, but for rounding; steps without
-    capacity add nothing."""
+@given(data=st.data(), resources=st.integers(1, 3), empty_steps=st.booleans(), width=st.sampled_from([50, 80]))
+def test_the_cost_run_by_run_is_the_sum_step_by_step(data: st.DataObject, resources: int, empty_steps: bool,
+                                                      width: int) -> None:
+    """One term times a run's length is the sum of the run's terms, but for rounding, on a short window (runcost.py,
+    numpy) and a long one (treecost.py, compiled); steps without capacity add nothing."""
     solution = [data.draw(placements(resources))]
-    capacity = data.draw(hnp.arrays(np.float64, (resources, 50), elements=st.integers(1, 400).map(float)))
+    capacity = data.draw(hnp.arrays(np.float64, (resources, width), elements=st.integers(1, 400).map(float)))
     if empty_steps:
         capacity[:, data.draw(st.integers(0, 49))] = 0.0
-    free = data.draw(hnp.arrays(np.float64, (resources, 50), elements=TENTHS))
+    free = data.draw(hnp.arrays(np.float64, (resources, width), elements=TENTHS))
     expected = 0.0
     for placement in solution:
         base, held = _reference_held(placement.starts, placement.gangs, placement.task.length, placement.task.gang)

@@ -1,6 +1,6 @@
 """The placer's cost of a placement laid on the free-capacity tree (treecost.py) against the one on a copy
-(runcost.py), to the last bit: the same runs, the same terms, added in the same order; and costed as laid, without
-laying it, the same as laid."""
+(runcost.py, or treecost.py's on a long copy), to the last bit: the same runs, the same terms, added in the same
+order; and costed as laid, without laying it, the same as laid."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from hypothesis.extra import numpy as hnp
 
 from planner.agents.greedy.ontree import TreeView
 from planner.agents.greedy.placer import Placer
+from planner.agents.greedy.runcost import runs_cost
 from planner.agents.greedy.solution import AtomPlacement
-from planner.agents.greedy.treecost import pieces
+from planner.agents.greedy.treecost import pieces, solution_cost
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree
 
@@ -52,6 +53,21 @@ def test_the_cost_on_the_tree_is_the_dense_cost_to_the_bit(
     axis = capacity[:, ::-1] if mirrored else capacity  # the placer's capacity is on the view's axis
     dense = Placer(np.ascontiguousarray(view.free), axis, flat=False).cost(solution)
     assert Placer(view.free, axis, flat=False, tree=view).cost(solution) == dense
+
+
+@FAST
+@given(drawn=placements(), laid=st.booleans())
+def test_the_compiled_cost_is_the_numpy_cost_to_the_bit(
+        drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool], laid: bool) -> None:
+    """A placer's copy of `pack.COMPILED_FROM` steps or more is costed compiled, a shorter one in numpy (runcost.py):
+    the two agree to the bit, laid or not, whatever the length."""
+    capacity, used, solution, _ = drawn
+    free = capacity - used
+    for placement in solution:
+        base, held = placement.held()
+        span = slice(base, base + held.shape[0])
+        expected = runs_cost(capacity[:, span], free[:, span], placement.task.demand, held, laid)
+        assert solution_cost([placement], capacity, free, 0, laid) == expected
 
 
 @FAST

@@ -78,6 +78,23 @@ def _room_summary(task: AtomTask, lo: int, hi: int, plan: Plan) -> tuple[int, in
     return int(room.max()), int((room // task.gang).sum())
 
 
+def bundle_hours(amount: float) -> str:
+    """Bundle-hours for people: one decimal from ten on, three significant digits below (at one-minute steps
+    26,368 bundle-minutes are 439.5, not 439.467; one bundle-second 0.000278)."""
+    text = f"{amount:,.1f}" if amount >= 10 else f"{amount:.3g}"
+    return text.removesuffix(".0")
+
+
+def _apart(less: float, more: float) -> tuple[str, str]:
+    """`bundle_hours` of two amounts, with as many more decimals as it takes for them to read apart (a step's
+    bundle is 1/3600 bundle-hours at the least)."""
+    texts = bundle_hours(less), bundle_hours(more)
+    digits = 2
+    while texts[0] == texts[1] and digits <= 6:
+        texts, digits = (f"{less:,.{digits}f}", f"{more:,.{digits}f}"), digits + 1
+    return texts
+
+
 def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
     if hi <= lo:
         return "but no time is left in its window"
@@ -88,9 +105,10 @@ def describe_room(task: AtomTask, lo: int, hi: int, plan: Plan) -> str:
     available = gangs * task.gang  # whole gangs only
     hours = plan.clock.step / 3600
     if available < needed:
-        return (f"only {available * hours:g} of the {needed * hours:g} bundle-hours it needs are free there "
+        free, need = _apart(available * hours, needed * hours)
+        return (f"only {free} of the {need} bundle-hours it needs are free there "
                 f"(at most {bundles(most)} at once)")
-    return (f"{available * hours:g} bundle-hours are free there but not in the shape it needs "
+    return (f"{bundle_hours(available * hours)} bundle-hours are free there but not in the shape it needs "
             f"(at most {bundles(most)} at once, in leases of {units.format_duration(task.length * plan.clock.step)}"
             f" around the other pieces)")
 

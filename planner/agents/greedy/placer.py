@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from planner.agents.greedy import pack
 from planner.agents.greedy.giveup import AllAlone, StagesAlone
-from planner.agents.greedy.pack import COMPILED_FROM, Blocks, flattest, latest
+from planner.agents.greedy.pack import Blocks, flattest, latest
 from planner.agents.greedy.passover import tries_left
 from planner.agents.greedy.room import AtomRoom
 from planner.agents.greedy.runcost import runs_cost
@@ -106,7 +107,7 @@ class Placer:
         the scratch, costed as it would be laid there."""
         if self.tree is not None:  # the same sum, over the steps the placement holds only
             return self.tree.cost(solution, self.capacity, self.origin, laid)
-        if self.free.shape[1] >= COMPILED_FROM:  # on long windows compiled, as pack's kernels are (the same sum)
+        if self.free.shape[1] >= pack.COMPILED_FROM:  # on long windows compiled, as pack's kernels are (the same sum)
             from planner.agents.greedy.treecost import solution_cost
 
             return solution_cost(solution, self.capacity, self.free, self.origin, laid)

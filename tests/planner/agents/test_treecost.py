@@ -44,30 +44,41 @@ def placements(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, list[AtomPlacem
     return capacity, used, solution, draw(st.booleans())
 
 
+def _numpy_cost(solution: list[AtomPlacement], capacity: np.ndarray, free: np.ndarray, laid: bool = True) -> float:
+    """The placer's cost in numpy (runcost.py), placement by placement, whatever the window's length: `free` on the
+    plan's axis from step 0."""
+    total = 0.0
+    for placement in solution:
+        base, held = placement.held()
+        span = slice(base, base + held.shape[0])
+        total += runs_cost(capacity[:, span], free[:, span], placement.task.demand, held, laid)
+    return total
+
+
 @FAST
 @given(drawn=placements())
-def test_the_cost_on_the_tree_is_the_dense_cost_to_the_bit(
+def test_the_cost_on_the_tree_is_the_numpy_cost_to_the_bit(
         drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool]) -> None:
     capacity, used, solution, mirrored = drawn
     view = TreeView(FreeTree(capacity - used), mirrored=mirrored)
     axis = capacity[:, ::-1] if mirrored else capacity  # the placer's capacity is on the view's axis
-    dense = Placer(np.ascontiguousarray(view.free), axis, flat=False).cost(solution)
+    dense = _numpy_cost(solution, axis, np.ascontiguousarray(view.free))
     assert Placer(view.free, axis, flat=False, tree=view).cost(solution) == dense
 
 
 @FAST
-@given(drawn=placements(), laid=st.booleans())
-def test_the_compiled_cost_is_the_numpy_cost_to_the_bit(
-        drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool], laid: bool) -> None:
+@given(drawn=placements(), laid=st.booleans(), origin=st.integers(0, 70))
+def test_the_placers_cost_on_a_copy_is_the_numpy_cost_to_the_bit(
+        drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool], laid: bool, origin: int) -> None:
     """A placer's copy of `pack.COMPILED_FROM` steps or more is costed compiled, a shorter one in numpy (runcost.py):
-    the two agree to the bit, laid or not, whatever the length."""
+    the same, to the bit, laid or not, on a copy that starts `origin` steps into the plan."""
     capacity, used, solution, _ = drawn
-    free = capacity - used
-    for placement in solution:
-        base, held = placement.held()
-        span = slice(base, base + held.shape[0])
-        expected = runs_cost(capacity[:, span], free[:, span], placement.task.demand, held, laid)
-        assert solution_cost([placement], capacity, free, 0, laid) == expected
+    expected = _numpy_cost(solution, capacity, capacity - used, laid)
+    later = [AtomPlacement(p.task, p.starts + origin, p.gangs) for p in solution]  # on the plan's axis
+    plan_capacity = np.concatenate([np.ones((capacity.shape[0], origin)), capacity], axis=1)
+    placer = Placer(capacity - used, plan_capacity, flat=False, origin=origin)
+    assert placer.cost(later, laid=laid) == expected
+    assert solution_cost(later, plan_capacity, capacity - used, origin, laid) == expected
 
 
 @FAST

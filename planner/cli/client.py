@@ -101,7 +101,8 @@ def batches(paths: Sequence[str], skipped: set[str], consequence: str) -> tuple[
     return sent, left_out
 
 
-def submit(client: Client, paths: Sequence[str], agent: str, dry_run: bool, skip_existing: bool) -> list[Json]:
+def submit(client: Client, paths: Sequence[str], agent: str, dry_run: bool, skip_existing: bool,
+           explain: bool = True) -> list[Json]:
     """Each reservation's decision record, in the files' order. The files go to the server as one request (up to
     MAX_BATCH reservations; more take several), decided in order and committed whole: bad input anywhere in a
     request submits nothing of it."""
@@ -113,7 +114,7 @@ def submit(client: Client, paths: Sequence[str], agent: str, dry_run: bool, skip
     decisions: list[Json] = []
     for batch in sent:
         try:
-            answered = client.submit_batch(batch.files, agent, dry_run)
+            answered = client.submit_batch(batch.files, agent, dry_run, explain)
         except RayonError as error:
             raise stopped(error, len(decisions), total, dry_run) from None
         except KeyboardInterrupt:

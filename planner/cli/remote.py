@@ -150,11 +150,13 @@ class Client:
                                  headers={"Content-Type": content_type},
                                  params={"agent": agent, "dry_run": str(dry_run).lower()}))
 
-    def submit_batch(self, files: list[dict[str, AnyType]], agent: str, dry_run: bool) -> list[dict[str, AnyType]]:
+    def submit_batch(self, files: list[dict[str, AnyType]], agent: str, dry_run: bool,
+                     explain: bool = True) -> list[dict[str, AnyType]]:
         """The decision records of a batch of files (`{name, text, format}` each), decided in order and committed
-        whole (unless `dry_run`)."""
+        whole (unless `dry_run`); without `explain`, a capacity rejection does not search its earliest deadline."""
         answer = self.request("POST", "/v1/reservations/batch", json={"files": files},
-                              params={"agent": agent, "dry_run": str(dry_run).lower()})
+                              params={"agent": agent, "dry_run": str(dry_run).lower(),
+                                      "explain": str(explain).lower()})
         return [dict(decision) for decision in answer["decisions"]]
 
     def names(self) -> set[str]:

@@ -86,12 +86,16 @@ def from_yarn(path: str, queue: str | None, capacity: str | None, step: str, hor
 @click.option("--now", "when", type=TimeParam(), help=time_help("Submission time (default: the plan's clock)."))
 @click.option("--skip-existing", is_flag=True,
               help="Skip reservations whose name the store holds already (to finish a submission that was stopped).")
+@click.option("--explain/--no-explain", default=True, show_default=True,
+              help="Give each rejection for capacity the earliest deadline that would fit (most of the time of a "
+              "large submission that fills the plan goes into it).")
 @fail_on_reject_option
 @state_option
 @server_option
 @json_option
 def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: TimeValue | None, skip_existing: bool,
-                   fail_on_reject: bool, state_path: str | None, server: str | None, as_json: bool) -> None:
+                   explain: bool, fail_on_reject: bool, state_path: str | None, server: str | None,
+                   as_json: bool) -> None:
     """Submit reservation files to the stored plan; each decision is committed before it is shown.
 
     Exit status: 0 when every reservation was decided (with --fail-on-reject, 3 when any was rejected),
@@ -104,7 +108,7 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: Time
         if when is not None:
             raise local_only("submit --now", remote)
         with Client(remote) as client:
-            answers = remote_mode.submit(client, paths, agent, dry_run, skip_existing)
+            answers = remote_mode.submit(client, paths, agent, dry_run, skip_existing, explain)
             echo_answers(answers, agent, dry_run, as_json, lambda: remote_mode.clock_line(client))
         rejections([d["reservation"] for d in answers if not d["accepted"]], len(answers), fail_on_reject)
         return
@@ -122,7 +126,8 @@ def submit_command(paths: tuple[str, ...], agent: str, dry_run: bool, when: Time
         decisions: list[Decision] = []
         try:
             for reservation in wanted:
-                decisions.append(store.submit(reservation, agent, submitted=now, dry_run=dry_run, validated=True))
+                decisions.append(store.submit(reservation, agent, submitted=now, dry_run=dry_run, explain=explain,
+                                              validated=True))
         except KeyboardInterrupt:
             echo_submitted(store, decisions, agent, dry_run, as_json)
             # Counted in the store: the decision under way when Ctrl-C came may have been committed too.

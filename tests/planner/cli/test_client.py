@@ -95,6 +95,20 @@ def test_the_same_commands_print_the_same_in_both_modes(local: Run, remote: Run)
     assert answers == ["accepted", "(capacity)", "accepted", "(invalid)", "cancelled"]  # a cancel is not "accepted"
 
 
+def test_no_explain_rejects_for_capacity_without_a_deadline_in_both_modes(local: Run, remote: Run) -> None:
+    """`rayon submit --no-explain`, as `rayon plan --no-explain`: the rejection keeps its reason, not the earliest
+    deadline (the server is asked with `explain=false`)."""
+    for run in (local, remote):
+        reasons = []
+        for flags in ((), ("--no-explain",)):
+            answered = run("submit", "--json", "--dry-run", *flags, FILES[1])
+            assert answered.exit_code == 0, answered.stderr
+            reasons.append(json.loads(answered.stdout)["decisions"][0]["reason"])
+        explained, bare = reasons
+        assert explained["code"] == bare["code"] == "capacity" and explained["message"] == bare["message"]
+        assert "earliest_deadline" in explained and "earliest_deadline" not in bare
+
+
 def test_a_dry_run_commits_nothing_on_the_server(remote: Run) -> None:
     answered = remote("submit", "--dry-run", "--json", FILES[2])
     assert answered.exit_code == 0, answered.stderr

@@ -9,7 +9,7 @@ stretch of steps where the placement holds the same bundles and a resource its s
 the stretch's length. A placement of a thousand one-minute leases over a day of one-second steps meets a few dozen
 such stretches: the steps are still read to find them, but the two divisions of a term are made once a stretch, where
 the sum step by step made them 86,400 times a resource (tests/planner/agents/test_treecost.py holds the two to each
-other and to the sum step by step).
+other, test_placer_shortcuts.py each to the sum step by step).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,mixed@1s] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
                                            [--calculator dominant|default] [--ours gree,gree-l,gree-s,gree@early,...]
-                                           [--yarn greedy,greedy-right,aligned|none]
+                                           [--yarn greedy,greedy-right,aligned|none] [--by-shape]
 
 YARN's agents (GreedyReservationAgent as YARN configures it, allocating left; the same allocating right;
 AlignedPlannerWithGreedy, the ReservationSystem's default) run in a JVM through tests/peers/yarn (built with
@@ -30,6 +30,10 @@ gree-s refuses whatever the plan holds (more than a tenth of the cluster over th
 `--ours` names our agents (gree, gree-l, gree-s: GREE-L with size-aware admission); `AGENT@early` is that
 agent with every reservation of the stream asking `placement=early` (the same trees with the header attribute
 set: each piece as early as it fits, as YARN's greedy).
+
+`--by-shape` adds, per stream, each agent's accepted count by the reservation's shape: its body's kind (`atom`,
+`all`, `any`, `order`, `order gap`: an order with a gap, YARN's R_ORDER_NO_GAP) and how many children it has;
+where one side accepts more, this says which reservations it is.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from planner.core.compile import compile_reservation  # noqa: E402
 from planner.core.plan import Plan  # noqa: E402
 from rdl import parse_cluster, units  # noqa: E402
 from rdl.cluster import Cluster  # noqa: E402
+from rdl.tree import Atom, Order, Reservation, Window  # noqa: E402
 from tests.peers.yarn import agent_harness as harness  # noqa: E402
 from tests.peers.yarn import streams  # noqa: E402
 
@@ -122,9 +127,30 @@ def wide(cluster: Cluster, stream: harness.Stream) -> int:
                for r in stream.reservations)
 
 
+def shape(reservation: Reservation) -> str:
+    """The reservation's shape for --by-shape: its body's kind under any windows, and how many children it has."""
+    body = reservation.body
+    while isinstance(body, Window):
+        body = body.child
+    if isinstance(body, Atom):
+        return "atom"
+    kind = "order gap" if isinstance(body, Order) and body.gap is not None else type(body).__name__.lower()
+    return f"{kind} of {len(body.children)}"
+
+
+def by_shape(stream: harness.Stream, outcomes: list[Outcome]) -> None:
+    """Each agent's accepted count per shape, the shapes in the order of their names."""
+    shapes = [shape(r) for r in stream.reservations]
+    print(f"  accepted by shape\n  {'shape':<16}{'count':>7}" + "".join(f"{o.agent:>19}" for o in outcomes))
+    for kind in sorted(set(shapes)):
+        chosen = [i for i, found in enumerate(shapes) if found == kind]
+        print(f"  {kind:<16}{len(chosen):>7}" + "".join(f"{sum(o.accepted()[i] for i in chosen):>19}"
+                                                          for o in outcomes))
+
+
 def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int, explain: bool,
                calculator: str = "dominant", repeat: int = 1, ours: tuple[str, ...] = OURS,
-               yarn_agents: tuple[str, ...] = harness.YARN_AGENTS) -> list[Outcome]:
+               yarn_agents: tuple[str, ...] = harness.YARN_AGENTS, shapes: bool = False) -> list[Outcome]:
     """Every agent on the stream, YARN's first, each checked by our checker."""
     outcomes = []
     rejections = {}
@@ -166,6 +192,8 @@ def run_stream(label: str, cluster: Cluster, stream: harness.Stream, warmup: int
     for o in outcomes:
         for violation in o.violations[:3]:
             print(f"  ! {o.agent}: {violation}")
+    if shapes:
+        by_shape(stream, outcomes)
     if yarn_agents:
         _differences(cluster, outcomes)
     return outcomes
@@ -283,6 +311,8 @@ def main() -> None:
                              "(e.g. gree,gree-l,gree@early,gree-l@early)")
     parser.add_argument("--yarn", default=",".join(harness.YARN_AGENTS),
                         help="YARN's agents to run (greedy, greedy-right, aligned), or none: ours alone, no Java")
+    parser.add_argument("--by-shape", action="store_true",
+                        help="each agent's accepted count per reservation shape (kind and children)")
     args = parser.parse_args()
     yarn_agents = () if args.yarn == "none" else tuple(name.strip() for name in args.yarn.split(","))
     for name in yarn_agents:
@@ -306,7 +336,7 @@ def main() -> None:
         else:
             cluster, stream = makers[label]()
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
-                                                args.calculator, args.repeat, ours, yarn_agents))
+                                                args.calculator, args.repeat, ours, yarn_agents, args.by_shape))
     goals(results)
 
 

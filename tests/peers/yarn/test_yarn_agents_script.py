@@ -13,6 +13,7 @@ from planner.core.check import check_plan
 from rdl import parse_cluster, units
 from tests.peers.yarn import agent_harness as harness
 from tests.peers.yarn import streams
+from tests.planner.support import parse
 
 SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "peers" / "yarn_agents.py"
 spec = importlib.util.spec_from_file_location("yarn_agents", SCRIPT)
@@ -99,3 +100,25 @@ def test_without_yarn_the_stream_runs_ours_alone(capsys):
     assert [o.agent for o in outcomes] == ["gree-l", "gree-s"] and not any(o.violations for o in outcomes)
     yarn_agents.goals({"tight": (cluster, outcomes)})  # nothing to compare with: no goal lines, no failure
     assert "vs best YARN" not in capsys.readouterr().out
+
+
+def test_shapes_name_the_body_under_its_windows_and_count_its_children():
+    atom, gapped, window_all, one_any = parse(
+        "reservation a { atom(b={vcores: 1}, w=1h) }\n"
+        "reservation b { order(atom(b={vcores: 1}, w=1h), atom(b={vcores: 1}, w=1h), gap=0s) }\n"
+        "reservation c { window(s=2026-11-23T00:00:00Z, e=2026-11-23T06:00:00Z, all(atom(b={vcores: 1}, w=1h), "
+        "atom(b={vcores: 1}, w=1h), atom(b={vcores: 1}, w=1h))) }\n"
+        "reservation d { any(atom(b={vcores: 1}, w=1h)) }\n")
+    assert [yarn_agents.shape(r) for r in (atom, gapped, window_all, one_any)] == [
+        "atom", "order gap of 2", "all of 3", "any of 1"]
+
+
+def test_accepted_by_shape_adds_up_to_each_agents_accepted(capsys):
+    _, stream = streams.yarn_shaped(40, 11)
+    outcomes = [yarn_agents.Outcome(name, [{"accepted": (i * k) % 3 == 0} for i in range(40)], [0.0] * 40, [])
+                for k, name in ((1, "one"), (2, "two"))]
+    yarn_agents.by_shape(stream, outcomes)
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    counts = [[int(cell) for cell in row[-3:]] for row in rows]  # count, then each agent's accepted
+    assert sum(row[0] for row in counts) == 40
+    assert [sum(row[1 + k] for row in counts) for k in range(2)] == [sum(o.accepted()) for o in outcomes]

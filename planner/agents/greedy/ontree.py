@@ -11,12 +11,10 @@ earliest-deadline search's reversed time).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from planner.agents.greedy.pack import flattest_of_tiles
-from planner.agents.greedy.treecost import pieces, solution_cost
+from planner.agents.greedy.treecost import pieces
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
 from planner.core.jit import inline_kernel, kernel
@@ -30,9 +28,6 @@ from planner.core.treekernels import (
     room_test,
     take_from,
 )
-
-if TYPE_CHECKING:
-    from planner.agents.greedy.solution import Solution
 
 Blocks = tuple[np.ndarray, np.ndarray]
 # Leases of this many steps and more: GREE-L's tiles from the tree (see TreeView.answers). Every lease, since a tile
@@ -327,11 +322,6 @@ class TreeView:
         runs = tree_lay(tree.free, tree.mins, tree.maxs, self.mirrored, starts, gangs, task.length, task.gang,
                         task.demand * sign)
         tree.written(runs)
-
-    def cost(self, solution: Solution, capacity: np.ndarray, origin: int, laid: bool = True) -> float:
-        """Placer.cost of `solution` on the view (laid, or as laying it would leave it), to the last bit, reading its
-        leases' steps only."""
-        return solution_cost(solution, capacity, self.free, origin, laid)
 
     def answers(self, spread: bool, length: int) -> bool:
         """Whether the tree answers this search: GREE's always; GREE-L's flat one for leases of FLAT_FROM steps and

@@ -105,9 +105,9 @@ class Placer:
         """What a placement costs: its share of capacity, weighted up where the plan is already loaded, summed over
         the stretches of steps where nothing of that changes (treecost.py). Not `laid`: an atom's placement, not on
         the scratch, costed as it would be laid there."""
-        if self.tree is not None:  # the same sum, over the steps the placement holds only
-            return self.tree.cost(solution, self.capacity, self.origin, laid)
-        if self.free.shape[1] >= pack.COMPILED_FROM:  # on long windows compiled, as pack's kernels are (the same sum)
+        if self.tree is not None or self.free.shape[1] >= pack.COMPILED_FROM:
+            # compiled on the tree's view (reading the steps the placement holds only) and on long copies, as pack's
+            # kernels are: the same sum to the bit
             from planner.agents.greedy.treecost import solution_cost
 
             return solution_cost(solution, self.capacity, self.free, self.origin, laid)

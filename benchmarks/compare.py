@@ -14,12 +14,12 @@ none cached), then `--repeat` times timed, each pass to a fresh `Planner`. Each 
 its least CPU time (`time.process_time`) over all of its side's passes, so a pause that hits one pass of one side
 drops out.
 
-Streams: `yarn`, `tight`, `gangs` (tests/peers/yarn/streams.py, `--count` reservations at one-second steps),
-`mixed` or `mixed@STEP` (benchmarks/peers/yarn_agents.py's week, `--mixed-count`), `week` or `week@STEP`
-(benchmarks/admission.py's week, `--week-count`, submitted as validated, as that benchmark does). Per stream and
-agent it prints each side's accepted count and p50/p99 in ms over all decisions and over accepted ones, the ratio
-of HEAD's p99 to BASE's, and whether the decisions are the same: `same records` (every decision's JSON, leases,
-reasons and earliest deadlines included, hashes the same), `same accept/reject` or `DIFFERENT`.
+Streams: `yarn`, `tight`, `gangs` (tests/peers/yarn/streams.py, `--count` reservations), `mixed`
+(benchmarks/peers/yarn_agents.py's week, `--mixed-count`), `week` (benchmarks/admission.py's week, `--week-count`,
+submitted as validated, as that benchmark does), each at its own step or, as `NAME@STEP`, at another. Per
+stream and agent it prints each side's accepted count and p50/p99 in ms over all decisions and over accepted ones,
+the ratio of HEAD's p99 to BASE's, and whether the decisions are the same: `same records` (every decision's JSON,
+leases, reasons and earliest deadlines included, hashes the same), `same accept/reject` or `DIFFERENT`.
 
 The runs read each side's own code: a commit without a stream's module (or with another `Planner.submit`) fails
 its run, and the error is printed.
@@ -71,6 +71,12 @@ def _streams(root: Path, names: list[str], counts: dict[str, int]) -> Iterator[t
         else:
             made = {"yarn": streams.yarn_shaped, "tight": streams.tight, "gangs": streams.gangs}[kind]
             cluster, stream = made(counts["count"], seed + {"yarn": 4, "tight": 5, "gangs": 6}[kind])
+            if step:  # the same reservations on a plan of that step, built here: an older checkout lacks at_step
+                from rdl import parse_cluster
+
+                cluster = parse_cluster(f"start: {cluster.start.isoformat()}\nstep: {step}\n"
+                                        f"horizon: {cluster.horizon}s\ncapacity: {dict(cluster.capacity)}\n",
+                                        "compare-cluster.yaml")
             yield name, cluster, list(stream.reservations), False
 
 
@@ -201,7 +207,7 @@ def main() -> None:
     parser.add_argument("base", nargs="?", help="the commit to compare with (any git revision)")
     parser.add_argument("--head", default=None, help="the other commit (default: a copy of this checkout as it is)")
     parser.add_argument("--agents", default="gree", help="our agents, comma-separated")
-    parser.add_argument("--streams", default="yarn,tight,gangs", help="yarn, tight, gangs, mixed[@STEP], week[@STEP]")
+    parser.add_argument("--streams", default="yarn,tight,gangs", help="yarn, tight, gangs, mixed, week, each [@STEP]")
     parser.add_argument("--rounds", type=int, default=4, help="runs of each side, alternating")
     parser.add_argument("--repeat", type=int, default=3, help="passes over each stream per run")
     parser.add_argument("--warmup", type=int, default=1, help="untimed passes over each stream first, per run")
@@ -214,7 +220,7 @@ def main() -> None:
     names = [name.strip() for name in args.streams.split(",")]
     for name in names:
         if name.partition("@")[0] not in ("yarn", "tight", "gangs", "mixed", "week"):
-            parser.error(f"--streams: `{name}` is not yarn, tight, gangs, mixed[@STEP] or week[@STEP]")
+            parser.error(f"--streams: `{name}` is not yarn, tight, gangs, mixed or week, each [@STEP]")
     agents = [agent.strip() for agent in args.agents.split(",")]
     counts = {"count": args.count, "mixed": args.mixed_count, "week": args.week_count}
     if args.worker is not None:

@@ -1,6 +1,6 @@
 """YARN's own reservation agents and ours on the same seeded streams, in one run.
 
-    python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,mixed@1s] [--mixed-count 2500]
+    python benchmarks/peers/yarn_agents.py [--streams mixed,yarn,tight,gangs,mixed@10s,yarn@1m,...] [--mixed-count 2500]
                                            [--count 300] [--seed 7] [--warmup 1] [--repeat 3] [--no-explain]
                                            [--calculator dominant|default] [--ours gree,gree-l,gree-s,gree@early,...]
                                            [--yarn greedy,greedy-right,aligned|none] [--by-shape]
@@ -12,10 +12,12 @@ in this process. Streams:
 
 - `mixed`: benchmarks/admission.py's week at one-minute steps (single atoms, orders, `any`, gangs; demand about
   1.3x), `--mixed-count` reservations on a cluster scaled to keep that demand, each atom's parallelism cap `h`
-  dropped (YARN cannot say it); `mixed@10s`, `mixed@1s`: the same week at those steps (the resolution sweep of
-  benchmarks/admission.py --sweep, beside YARN's agents);
+  dropped (YARN cannot say it);
 - `yarn`: YARN-shaped (one to four requests under R_ANY/R_ALL/R_ORDER/R_ORDER_NO_GAP, durations in seconds,
   one-second steps); `tight`: windows at most 1.5x the least time needed; `gangs`: gangs of 8-64 containers.
+- `STREAM@STEP` (`mixed@10s`, `yarn@1m`, `gangs@1s`): the same reservations on a plan of that step, each side
+  rounding them to it (a 45-second container holds a whole minute at `@1m`): the resolution sweep, beside YARN's
+  agents.
 
 Per stream and agent: accepted count, accepted value and bundle-hours (as allocated), violations (our checker on
 the whole plan, plus anything YARN answered that is no lease of whole gangs), decision latency p50/p99 over all
@@ -56,7 +58,7 @@ from planner.agents.sized import DEFAULT_SHARE, window_share  # noqa: E402
 from planner.core.check import check_plan  # noqa: E402
 from planner.core.compile import compile_reservation  # noqa: E402
 from planner.core.plan import Plan  # noqa: E402
-from rdl import parse_cluster, units  # noqa: E402
+from rdl import RDLErrors, parse_cluster, units  # noqa: E402
 from rdl.cluster import Cluster  # noqa: E402
 from rdl.tree import Atom, Order, Reservation, Window  # noqa: E402
 from tests.peers.yarn import agent_harness as harness  # noqa: E402
@@ -295,8 +297,8 @@ def _p99_accepted(outcome: Outcome) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", default="mixed,yarn,tight,gangs",
-                        help="also mixed@STEP: the mixed week at another step (the resolution sweep: "
-                             "mixed@1m,mixed@10s,mixed@1s)")
+                        help="STREAM@STEP: that stream planned at another step (the resolution sweep: "
+                             "mixed@10s,yarn@1m,tight@1s,...)")
     parser.add_argument("--mixed-count", type=int, default=2500, help="reservations in the mixed week")
     parser.add_argument("--count", type=int, default=300, help="reservations in each of the other streams")
     parser.add_argument("--seed", type=int, default=7)
@@ -321,20 +323,30 @@ def main() -> None:
     ours = tuple(name.strip() for name in args.ours.split(","))
     for name in ours:
         ours_agent(name)  # a bad name stops the run before anything runs
-    makers = {
-        "mixed": lambda: mixed(args.mixed_count, args.seed),
-        "yarn": lambda: streams.yarn_shaped(args.count, args.seed + 4),
-        "tight": lambda: streams.tight(args.count, args.seed + 5),
-        "gangs": lambda: streams.gangs(args.count, args.seed + 6),
+    makers = {  # each stream of `count` reservations, with its cluster
+        "mixed": lambda count: mixed(count, args.seed),
+        "yarn": lambda count: streams.yarn_shaped(count, args.seed + 4),
+        "tight": lambda count: streams.tight(count, args.seed + 5),
+        "gangs": lambda count: streams.gangs(count, args.seed + 6),
     }
+    labels = [name.strip() for name in args.streams.split(",")]
+    for label in labels:  # a bad name or step stops the run before anything runs
+        kind, _, step = label.partition("@")
+        if kind not in makers:
+            raise SystemExit(f"--streams: `{kind}` is not one of {', '.join(makers)} (optionally @STEP)")
+        if step:
+            try:
+                streams.at_step(makers[kind](0)[0], step)
+            except RDLErrors as error:
+                raise SystemExit(f"--streams: `{label}`: {error}") from None
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
           + ("; java: YARN 3.4.1 agents" if yarn_agents else "; YARN's agents not run"))
     results = {}
-    for label in (name.strip() for name in args.streams.split(",")):
-        if label.startswith("mixed@"):
-            cluster, stream = mixed(args.mixed_count, args.seed, label.removeprefix("mixed@"))
-        else:
-            cluster, stream = makers[label]()
+    for label in labels:
+        kind, _, step = label.partition("@")
+        cluster, stream = makers[kind](args.mixed_count if kind == "mixed" else args.count)
+        if step:  # the same reservations on a plan of another step
+            cluster = streams.at_step(cluster, step)
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
                                                 args.calculator, args.repeat, ours, yarn_agents, args.by_shape))
     goals(results)

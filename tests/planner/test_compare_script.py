@@ -36,6 +36,12 @@ def test_a_run_decides_what_submit_decides(monkeypatch: pytest.MonkeyPatch) -> N
     assert again["gangs gree"]["records"] == run["gangs gree"]["records"]
 
 
+def test_a_stream_at_a_step_is_planned_at_that_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    made = {name: cluster for name, cluster, _, _ in compare._streams(ROOT, ["yarn", "yarn@1m"], COUNTS)}
+    assert made["yarn"].step == 1 and made["yarn@1m"] == streams.at_step(made["yarn"], "1m")
+
+
 def result(seconds: list[float], accepted: list[bool], records: str = "r") -> dict:  # type: ignore[type-arg]
     return {"seconds": seconds, "accepted": accepted, "records": records}
 

@@ -9,6 +9,8 @@ order, as an online planner sees it.
 - `tight`: windows at most 1.5x the least time the reservation needs (one-minute steps);
 - `gangs`: one gang-scheduled request each, gangs of 8-64 containers held together for 10 minutes to 2 hours;
 - `mixed_week` (benchmarks/admission.py's week, in the benchmark): made YARN-shaped by `yarn_shaped_copy`.
+
+`at_step` moves any of them to another step (the resolution sweep of benchmarks/peers/yarn_agents.py).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
-from rdl import parse_cluster
+from rdl import parse_cluster, units
 from rdl.cluster import Cluster
 from rdl.forms.yarn_body import EPOCH, R_ALL, R_ANY, R_ORDER, R_ORDER_NO_GAP
 from rdl.tree import Atom, Expr, Reservation, Window
@@ -31,6 +33,15 @@ SIZES = ((1024, 1), (2048, 1), (4096, 2), (8192, 4))  # (MB, vcores) of one cont
 def _cluster(step: str, horizon: str, vcores: int) -> Cluster:
     return parse_cluster(f"start: {START}\nstep: {step}\nhorizon: {horizon}\n"
                          f"capacity: {{memory: {vcores * 2048}, vcores: {vcores}}}\n", "stream-cluster.yaml")
+
+
+def at_step(cluster: Cluster, step: str) -> Cluster:
+    """The stream's cluster planned at another step (`10s`, `1m`): the same start, horizon and capacity, so a stream
+    drawn on `cluster` is the same reservations on a finer or coarser plan (each side rounds them to its steps)."""
+    moved = _cluster(step, units.format_duration(cluster.horizon), int(cluster.capacity["vcores"]))
+    if (moved.start, moved.capacity, moved.horizon) != (cluster.start, cluster.capacity, cluster.horizon):
+        raise ValueError("at_step moves the streams' own clusters only (start, horizon, 2 GiB per vcore)")
+    return moved
 
 
 def _request(rng: random.Random, gangs: tuple[int, ...], seconds: tuple[int, int]) -> dict[str, object]:

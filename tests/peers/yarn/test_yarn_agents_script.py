@@ -122,3 +122,30 @@ def test_accepted_by_shape_adds_up_to_each_agents_accepted(capsys):
     counts = [[int(cell) for cell in row[-3:]] for row in rows]  # count, then each agent's accepted
     assert sum(row[0] for row in counts) == 40
     assert [sum(row[1 + k] for row in counts) for k in range(2)] == [sum(o.accepted()) for o in outcomes]
+
+
+def test_a_stream_at_another_step_is_the_same_reservations_on_that_plan():
+    cluster, stream = streams.yarn_shaped(30, 11)
+    coarse = streams.at_step(cluster, "1m")
+    assert (coarse.step, coarse.start, coarse.horizon, coarse.capacity) == (60, cluster.start, cluster.horizon,
+                                                                             cluster.capacity)
+    run = harness.run_ours(coarse, stream, "gree", explain=False)
+    assert check_plan(coarse, stream.reservations, run.records) == []
+    leases = [units.parse_instant(a["end"]) - units.parse_instant(a["start"])
+              for record in run.records for a in record.get("allocations", ())]
+    assert leases and all(lease.total_seconds() % 60 == 0 for lease in leases)  # seconds rounded up to minutes
+
+
+def test_at_step_moves_only_the_streams_own_clusters():
+    other = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {memory: 1GiB, vcores: 8}\n",
+                          "c.yaml")
+    with pytest.raises(ValueError, match="at_step"):
+        streams.at_step(other, "10s")
+
+
+@pytest.mark.parametrize(("streams_arg", "named"), [("yarn@7x", "`yarn@7x`"), ("queue@1m", "`queue`")])
+def test_a_bad_stream_or_step_stops_the_run_naming_it(monkeypatch, capsys, streams_arg, named):
+    monkeypatch.setattr(sys, "argv", ["yarn_agents.py", "--streams", f"tight,{streams_arg}", "--yarn", "none"])
+    with pytest.raises(SystemExit, match=named):
+        yarn_agents.main()
+    assert "== tight" not in capsys.readouterr().out  # nothing ran before the bad name was found

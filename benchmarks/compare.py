@@ -71,8 +71,8 @@ def _streams(root: Path, names: list[str], counts: dict[str, int]) -> Iterator[t
         else:
             made = {"yarn": streams.yarn_shaped, "tight": streams.tight, "gangs": streams.gangs}[kind]
             cluster, stream = made(counts["count"], seed + {"yarn": 4, "tight": 5, "gangs": 6}[kind])
-            if step:  # the same reservations on a plan of that step, built here: an older checkout lacks at_step
-                from rdl import parse_cluster
+            if step:  # the same reservations on a plan of that step, which our planner rounds them to itself
+                from rdl import parse_cluster  # (streams.at_step rounds them for YARN; older checkouts lack it)
 
                 cluster = parse_cluster(f"start: {cluster.start.isoformat()}\nstep: {step}\n"
                                         f"horizon: {cluster.horizon}s\ncapacity: {dict(cluster.capacity)}\n",

@@ -15,9 +15,9 @@ in this process. Streams:
   dropped (YARN cannot say it);
 - `yarn`: YARN-shaped (one to four requests under R_ANY/R_ALL/R_ORDER/R_ORDER_NO_GAP, durations in seconds,
   one-second steps); `tight`: windows at most 1.5x the least time needed; `gangs`: gangs of 8-64 containers.
-- `STREAM@STEP` (`mixed@10s`, `yarn@1m`, `gangs@1s`): the same reservations on a plan of that step, each side
-  rounding them to it (a 45-second container holds a whole minute at `@1m`): the resolution sweep, beside YARN's
-  agents.
+- `STREAM@STEP` (`mixed@10s`, `yarn@1m`, `gangs@1s`): the same reservations on a plan of that step, rounded to
+  it as our planner reads them (windows inward, durations up: a 45-second container holds a whole minute at `@1m`)
+  before either side sees them: the resolution sweep, beside YARN's agents.
 
 Per stream and agent: accepted count, accepted value and bundle-hours (as allocated), violations (our checker on
 the whole plan, plus anything YARN answered that is no lease of whole gangs), decision latency p50/p99 over all
@@ -336,7 +336,7 @@ def main() -> None:
             raise SystemExit(f"--streams: `{kind}` is not one of {', '.join(makers)} (optionally @STEP)")
         if step:
             try:
-                streams.at_step(makers[kind](0)[0], step)
+                streams.at_step(*makers[kind](0), step)
             except RDLErrors as error:
                 raise SystemExit(f"--streams: `{label}`: {error}") from None
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
@@ -346,7 +346,11 @@ def main() -> None:
         kind, _, step = label.partition("@")
         cluster, stream = makers[kind](args.mixed_count if kind == "mixed" else args.count)
         if step:  # the same reservations on a plan of another step
-            cluster = streams.at_step(cluster, step)
+            drawn = len(stream.reservations)
+            cluster, stream = streams.at_step(cluster, stream, step)
+            if len(stream.reservations) < drawn:
+                print(f"\n{label}: {drawn - len(stream.reservations)} of the {drawn} reservations left out: rounded "
+                      f"to whole steps of {step}, their windows are shorter than they need")
         results[label] = (cluster, run_stream(label, cluster, stream, args.warmup, not args.no_explain,
                                                 args.calculator, args.repeat, ours, yarn_agents, args.by_shape))
     goals(results)

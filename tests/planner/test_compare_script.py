@@ -38,8 +38,10 @@ def test_a_run_decides_what_submit_decides(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_a_stream_at_a_step_is_planned_at_that_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
-    made = {name: cluster for name, cluster, _, _ in compare._streams(ROOT, ["yarn", "yarn@1m"], COUNTS)}
-    assert made["yarn"].step == 1 and made["yarn@1m"] == streams.at_step(made["yarn"], "1m")
+    made = {name: (cluster, reservations) for name, cluster, reservations, _ in compare._streams(
+        ROOT, ["yarn", "yarn@1m"], COUNTS)}
+    (fine, drawn), (coarse, same) = made["yarn"], made["yarn@1m"]
+    assert fine.step == 1 and coarse == streams.at_step(fine, streams.Stream.of(drawn), "1m")[0] and same == drawn
 
 
 def result(seconds: list[float], accepted: list[bool], records: str = "r") -> dict:  # type: ignore[type-arg]

@@ -19,9 +19,12 @@ import random
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from rdl import parse_cluster, units
 from rdl.cluster import Cluster
+from rdl.errors import RDLErrors
+from rdl.forms.yarn import from_yarn
 from rdl.forms.yarn_body import EPOCH, R_ALL, R_ANY, R_ORDER, R_ORDER_NO_GAP
 from rdl.tree import Atom, Expr, Reservation, Window
 from tests.peers.yarn.agent_harness import Stream
@@ -35,13 +38,41 @@ def _cluster(step: str, horizon: str, vcores: int) -> Cluster:
                          f"capacity: {{memory: {vcores * 2048}, vcores: {vcores}}}\n", "stream-cluster.yaml")
 
 
-def at_step(cluster: Cluster, step: str) -> Cluster:
-    """The stream's cluster planned at another step (`10s`, `1m`): the same start, horizon and capacity, so a stream
-    drawn on `cluster` is the same reservations on a finer or coarser plan (each side rounds them to its steps)."""
+def at_step(cluster: Cluster, stream: Stream, step: str) -> tuple[Cluster, Stream]:
+    """The stream on its cluster planned at another step (`10s`, `1m`): the same start, horizon and capacity, and
+    each reservation rounded to the new steps as our compiler reads it (arrival up, deadline down, each request's
+    duration up), so that YARN's agents, which plan whatever milliseconds they are given, are asked the same (GREE,
+    the same decisions; GREE-L splits an order's window by its stages' work as written, so its split may move). A
+    reservation whose rounded window is shorter than it needs is left out: no placement on the new steps holds it
+    (our planner refuses it) and YARN's validator refuses the rounded body before any agent sees it."""
     moved = _cluster(step, units.format_duration(cluster.horizon), int(cluster.capacity["vcores"]))
     if (moved.start, moved.capacity, moved.horizon) != (cluster.start, cluster.capacity, cluster.horizon):
         raise ValueError("at_step moves the streams' own clusters only (start, horizon, 2 GiB per vcore)")
-    return moved
+    origin, step_ms = round((moved.start - EPOCH) / timedelta(milliseconds=1)), moved.step * 1000
+    bodies, trees, users, values = [], [], [], []
+    for body, tree, user, value in zip(stream.bodies, stream.reservations, stream.users, stream.values, strict=True):
+        rounded = _rounded(body, origin, step_ms)
+        try:
+            trees.append(tree if rounded == body else from_yarn(rounded))  # an aligned one stays the tree it was
+        except RDLErrors:
+            continue  # its window holds it on no whole steps
+        bodies.append(rounded)
+        users.append(user)
+        values.append(value)
+    return moved, Stream(tuple(bodies), tuple(trees), tuple(users), tuple(values))
+
+
+def _rounded(body: dict[str, Any], origin: int, step_ms: int) -> dict[str, Any]:
+    """A YARN submission body with its window rounded inward and its durations up to whole steps from `origin`."""
+    definition = body["reservation-definition"]
+    requests = definition["reservation-requests"]
+    return {**body, "reservation-definition": {
+        **definition,
+        "arrival": origin + -(-(definition["arrival"] - origin) // step_ms) * step_ms,
+        "deadline": origin + (definition["deadline"] - origin) // step_ms * step_ms,
+        "reservation-requests": {**requests, "reservation-request": [
+            {**request, "duration": -(-request["duration"] // step_ms) * step_ms}
+            for request in requests["reservation-request"]]}}}
 
 
 def _request(rng: random.Random, gangs: tuple[int, ...], seconds: tuple[int, int]) -> dict[str, object]:

@@ -11,6 +11,7 @@ import pytest
 
 from planner.core.check import check_plan
 from rdl import parse_cluster, units
+from rdl.forms.yarn_body import EPOCH
 from tests.peers.yarn import agent_harness as harness
 from tests.peers.yarn import streams
 from tests.planner.support import parse
@@ -126,21 +127,52 @@ def test_accepted_by_shape_adds_up_to_each_agents_accepted(capsys):
 
 def test_a_stream_at_another_step_is_the_same_reservations_on_that_plan():
     cluster, stream = streams.yarn_shaped(30, 11)
-    coarse = streams.at_step(cluster, "1m")
+    coarse, rounded = streams.at_step(cluster, stream, "1m")
     assert (coarse.step, coarse.start, coarse.horizon, coarse.capacity) == (60, cluster.start, cluster.horizon,
                                                                              cluster.capacity)
-    run = harness.run_ours(coarse, stream, "gree", explain=False)
-    assert check_plan(coarse, stream.reservations, run.records) == []
+    run = harness.run_ours(coarse, rounded, "gree", explain=False)
+    assert check_plan(coarse, rounded.reservations, run.records) == []
     leases = [units.parse_instant(a["end"]) - units.parse_instant(a["start"])
               for record in run.records for a in record.get("allocations", ())]
     assert leases and all(lease.total_seconds() % 60 == 0 for lease in leases)  # seconds rounded up to minutes
+
+
+def _minutes(ms: int) -> bool:
+    return (ms - round((streams.at_step(*streams.yarn_shaped(0), "1m")[0].start - EPOCH).total_seconds() * 1000)) \
+        % 60_000 == 0
+
+
+def test_a_stream_at_another_step_is_rounded_for_yarn_as_our_planner_reads_it():
+    cluster, stream = streams.yarn_shaped(60, 11)
+    coarse, rounded = streams.at_step(cluster, stream, "1m")
+    drawn = {body["reservation-definition"]["reservation-name"]: body for body in stream.bodies}
+    assert 0 < len(rounded.bodies) < len(drawn)  # a few windows hold their requests on no whole minutes
+    for body in rounded.bodies:
+        new = body["reservation-definition"]
+        old = drawn[new["reservation-name"]]["reservation-definition"]
+        assert _minutes(new["arrival"]) and _minutes(new["deadline"])
+        assert old["arrival"] <= new["arrival"] < old["arrival"] + 60_000  # inward: up, and
+        assert old["deadline"] - 60_000 < new["deadline"] <= old["deadline"]  # down, by less than a step
+        durations = [(r["duration"], q["duration"]) for r, q in zip(new["reservation-requests"]["reservation-request"],
+                                                                   old["reservation-requests"]["reservation-request"],
+                                                                   strict=True)]
+        assert all(d % 60_000 == 0 and o <= d < o + 60_000 for d, o in durations)
+    as_drawn = {record["reservation"]: record for record in harness.run_ours(coarse, stream, "gree",
+                                                                           explain=False).records}
+    as_rounded = harness.run_ours(coarse, rounded, "gree", explain=False).records
+    left_out = set(drawn) - {record["reservation"] for record in as_rounded}
+    assert not any(as_drawn[name]["accepted"] for name in left_out)  # on our planner too, no placement holds them
+    for record in as_rounded:  # our planner reads both alike: the same decisions, the same leases
+        assert (record["accepted"], record.get("allocations")) == (as_drawn[record["reservation"]]["accepted"],
+                                                                   as_drawn[record["reservation"]].get("allocations"))
+    assert streams.at_step(cluster, stream, "1s") == (cluster, stream)  # its own step: nothing to round
 
 
 def test_at_step_moves_only_the_streams_own_clusters():
     other = parse_cluster("start: 2026-11-23T00:00:00Z\nstep: 1m\nhorizon: 1d\ncapacity: {memory: 1GiB, vcores: 8}\n",
                           "c.yaml")
     with pytest.raises(ValueError, match="at_step"):
-        streams.at_step(other, "10s")
+        streams.at_step(other, streams.tight(3)[1], "10s")
 
 
 @pytest.mark.parametrize(("streams_arg", "named"), [("yarn@7x", "`yarn@7x`"), ("queue@1m", "`queue`")])

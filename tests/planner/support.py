@@ -181,3 +181,12 @@ class Ticks:
         self.now += self.tick
         self.readings += 1
         return now
+
+
+def numpy_kernels(patch: pytest.MonkeyPatch) -> None:
+    """Every greedy kernel on its numpy path, whatever the window's length and whatever this process has compiled
+    (pack.compiled_for): the reference the compiled kernels are held to."""
+    from planner.agents.greedy import pack
+
+    patch.setattr(pack, "COMPILED_FROM", 10**9)
+    patch.setattr(pack, "LOADED_FROM", 10**9)

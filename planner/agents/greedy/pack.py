@@ -5,19 +5,36 @@ of `(offset, gangs)` blocks, each `gangs` leases starting at `offset` and held f
 lease length. The fast paths tile the window from its end in lease-length blocks
 (what "tallest, rightmost" and "flattest" mean on a step grid); the exact path
 slides lease by lease and is used only when tiling cannot find room that exists. On windows of
-`COMPILED_FROM` steps and more, room, the exact path and the flattest level run compiled.
+`COMPILED_FROM` steps and more, and on every window once those have loaded the compiler (`compiled_for`), room, the
+exact path and the flattest level run compiled.
 """
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 EPSILON = 1e-9
-# Windows of this many steps and more go to the compiled kernels (planner/agents/greedy/compiled.py), shorter ones
-# stay in numpy. Loading numba costs a process about a quarter to half a second once, but any request without a
-# deadline (a window to the horizon) already pays it at minute steps; from an hour of minute steps on, the compiled
-# room and latest cut GREE's decisions by a third (measured: benchmarks/admission.py --sweep).
+# Windows of this many steps and more go to the compiled kernels (planner/agents/greedy/compiled.py) and load them;
+# shorter ones stay in numpy until something has. Loading numba costs a process about a quarter to half a second
+# once, but any request without a deadline (a window to the horizon) already pays it at minute steps; from an hour
+# of minute steps on, the compiled room and latest cut GREE's decisions by a third (measured: benchmarks/admission.py
+# --sweep).
 COMPILED_FROM = 64
+# Once loaded, windows from this many steps on run compiled too: the kernels decide the same as numpy to the bit
+# (tests/planner/agents/test_compiled.py) and cost a fifth to a tenth of its time at every length (2 us against 13
+# for a window's room, 3 against 10-27 for the latest leases), so only a process that never needs them keeps numpy
+# (a command line's one short request). Stages of minutes in windows of an hour or two are most of what it saves.
+LOADED_FROM = 1
+_KERNELS = "planner.agents.greedy.compiled"
+
+
+def compiled_for(size: int) -> bool:
+    """Whether a window of `size` steps runs compiled: long enough to load the kernels, or they are loaded."""
+    return size >= COMPILED_FROM or (size >= LOADED_FROM and _KERNELS in sys.modules)
+
+
 # Windows of this many steps and more are searched on the plan's free-capacity tree (ontree.py) instead of a copy:
 # below it, reading the window is cheaper than the tree's bookkeeping (measured: a week at minute steps, whose
 # 10,080 steps stay below it, decides faster on copies). On a plan that long or longer (seconds-long steps), windows
@@ -34,7 +51,7 @@ Blocks = tuple[np.ndarray, np.ndarray]  # lease start offsets, and how many gang
 
 def gang_room(free: np.ndarray, demand: np.ndarray, gang: int, parallelism: int | None) -> np.ndarray:
     """Gangs of `gang` bundles of `demand` that fit at each step of `free` (resources × steps), within `h`."""
-    if free.shape[1] >= COMPILED_FROM:
+    if compiled_for(free.shape[1]):
         from planner.agents.greedy import compiled  # the compiler loads only for the windows that need it
 
         return compiled.room_kernel(free, demand, gang, compiled.NO_CAP if parallelism is None else parallelism)
@@ -88,7 +105,7 @@ def flattest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
 
 def flattest_of_tiles(tiles: np.ndarray, size: int, length: int, leases: int) -> Blocks | None:
     """`flattest` from the tiles' room (tile_room's, over a window of `size` steps)."""
-    if size >= COMPILED_FROM:
+    if compiled_for(size):
         from planner.agents.greedy import compiled
 
         starts, counts = np.empty(tiles.shape[0], dtype=np.int64), np.empty(tiles.shape[0], dtype=np.int64)
@@ -114,7 +131,7 @@ def flattest_of_tiles(tiles: np.ndarray, size: int, length: int, leases: int) ->
 
 def exact_latest(room: np.ndarray, length: int, leases: int) -> Blocks | None:
     """Lease by lease from the end, each start as high as it goes: finds room that tiling misses."""
-    if room.shape[0] >= COMPILED_FROM:
+    if compiled_for(room.shape[0]):
         return _compiled_latest(room, length, leases)
     left = room.astype(np.int64).copy()
     starts: list[int] = []

@@ -105,8 +105,8 @@ class Placer:
         """What a placement costs: its share of capacity, weighted up where the plan is already loaded, summed over
         the stretches of steps where nothing of that changes (treecost.py). Not `laid`: an atom's placement, not on
         the scratch, costed as it would be laid there."""
-        if self.tree is not None or self.free.shape[1] >= pack.COMPILED_FROM:
-            # compiled on the tree's view (reading the steps the placement holds only) and on long copies, as pack's
+        if self.tree is not None or pack.compiled_for(self.free.shape[1]):
+            # compiled on the tree's view (reading the steps the placement holds only) and on copies where pack's
             # kernels are: the same sum to the bit
             from planner.agents.greedy.treecost import solution_cost
 

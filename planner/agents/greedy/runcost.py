@@ -1,6 +1,6 @@
 """The placer's cost of a placement on its copy of the plan, run by run, in numpy: the twin of treecost.placement_cost
-(compiled, for the tree and for copies of `pack.COMPILED_FROM` steps or more), kept apart so that a search of short
-windows never loads the compiler."""
+(compiled, for the tree and for copies where pack's kernels run compiled, `pack.compiled_for`), kept apart so that a
+search of short windows never loads the compiler."""
 
 from __future__ import annotations
 

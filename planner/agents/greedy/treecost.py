@@ -3,8 +3,8 @@
 A placement spread thin over a long span holds nothing over most of it: `pieces` gives the runs of steps where it
 holds something, so laying it (ontree.tree_lay) and costing it read its leases' steps, not its span.
 
-The cost is summed run by run (`placement_cost` here, for the tree and for the placer's copies of
-`pack.COMPILED_FROM` steps or more; runcost.runs_cost in numpy for shorter copies; the two to the same bit): over each
+The cost is summed run by run (`placement_cost` here, for the tree and for the placer's copies that run compiled,
+`pack.compiled_for`; runcost.runs_cost in numpy for the others; the two to the same bit): over each
 stretch of steps where the placement holds the same bundles and a resource its same capacity and free, one term times
 the stretch's length. A placement of a thousand one-minute leases over a day of one-second steps meets a few dozen
 such stretches: the steps are still read to find them, but the two divisions of a term are made once a stretch, where

@@ -1,7 +1,7 @@
 """The compiled kernels against their numpy formulations: the same room, the same leases, the same decisions.
 
-Windows shorter than `pack.COMPILED_FROM` run in numpy and longer ones compiled; here each kernel runs both ways on
-the same input, and whole random plans run with every window compiled and with none.
+Windows shorter than `pack.COMPILED_FROM` run in numpy until the kernels are loaded, and longer ones compiled; here
+each kernel runs both ways on the same input, and whole random plans run with every window compiled and with none.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from hypothesis.extra import numpy as hnp
 from planner.agents.greedy import compiled, pack
 from planner.core.laying import lay
 from tests.planner.agents.test_properties import Scenario, _plan_and_check, scenarios
+from tests.planner.support import numpy_kernels
 
 GREEDY = ["gree", "gree-l"]  # the MILP's own search runs no greedy kernel
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -23,7 +24,7 @@ FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 def _numpy_only(function, *args):  # type: ignore[no-untyped-def]
     """The kernel with every window below the compiled size: the numpy path."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pack, "COMPILED_FROM", 10**9)
+        numpy_kernels(patch)
         return function(*args)
 
 

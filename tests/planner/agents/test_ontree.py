@@ -14,6 +14,7 @@ from planner.agents.greedy.ontree import TreeView, tree_tiles
 from planner.core import treekernels
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree, cap
+from tests.planner.support import numpy_kernels
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LEVELS = st.integers(-2, 12).map(float)
@@ -50,7 +51,7 @@ def test_latest_on_the_tree_gives_the_dense_leases(data: st.DataObject, view: Tr
     hi = data.draw(st.integers(lo + 1, steps))
     room = pack.gang_room(np.ascontiguousarray(view.free[:, lo:hi]), demand, gang, parallelism)
     with pytest.MonkeyPatch.context() as patch:  # the numpy path, whatever the window's length
-        patch.setattr(pack, "COMPILED_FROM", 10**9)
+        numpy_kernels(patch)
         expected = pack.latest(room, length, leases) if hi - lo >= length else None
     found = view.latest(demand, gang, parallelism, lo, hi, length, leases)
     if expected is None:
@@ -112,7 +113,7 @@ def test_latest_on_the_tree_holds_every_piece_between_laid_starts(room: np.ndarr
     left binds a later lease (the tree's sliding minimum over those pieces)."""
     view = TreeView(FreeTree((room[::-1] if mirrored else room)[None, :].copy()), mirrored=mirrored)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pack, "COMPILED_FROM", 10**9)
+        numpy_kernels(patch)
         expected = pack.latest(room.astype(np.int64), length, leases) if room.size >= length else None
     found = view.latest(np.array([1.0]), 1, None, 0, room.size, length, leases)
     assert (found is None) == (expected is None)
@@ -161,7 +162,7 @@ def test_an_answer_asked_again_is_the_dense_one_after_any_write(data: st.DataObj
         for lo, hi in windows:
             room = pack.gang_room(np.ascontiguousarray(view.free[:, lo:hi]), demand, gang, None)
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(pack, "COMPILED_FROM", 10**9)
+                numpy_kernels(patch)
                 latest = pack.latest(room, length, leases) if hi - lo >= length else None
             for spread, expected in ((False, latest), (True, pack.flattest(room, length, leases))):
                 found = view.blocks(spread, task, lo, hi)

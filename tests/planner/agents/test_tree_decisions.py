@@ -12,13 +12,16 @@ from planner.agents.greedy import ontree, pack
 from planner.core import treekernels
 from rdl import parse_cluster
 from tests.planner.agents.test_properties import Scenario, parse, scenarios
-from tests.planner.support import START, at, pinned
+from tests.planner.support import START, at, numpy_kernels, pinned
 
 
 def _records(scenario: Scenario, agent: str, tree: bool) -> list[dict]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pack, "TREE_FROM", 0 if tree else 10**9)
-        patch.setattr(pack, "COMPILED_FROM", 0 if tree else 10**9)
+        if tree:
+            patch.setattr(pack, "COMPILED_FROM", 0)
+        else:
+            numpy_kernels(patch)
         patch.setattr(ontree, "FLAT_FROM", 0)  # GREE-L's flat tiles from the tree too, whatever the lease's length
         planner = Planner(scenario.cluster(), now=scenario.clock())
         plan = planner.plan

@@ -5,10 +5,12 @@ order; and costed as laid, without laying it, the same as laid."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from planner.agents.greedy import pack
 from planner.agents.greedy.ontree import TreeView
 from planner.agents.greedy.placer import Placer
 from planner.agents.greedy.runcost import runs_cost
@@ -16,6 +18,7 @@ from planner.agents.greedy.solution import AtomPlacement
 from planner.agents.greedy.treecost import pieces, solution_cost
 from planner.core.compile import AtomTask
 from planner.core.freetree import FreeTree
+from tests.planner.support import numpy_kernels
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LEVELS = st.sampled_from([0.0, 0.5, 1.0, 3.0, 7.5, 16.0, 1024.0, 3.0e6])
@@ -67,17 +70,23 @@ def test_the_cost_on_the_tree_is_the_numpy_cost_to_the_bit(
 
 
 @FAST
-@given(drawn=placements(), laid=st.booleans(), origin=st.integers(0, 70))
+@given(drawn=placements(), laid=st.booleans(), origin=st.integers(0, 70), numpy=st.booleans())
 def test_the_placers_cost_on_a_copy_is_the_numpy_cost_to_the_bit(
-        drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool], laid: bool, origin: int) -> None:
-    """A placer's copy of `pack.COMPILED_FROM` steps or more is costed compiled, a shorter one in numpy (runcost.py):
-    the same, to the bit, laid or not, on a copy that starts `origin` steps into the plan."""
+        drawn: tuple[np.ndarray, np.ndarray, list[AtomPlacement], bool], laid: bool, origin: int,
+        numpy: bool) -> None:
+    """A placer's copy is costed compiled where pack's kernels run compiled (pack.compiled_for), else in numpy
+    (runcost.py): the same, to the bit, laid or not, on a copy that starts `origin` steps into the plan."""
     capacity, used, solution, _ = drawn
     expected = _numpy_cost(solution, capacity, capacity - used, laid)
     later = [AtomPlacement(p.task, p.starts + origin, p.gangs) for p in solution]  # on the plan's axis
     plan_capacity = np.concatenate([np.ones((capacity.shape[0], origin)), capacity], axis=1)
     placer = Placer(capacity - used, plan_capacity, flat=False, origin=origin)
-    assert placer.cost(later, laid=laid) == expected
+    with pytest.MonkeyPatch.context() as patch:
+        if numpy:
+            numpy_kernels(patch)
+        else:
+            patch.setattr(pack, "COMPILED_FROM", 0)
+        assert placer.cost(later, laid=laid) == expected
     assert solution_cost(later, plan_capacity, capacity - used, origin, laid) == expected
 
 

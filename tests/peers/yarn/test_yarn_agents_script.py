@@ -1,4 +1,5 @@
-"""benchmarks/peers/yarn_agents.py's own Python: `AGENT@early` names and the stream it asks early (no Java needed)."""
+"""benchmarks/peers/yarn_agents.py's own Python: `AGENT@early` names, the stream it asks early, and streams at
+another step (`STREAM@STEP`; no Java needed)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from planner.core.check import check_plan
 from rdl import parse_cluster, units
+from rdl.cluster import Cluster
 from rdl.forms.yarn_body import EPOCH
 from tests.peers.yarn import agent_harness as harness
 from tests.peers.yarn import streams
@@ -137,9 +139,8 @@ def test_a_stream_at_another_step_is_the_same_reservations_on_that_plan():
     assert leases and all(lease.total_seconds() % 60 == 0 for lease in leases)  # seconds rounded up to minutes
 
 
-def _minutes(ms: int) -> bool:
-    return (ms - round((streams.at_step(*streams.yarn_shaped(0), "1m")[0].start - EPOCH).total_seconds() * 1000)) \
-        % 60_000 == 0
+def _on_minutes(ms: int, cluster: Cluster) -> bool:
+    return (ms - round((cluster.start - EPOCH).total_seconds() * 1000)) % 60_000 == 0
 
 
 def test_a_stream_at_another_step_is_rounded_for_yarn_as_our_planner_reads_it():
@@ -150,7 +151,7 @@ def test_a_stream_at_another_step_is_rounded_for_yarn_as_our_planner_reads_it():
     for body in rounded.bodies:
         new = body["reservation-definition"]
         old = drawn[new["reservation-name"]]["reservation-definition"]
-        assert _minutes(new["arrival"]) and _minutes(new["deadline"])
+        assert _on_minutes(new["arrival"], coarse) and _on_minutes(new["deadline"], coarse)
         assert old["arrival"] <= new["arrival"] < old["arrival"] + 60_000  # inward: up, and
         assert old["deadline"] - 60_000 < new["deadline"] <= old["deadline"]  # down, by less than a step
         durations = [(r["duration"], q["duration"]) for r, q in zip(new["reservation-requests"]["reservation-request"],
